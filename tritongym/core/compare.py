@@ -1,0 +1,64 @@
+"""Compare one candidate output with the reference's, inside the worker, into plain numbers.
+
+Only numbers leave the worker; the parent decides what they mean (`tritongym.core.verdict`).  An output
+whose type is not exactly `torch.Tensor` is not touched at all: a tensor subclass could run code on any
+attribute access or comparison (lazy tensors that compute on comparison are a known hack).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tritongym.core.models import OutputComparison
+from tritongym.core.worker_task import Tolerance
+
+EXACT = Tolerance(atol=0.0, rtol=0.0, rel_norm=0.0)
+
+
+def flatten_outputs(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [item for v in value for item in flatten_outputs(v)]
+    return [value]
+
+
+def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance]) -> OutputComparison:
+    tol = tolerances.get(str(ref.dtype), EXACT) if ref.is_floating_point() else EXACT
+    result = OutputComparison(
+        index=index,
+        is_tensor=isinstance(out, torch.Tensor),
+        exact_type=type(out) is torch.Tensor,
+        ref_shape=list(ref.shape),
+        ref_dtype=str(ref.dtype),
+        ref_device=str(ref.device),
+        numel=ref.numel(),
+        atol=tol.atol,
+        rtol=tol.rtol,
+        rel_norm_tol=tol.rel_norm,
+    )
+    if type(out) is not torch.Tensor:
+        result.note = f"output {index} is a {type(out).__module__}.{type(out).__qualname__}, not a torch.Tensor"
+        return result
+    result.shape, result.dtype, result.device = list(out.shape), str(out.dtype), str(out.device)
+    if out.shape != ref.shape or out.dtype != ref.dtype or out.device != ref.device:
+        return result
+    if ref.numel() == 0:
+        return result
+    if not ref.is_floating_point() and not ref.is_complex():
+        result.mismatched = int((out != ref).sum())
+        return result
+    a, b = out.detach().double(), ref.detach().double()
+    a_nan, b_nan = torch.isnan(a), torch.isnan(b)
+    same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
+    diff = (a - b).abs()
+    ok = (diff <= tol.atol + tol.rtol * b.abs()) | same_special
+    result.mismatched = int((~ok).sum())
+    finite = torch.isfinite(a) & torch.isfinite(b)
+    if bool(finite.any()):
+        d = diff[finite]
+        result.max_abs_err = float(d.max())
+        result.mean_abs_err = float(d.mean())
+        ref_norm = float(b[finite].norm())
+        result.rel_norm_err = float(d.norm()) / max(ref_norm, 1e-30)
+    if bool((a_nan != b_nan).any()):
+        result.note = "NaN where the reference has a number (or the reverse)"
+    return result

@@ -1,0 +1,93 @@
+"""Evaluation settings: one pydantic model shared by the CLI, config files and the Python API.
+
+A config file is TOML whose top-level keys are these fields, for example
+
+    backend = "triton-cpu"
+    trials = 5
+    timeout_s = 60
+    rewards = { correctness = 1.0, speedup = 1.0, profiling = 1.0 }
+    [checks.structure]
+    [backend_options]
+    threads = 2
+
+Every name and option is validated (unknown keys are errors) before any worker starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tritongym.core.errors import ConfigError
+from tritongym.core.models import PROTOCOL_VERSION
+from tritongym.core.worker_task import Tolerance
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(default="auto", description="backend name, or 'auto': triton-cuda with a GPU, else triton-cpu")
+    backend_options: dict = Field(default_factory=dict)
+    device: str | None = Field(default=None, description="device for the backend, e.g. cuda:1")
+    size: Literal["auto", "cpu", "gpu"] = Field(default="auto", description="problem size preset; auto = the backend's")
+    trials: int = Field(default=5, ge=1, le=100)
+    seed: int = Field(default=0, ge=0, description="first trial seed; trial i uses seed + i")
+    precision: Literal["ieee", "tf32"] = "ieee"
+    tolerances: dict[str, Tolerance] = Field(
+        default_factory=dict, description="per-dtype overrides, e.g. 'torch.float32'"
+    )
+    timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    memory_mb: int | None = Field(default=8192, ge=256)
+    checks: dict[str, dict] | None = Field(
+        default=None, description="check name -> options; None = every registered check"
+    )
+    rewards: dict[str, float] = Field(default_factory=lambda: {"correctness": 1.0, "speedup": 1.0, "profiling": 1.0})
+    reward_options: dict[str, dict] = Field(default_factory=dict)
+    workers: int = Field(default=0, ge=0, description="parallel sandboxes for batch runs; 0 = number of CPUs")
+    use_cache: bool = True
+
+    def protocol_key(self, check_names: list[str]) -> str:
+        """The part of the cache key that changes what a verdict means (not rewards: they are re-scored)."""
+        relevant = {
+            "trials": self.trials,
+            "seed": self.seed,
+            "precision": self.precision,
+            "tolerances": {k: v.model_dump() for k, v in sorted(self.tolerances.items())},
+            "checks": sorted(check_names),
+            "check_options": self.checks or {},
+        }
+        digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
+        return f"{PROTOCOL_VERSION}-{digest}"
+
+
+def validation_message(exc: ValidationError, where: str) -> str:
+    return f"{where}: " + "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+def load_config(path: str | Path | None = None, **overrides) -> EvalConfig:
+    """Read a TOML config (if given) and apply non-None overrides (the CLI's flags)."""
+    data: dict = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config {path} is not valid TOML: {exc}") from None
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, f"config {path}" if path else "options")) from None

@@ -1,0 +1,50 @@
+"""User-facing errors.
+
+Everything a user can fix (a missing problem, a bad config file, a broken plugin) raises a subclass of
+`TritonGymError`; the CLI turns it into one line and an exit code.  Anything else is a bug in tritongym
+and keeps its traceback.  A candidate kernel failing is *not* an error: it is an evaluation result.
+"""
+
+from __future__ import annotations
+
+
+class TritonGymError(Exception):
+    """Base class of errors the user can act on; `exit_code` is what the CLI exits with."""
+
+    exit_code = 2
+
+
+class ConfigError(TritonGymError):
+    """A config file, option or plugin option failed validation."""
+
+
+class ProblemNotFound(TritonGymError):
+    """A problem name or path did not resolve to a problem."""
+
+
+class ProblemFormatError(TritonGymError):
+    """A problem source is not in KernelBench format (Model, get_inputs, get_init_inputs)."""
+
+
+class CandidateFileError(TritonGymError):
+    """The candidate file could not be read (missing, not text, too large)."""
+
+
+class PluginError(TritonGymError):
+    """A plugin failed to load or registered something invalid; the message names the plugin."""
+
+
+class UnknownPluginObject(TritonGymError):
+    """A config or option named a backend/check/reward/... that no plugin registered."""
+
+
+class BackendUnavailable(TritonGymError):
+    """The chosen backend cannot run on this machine (e.g. `triton-cuda` without a GPU)."""
+
+    exit_code = 3
+
+
+class RegistryError(TritonGymError):
+    """registry.db could not be opened or migrated."""
+
+    exit_code = 3

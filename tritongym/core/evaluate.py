@@ -1,0 +1,339 @@
+"""The evaluation pipeline of DESIGN.md §1: parse, static checks, registry lookup, worker, verdict, store.
+
+`Evaluator` is built once per configuration (plugins resolved and validated up front) and then judges
+any number of (candidate, problem) pairs; `evaluate_many` runs the sandboxes in parallel threads while
+this thread alone talks to the registry.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from tritongym.core.config import EvalConfig
+from tritongym.core.errors import BackendUnavailable, ConfigError, PluginError, ProblemFormatError
+from tritongym.core.fingerprint import local_fingerprint
+from tritongym.core.interfaces import Backend, Reward, RuntimeCheck, StaticCheck
+from tritongym.core.models import (
+    Candidate,
+    CheckVerdict,
+    ErrorInfo,
+    EvaluationResult,
+    Evidence,
+    LaunchRecord,
+    Problem,
+    RewardBreakdown,
+    Status,
+)
+from tritongym.core.plugins import PluginHost, get_host
+from tritongym.core.registry import Registry
+from tritongym.core.sandbox import SandboxLimits
+from tritongym.core.tolerances import tolerances_for
+from tritongym.core.verdict import judge_trials, status_of_failure
+from tritongym.core.worker_task import WorkerTask
+
+OnResult = Callable[[EvaluationResult], None]
+
+
+def resolve_backend_name(config: EvalConfig, host: PluginHost) -> str:
+    if config.backend != "auto":
+        return config.backend
+    if "triton-cuda" in host.names("backend"):
+        candidate = host.create("backend", "triton-cuda", config.backend_options)
+        if candidate.unavailable_reason() is None:
+            return "triton-cuda"
+    return "triton-cpu"
+
+
+class Evaluator:
+    def __init__(
+        self, config: EvalConfig | None = None, registry: Registry | None = None, host: PluginHost | None = None
+    ) -> None:
+        self.config = config or EvalConfig()
+        self.host = host or get_host()
+        self.registry = registry
+        self.backend_name = resolve_backend_name(self.config, self.host)
+        self.backend: Backend = self.host.create("backend", self.backend_name, self.config.backend_options)
+        reason = self.backend.unavailable_reason()
+        if reason:
+            raise BackendUnavailable(f"backend '{self.backend_name}' cannot run here: {reason}")
+        self.device = self.config.device or self.backend.default_device()
+        self.device_class = self.backend.device_class(self.device)
+        self.size = self.backend.default_size if self.config.size == "auto" else self.config.size
+        check_names = self.host.names("check") if self.config.checks is None else list(self.config.checks)
+        checks = [self.host.create("check", n, (self.config.checks or {}).get(n)) for n in check_names]
+        self.static_checks = [c for c in checks if isinstance(c, StaticCheck)]
+        self.runtime_checks = [c for c in checks if isinstance(c, RuntimeCheck)]
+        unknown = set(self.config.reward_options) - set(self.config.rewards)
+        if unknown:
+            raise ConfigError(f"reward_options names rewards that are not selected: {', '.join(sorted(unknown))}")
+        self.rewards: dict[str, tuple[float, Reward]] = {
+            n: (w, self.host.create("reward", n, self.config.reward_options.get(n)))
+            for n, w in self.config.rewards.items()
+        }
+        self.protocol = self.config.protocol_key(check_names)
+        self.tolerances = tolerances_for(self.config.precision, self.config.tolerances)
+        self.limits = SandboxLimits(
+            timeout_s=self.config.timeout_s,
+            memory_mb=self.config.memory_mb if self.backend.device_type == "cpu" else None,
+        )
+
+    # --- public API ------------------------------------------------------------------------------------
+
+    def evaluate(self, candidate: Candidate | str, problem: Problem) -> EvaluationResult:
+        return self.evaluate_many([(candidate, problem)])[0]
+
+    def evaluate_many(
+        self, pairs: Sequence[tuple[Candidate | str, Problem]], on_result: OnResult | None = None
+    ) -> list[EvaluationResult]:
+        """Judge every pair; results come back in input order, `on_result` is called as each finishes."""
+        items = [(c if isinstance(c, Candidate) else Candidate(source=c), p) for c, p in pairs]
+        results: list[EvaluationResult | None] = [None] * len(items)
+        pending: list[int] = []
+        static: dict[int, list[CheckVerdict]] = {}
+        for i, (candidate, problem) in enumerate(items):
+            early, static[i] = self._before_worker(candidate, problem)
+            if early is None:
+                pending.append(i)
+            else:
+                results[i] = early
+                if on_result:
+                    on_result(early)
+        workers = self.config.workers or os.cpu_count() or 1
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending) or 1))) as pool:
+            futures = {pool.submit(self._measure, *items[i]): i for i in pending}
+            for future in as_completed(futures):
+                i = futures[future]
+                candidate, problem = items[i]
+                evidence, started = future.result()
+                result = self._judge(candidate, problem, evidence, static[i], started)
+                results[i] = self._store(result, candidate, problem)
+                if on_result:
+                    on_result(results[i])
+        return [r for r in results if r is not None]
+
+    # --- stages ----------------------------------------------------------------------------------------
+
+    def _base(self, candidate: Candidate, problem: Problem, status: Status, **fields) -> EvaluationResult:
+        return EvaluationResult(
+            problem_id=problem.name,
+            problem_key=problem.key,
+            kernel_id=candidate.kernel_id,
+            backend=self.backend_name,
+            device=self.device,
+            device_class=self.device_class,
+            size=problem.size,
+            protocol=self.protocol,
+            status=status,
+            fingerprint=fields.pop("fingerprint", None) or local_fingerprint(),
+            **fields,
+        )
+
+    def _before_worker(
+        self, candidate: Candidate, problem: Problem
+    ) -> tuple[EvaluationResult | None, list[CheckVerdict]]:
+        """Registry, syntax and static checks: everything that needs no worker.
+
+        Returns the final result when one is already known, else None and the static verdicts.
+        """
+        started = time.perf_counter()
+        if self.registry is not None and self.config.use_cache:
+            hit = self.registry.lookup(
+                problem.key, candidate.kernel_id, self.backend_name, self.device_class, self.protocol
+            )
+            if hit is not None:
+                hit.reward = self._score(hit)
+                hit.duration_s = time.perf_counter() - started
+                return hit, []
+        try:
+            tree = ast.parse(candidate.source)
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None)
+            error = ErrorInfo(
+                kind=type(exc).__name__,
+                message=getattr(exc, "msg", str(exc)),
+                line=line,
+                traceback="".join(_syntax_traceback(exc)),
+            )
+            where = f" (line {line})" if line else ""
+            result = self._base(
+                candidate, problem, Status.compile_error, error=error, message=f"{error.kind}: {error.message}{where}"
+            )
+            return self._finish_early(result, candidate, problem, started), []
+        verdicts = [self._run_static(check, tree, candidate, problem) for check in self.static_checks]
+        failed = [v for v in verdicts if not v.passed]
+        if failed:
+            first = failed[0]
+            where = f" (line {first.line})" if first.line else ""
+            result = self._base(
+                candidate,
+                problem,
+                Status.rejected,
+                checks=verdicts,
+                message=f"rejected by check '{first.name}'{where}: {first.reason}",
+            )
+            return self._finish_early(result, candidate, problem, started), verdicts
+        return None, verdicts
+
+    def _finish_early(
+        self, result: EvaluationResult, candidate: Candidate, problem: Problem, started: float
+    ) -> EvaluationResult:
+        result.reward = self._score(result)
+        result.duration_s = time.perf_counter() - started
+        return self._store(result, candidate, problem)
+
+    def _run_static(self, check: StaticCheck, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        plugin = self.host.get("check", check.name).plugin
+        try:
+            verdict = check.check_source(tree, candidate, problem)
+        except Exception as exc:  # a broken check fails closed and names itself
+            verdict = CheckVerdict(
+                name=check.name,
+                passed=False,
+                reason=f"check crashed ({type(exc).__name__}: {exc}); fix or disable plugin '{plugin}'",
+            )
+        return verdict.model_copy(update={"plugin": plugin, "stage": "static"})
+
+    def _task(self, candidate: Candidate, problem: Problem) -> WorkerTask:
+        return WorkerTask(
+            problem_name=problem.name,
+            problem_source=problem.source,
+            sizes=problem.sizes,
+            candidate_source=candidate.source,
+            device=self.device,
+            seeds=[self.config.seed + i for i in range(self.config.trials)],
+            init_seed=self.config.seed,
+            precision=self.config.precision,
+            tolerances=self.tolerances,
+        )
+
+    def _measure(self, candidate: Candidate, problem: Problem) -> tuple[Evidence, float]:
+        started = time.perf_counter()
+        try:
+            evidence = self.backend.measure(self._task(candidate, problem), self.limits)
+        except Exception as exc:
+            plugin = self.host.get("backend", self.backend_name).plugin
+            raise PluginError(
+                f"backend '{self.backend_name}' (plugin '{plugin}') raised {type(exc).__name__}: {exc}"
+            ) from exc
+        return evidence, started
+
+    def _judge(
+        self, candidate: Candidate, problem: Problem, evidence: Evidence, static: list[CheckVerdict], started: float
+    ) -> EvaluationResult:
+        if evidence.error is not None and evidence.stage == "problem":
+            raise ProblemFormatError(
+                f"the reference of problem '{problem.name}' failed in the worker: "
+                f"{evidence.error.kind}: {evidence.error.message}"
+            )
+        fields = {
+            "fingerprint": evidence.fingerprint,
+            "trials": len(evidence.trials),
+            "checks": static,
+            "launches": _merge_launches(evidence),
+        }
+        failure = status_of_failure(evidence)
+        if failure is not None:
+            err = evidence.error
+            assert err is not None  # status_of_failure returns a status only for an error
+            if not err.traceback and evidence.stdout_tail:
+                err = err.model_copy(update={"traceback": evidence.stdout_tail[-3000:]})
+            where = f" (line {err.line})" if err.line else ""
+            result = self._base(
+                candidate, problem, failure, error=err, message=f"{err.kind}: {err.message}{where}", **fields
+            )
+        else:
+            judgement = judge_trials(evidence.trials)
+            fields.update(
+                max_abs_err=judgement.max_abs_err,
+                rel_norm_err=judgement.rel_norm_err,
+                runtime_ms=evidence.runtime_ms,
+                ref_runtime_ms=evidence.ref_runtime_ms,
+                pr=evidence.pr,
+            )
+            if evidence.runtime_ms and evidence.ref_runtime_ms:
+                fields["speedup"] = evidence.ref_runtime_ms / evidence.runtime_ms
+            if not judgement.correct:
+                result = self._base(
+                    candidate, problem, Status.incorrect, message=f"incorrect: {judgement.message}", **fields
+                )
+            else:
+                verdicts = static + [self._run_runtime(c, evidence, candidate, problem) for c in self.runtime_checks]
+                del fields["checks"]
+                failed = [v for v in verdicts if not v.passed]
+                if failed:
+                    result = self._base(
+                        candidate,
+                        problem,
+                        Status.hacked,
+                        correct=False,
+                        hacked=True,
+                        checks=verdicts,
+                        message=f"hacked: check '{failed[0].name}': {failed[0].reason}",
+                        **fields,
+                    )
+                else:
+                    result = self._base(
+                        candidate,
+                        problem,
+                        Status.ok,
+                        correct=True,
+                        checks=verdicts,
+                        message=f"ok: {judgement.message}",
+                        **fields,
+                    )
+        result.reward = self._score(result)
+        result.duration_s = time.perf_counter() - started
+        return result
+
+    def _run_runtime(
+        self, check: RuntimeCheck, evidence: Evidence, candidate: Candidate, problem: Problem
+    ) -> CheckVerdict:
+        plugin = self.host.get("check", check.name).plugin
+        try:
+            verdict = check.judge(evidence, candidate, problem)
+        except Exception as exc:
+            verdict = CheckVerdict(
+                name=check.name,
+                passed=False,
+                reason=f"check crashed ({type(exc).__name__}: {exc}); fix or disable plugin '{plugin}'",
+            )
+        return verdict.model_copy(update={"plugin": plugin, "stage": "runtime"})
+
+    def _score(self, result: EvaluationResult) -> RewardBreakdown:
+        components, weights = {}, {}
+        for name, (weight, reward) in self.rewards.items():
+            try:
+                components[name] = float(reward.score(result))
+            except Exception as exc:
+                plugin = self.host.get("reward", name).plugin
+                raise PluginError(f"reward '{name}' (plugin '{plugin}') raised {type(exc).__name__}: {exc}") from exc
+            weights[name] = weight
+        total = sum(weights[n] * components[n] for n in components)
+        return RewardBreakdown(total=total, components=components, weights=weights)
+
+    def _store(self, result: EvaluationResult, candidate: Candidate, problem: Problem) -> EvaluationResult:
+        if self.registry is not None:
+            result.evaluation_id = self.registry.store(result, problem, candidate)
+        return result
+
+
+def _merge_launches(evidence: Evidence) -> list[LaunchRecord]:
+    merged: dict[tuple[str, bool], LaunchRecord] = {}
+    for trial in evidence.trials:
+        for rec in trial.launches:
+            key = (rec.kernel, rec.own)
+            if key in merged:
+                merged[key].count += rec.count
+            else:
+                merged[key] = rec.model_copy()
+    return sorted(merged.values(), key=lambda r: (not r.own, r.kernel))
+
+
+def _syntax_traceback(exc: BaseException) -> list[str]:
+    import traceback
+
+    return traceback.format_exception_only(type(exc), exc)

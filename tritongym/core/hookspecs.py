@@ -1,0 +1,69 @@
+"""The tritongym hook specifications: one registration hook per plugin kind.
+
+Each hook receives a `register` callback and calls it once per class it provides, e.g.
+
+    from tritongym import hookimpl
+
+    @hookimpl
+    def register_rewards(register):
+        register(MyReward)
+
+The host (`tritongym.core.plugins`) validates what is registered, refuses duplicate names naming both
+plugins, and afterwards calls the chosen objects directly: no hook runs per evaluation or per batch.
+Specs only ever grow by new hooks or new keyword arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from tritongym.core.interfaces import (
+        AdvantageEstimator,
+        Backend,
+        Check,
+        GenerationEngine,
+        Reward,
+        SampleFilter,
+    )
+
+PROJECT_NAME = "tritongym"
+"""Marker project name, plugin-manager name and entry-point group, in one place."""
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def register_backends(register: Callable[[type[Backend]], None]) -> None:
+    """Register kernel backends: classes that run a candidate against a problem on a device and
+    return `Evidence` (outputs compared, launch records, timings, profile). They measure; they never judge."""
+
+
+@hookspec
+def register_checks(register: Callable[[type[Check]], None]) -> None:
+    """Register hack checks: `StaticCheck` classes judge the source before any worker runs,
+    `RuntimeCheck` classes judge the evidence a backend gathered. Each returns a `CheckVerdict`."""
+
+
+@hookspec
+def register_rewards(register: Callable[[type[Reward]], None]) -> None:
+    """Register reward components: classes that turn an `EvaluationResult` into one float."""
+
+
+@hookspec
+def register_estimators(register: Callable[[type[AdvantageEstimator]], None]) -> None:
+    """Register advantage estimators (GRPO, RLOO, TRLOO, ...): rewards of a group in, advantages out."""
+
+
+@hookspec
+def register_sample_filters(register: Callable[[type[SampleFilter]], None]) -> None:
+    """Register sample filters (MRS, PRS, ...): decide which samples keep their gradient."""
+
+
+@hookspec
+def register_engines(register: Callable[[type[GenerationEngine]], None]) -> None:
+    """Register generation engines (transformers, vLLM, HTTP) that produce rollouts with log-probs."""

@@ -1,0 +1,158 @@
+"""Base classes of the objects plugins register, one per plugin kind.
+
+Every registered object is a small class with a unique `name`, a first docstring line that
+`tritongym plugins` shows, and an `Options` pydantic model (`extra="forbid"`) so that a config file
+naming it is validated before any work starts.  Plugins subclass these; they import nothing else from
+one another.
+"""
+
+from __future__ import annotations
+
+import ast
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tritongym.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tritongym.core.models import (
+        Candidate,
+        CheckVerdict,
+        EvaluationResult,
+        Evidence,
+        Problem,
+    )
+    from tritongym.core.sandbox import SandboxLimits
+    from tritongym.core.worker_task import WorkerTask
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PluginObject:
+    """What every registered class has in common: a name, a one-line doc and validated options."""
+
+    kind: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, options: BaseModel | None = None) -> None:
+        self.options = options if options is not None else self.Options()
+
+    @classmethod
+    def from_options(cls, raw: dict | None = None):
+        """Build from a plain dict (a config file's table), naming this object in any validation error."""
+        try:
+            return cls(cls.Options.model_validate(raw or {}))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors()
+            )
+            raise ConfigError(f"options for {cls.kind} '{cls.name}': {problems}") from None
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = (cls.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+class Backend(PluginObject, ABC):
+    """Runs a candidate against a problem on one device, inside the sandbox, and returns `Evidence`."""
+
+    kind = "backend"
+    device_type: ClassVar[str] = "cpu"
+    default_size: ClassVar[str] = "cpu"
+
+    def unavailable_reason(self) -> str | None:
+        """None when this backend can run here, else why not (shown to the user)."""
+        return None
+
+    @abstractmethod
+    def device_class(self, device: str) -> str:
+        """The class of device results are cached under (two identical GPUs share one)."""
+
+    @abstractmethod
+    def default_device(self) -> str:
+        """The device used when none is chosen."""
+
+    @abstractmethod
+    def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
+        """Run the task in a sandboxed worker and return what was measured; never raise for a bad kernel."""
+
+
+class Check(PluginObject):
+    """A hack check. Subclass `StaticCheck` or `RuntimeCheck`."""
+
+    kind = "check"
+    stage: ClassVar[Literal["static", "runtime"]] = "static"
+
+
+class StaticCheck(Check, ABC):
+    """Judges the candidate's source in the parent process, before any worker starts."""
+
+    stage = "static"
+
+    @abstractmethod
+    def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        """`tree` is the parsed candidate; a candidate that does not parse never reaches static checks."""
+
+
+class RuntimeCheck(Check, ABC):
+    """Judges the evidence a backend gathered in the worker; runs in the parent."""
+
+    stage = "runtime"
+
+    @abstractmethod
+    def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        """Called only for candidates whose outputs matched the reference."""
+
+
+class Reward(PluginObject, ABC):
+    """One reward component; the configured weighted sum of components is the turn reward."""
+
+    kind = "reward"
+
+    @abstractmethod
+    def score(self, result: EvaluationResult) -> float:
+        """Look at nothing but the evaluation result."""
+
+
+class AdvantageEstimator(PluginObject):
+    """Turns the rewards of a group of rollouts into per-token advantages."""
+
+    kind = "estimator"
+
+
+class SampleFilter(PluginObject):
+    """Decides which samples keep their gradient (and with what weight)."""
+
+    kind = "sample_filter"
+
+
+class GenerationEngine(PluginObject):
+    """Produces rollouts (text plus log-probs) from a model."""
+
+    kind = "engine"
+
+
+KINDS: dict[str, type[PluginObject]] = {
+    "backend": Backend,
+    "check": Check,
+    "reward": Reward,
+    "estimator": AdvantageEstimator,
+    "sample_filter": SampleFilter,
+    "engine": GenerationEngine,
+}
+"""Plugin kind -> base class every registered object of that kind must subclass."""
+
+HOOK_OF_KIND = {
+    "backend": "register_backends",
+    "check": "register_checks",
+    "reward": "register_rewards",
+    "estimator": "register_estimators",
+    "sample_filter": "register_sample_filters",
+    "engine": "register_engines",
+}

@@ -1,0 +1,72 @@
+"""Record every Triton kernel launch inside the worker (launch provenance).
+
+Installed before the candidate is imported, on the launch entry point of Triton's JIT and of its
+interpreter at class level, so `@triton.jit`, `@triton.autotune` and `@triton.heuristics` kernels are all
+seen, however the candidate calls them.  A launch is attributed to the candidate when the kernel's
+function was defined in the candidate's file; only launches made while the candidate's forward runs are
+recorded (`phase` is set by the worker).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tritongym.core.models import LaunchRecord
+
+
+class LaunchRecorder:
+    def __init__(self, candidate_file: str) -> None:
+        self.candidate_file = candidate_file
+        self.phase: Any = None  # e.g. ("trial", 3); None while the reference or harness runs
+        self._counts: dict[Any, Counter] = {}
+        self._grids: dict[tuple[Any, str], str] = {}
+
+    def install(self) -> None:
+        import triton.runtime.jit as jit
+
+        targets = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            targets.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in targets:
+            original = cls.run
+            if getattr(original, "_tritongym_recorder", None) is not None:
+                continue
+            cls.run = self._wrap(original)
+
+    def _wrap(self, original):
+        recorder = self
+
+        def run(kernel, *args, grid=None, warmup=False, **kwargs):
+            if not warmup and recorder.phase is not None:
+                recorder._record(kernel, grid)
+            return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+
+        run._tritongym_recorder = self  # type: ignore[attr-defined]
+        return run
+
+    def _record(self, kernel, grid) -> None:
+        fn = getattr(kernel, "fn", None)
+        code = getattr(fn, "__code__", None)
+        name = getattr(fn, "__name__", type(kernel).__name__)
+        own = code is not None and code.co_filename == self.candidate_file
+        key = (name, own)
+        self._counts.setdefault(self.phase, Counter())[key] += 1
+        self._grids.setdefault((self.phase, name), grid if isinstance(grid, str) else _grid_text(grid))
+
+    def records(self, phase: Any) -> list[LaunchRecord]:
+        counts = self._counts.get(phase, Counter())
+        return [
+            LaunchRecord(kernel=name, own=own, count=n, grid=self._grids.get((phase, name), ""))
+            for (name, own), n in sorted(counts.items())
+        ]
+
+
+def _grid_text(grid) -> str:
+    if isinstance(grid, tuple):
+        return str(tuple(int(g) if isinstance(g, int) else str(g) for g in grid))
+    return "callable" if callable(grid) else str(grid)

@@ -1,0 +1,174 @@
+"""Named, re-runnable migrations of registry.db (the pattern of simonw/llm's migrations.py).
+
+Each function runs once; its name is recorded in `_tritongym_migrations`, so running `migrate` again is
+a no-op and a database created by an older tritongym is brought forward step by step.  Append new
+migrations at the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import sqlite_utils
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = []
+MIGRATIONS_TABLE = "_tritongym_migrations"
+
+
+def migration(fn: Callable[[sqlite_utils.Database], None]):
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply every migration not yet recorded; returns the names applied now.
+
+    Each migration runs in its own IMMEDIATE transaction and re-reads the record inside it, so two
+    processes opening a new registry at once apply each step exactly once.
+    """
+    db.execute(f"CREATE TABLE IF NOT EXISTS [{MIGRATIONS_TABLE}] (name TEXT PRIMARY KEY, applied_at TEXT)")
+    applied = []
+    for fn in MIGRATIONS:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute(f"SELECT 1 FROM [{MIGRATIONS_TABLE}] WHERE name = ?", [fn.__name__]).fetchone():
+                db.execute("COMMIT")
+                continue
+            fn(db)
+            db[MIGRATIONS_TABLE].insert(
+                {"name": fn.__name__, "applied_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        applied.append(fn.__name__)
+    return applied
+
+
+@migration
+def m001_problems_and_kernels(db: sqlite_utils.Database) -> None:
+    # problems: one row per (reference source, sizes); `key` is the hash evaluations point at, `name` is
+    # what people type. kernels: one row per normalised source, the first spelling seen kept as `source`.
+    db["problems"].create(
+        {
+            "key": str,
+            "name": str,
+            "size": str,
+            "sizes": str,
+            "category": str,
+            "description": str,
+            "origin": str,
+            "source": str,
+            "created_at": str,
+        },
+        pk="key",
+    )
+    db["problems"].create_index(["name"])
+    db["kernels"].create({"id": str, "source": str, "origin": str, "created_at": str}, pk="id")
+
+
+@migration
+def m002_evaluations(db: sqlite_utils.Database) -> None:
+    # One verdict per kernel x problem x backend x device class x protocol x config variant: the cache key
+    # that lets training and test-time scaling skip any kernel already judged. `config_key` is empty for a
+    # kernel as written and names a launch configuration (tile sizes, warps, stages) for tuned variants.
+    db["evaluations"].create(
+        {
+            "id": int,
+            "problem_key": str,
+            "problem_name": str,
+            "kernel_id": str,
+            "backend": str,
+            "device": str,
+            "device_class": str,
+            "size": str,
+            "protocol": str,
+            "config_key": str,
+            "status": str,
+            "correct": int,
+            "hacked": int,
+            "runtime_ms": float,
+            "ref_runtime_ms": float,
+            "speedup": float,
+            "pr": float,
+            "reward": float,
+            "message": str,
+            "result": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("problem_key", "problems", "key"), ("kernel_id", "kernels", "id")],
+        defaults={"config_key": ""},
+    )
+    db["evaluations"].create_index(
+        ["problem_key", "kernel_id", "backend", "device_class", "protocol", "config_key"], unique=True
+    )
+    db["evaluations"].create_index(["problem_name", "device_class", "status"])
+
+
+@migration
+def m003_reference_timings(db: sqlite_utils.Database) -> None:
+    # Reference runtimes per problem x device class x precision policy, so a problem's reference is timed
+    # once per device rather than once per candidate (the paired in-worker timing still runs).
+    db["reference_timings"].create(
+        {
+            "problem_key": str,
+            "device_class": str,
+            "precision": str,
+            "runtime_ms": float,
+            "iqr_ms": float,
+            "samples": int,
+            "fingerprint": str,
+            "created_at": str,
+        },
+        pk=("problem_key", "device_class", "precision"),
+    )
+
+
+@migration
+def m004_runs_and_turns(db: sqlite_utils.Database) -> None:
+    # Every rollout turn of training, test-time scaling or a batch evaluation, linked to its evaluation,
+    # so a kernel found in one run seeds another.
+    db["runs"].create(
+        {"id": int, "kind": str, "name": str, "config": str, "started_at": str, "finished_at": str},
+        pk="id",
+    )
+    db["turns"].create(
+        {
+            "id": int,
+            "run_id": int,
+            "sample": int,
+            "turn": int,
+            "problem_key": str,
+            "kernel_id": str,
+            "evaluation_id": int,
+            "reward": float,
+            "prompt": str,
+            "response": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id"), ("evaluation_id", "evaluations", "id")],
+    )
+    db["turns"].create_index(["run_id", "sample", "turn"])
+
+
+@migration
+def m005_best_kernels_view(db: sqlite_utils.Database) -> None:
+    # The fastest honest kernel per problem x size x device class; without timings (CPU backend), the
+    # earliest correct one.
+    db.create_view(
+        "best_kernels",
+        """
+        SELECT * FROM (
+            SELECT e.*, ROW_NUMBER() OVER (
+                PARTITION BY e.problem_name, e.size, e.device_class
+                ORDER BY e.runtime_ms IS NULL, e.runtime_ms, e.id
+            ) AS rank
+            FROM evaluations e
+            WHERE e.status = 'ok' AND e.correct = 1 AND e.hacked = 0
+        ) WHERE rank = 1
+        """,
+    )

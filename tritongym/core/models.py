@@ -1,0 +1,213 @@
+"""The data that flows between the rooms (DESIGN.md §1): problems, candidates, evidence, verdicts, results.
+
+`EvaluationResult` is the contract every later part builds on (trainer rows, test-time scaling, the
+registry, `--json` output), so fields are only ever added, never renamed.  `Evidence` is what a backend
+measured inside the sandboxed worker: it crosses a process boundary as JSON and is treated as untrusted
+data, which is why every field is typed and validated here rather than read from a dict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tritongym.core.source import kernel_id_of, normalise_source
+
+PROTOCOL_VERSION = "1"
+"""Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
+
+
+class Status(str, Enum):
+    """Outcome of one evaluation, from best to worst stage reached."""
+
+    ok = "ok"
+    rejected = "rejected"  # a static check refused the source before any worker ran
+    compile_error = "compile_error"  # the candidate did not import (syntax error, bad import, jit error)
+    runtime_error = "runtime_error"  # it imported but raised while building or running
+    incorrect = "incorrect"  # it ran but its outputs (or its untouched inputs) did not match
+    hacked = "hacked"  # outputs matched but a runtime check found it cheating
+    timeout = "timeout"  # the worker outlived the time limit and was killed
+    crashed = "crashed"  # the worker died (segfault, os._exit, memory limit) or sent no valid result
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Problem(_Model):
+    """A KernelBench-format reference (`Model`, `get_inputs`, `get_init_inputs`) at one size preset."""
+
+    name: str
+    source: str
+    size: str = "cpu"
+    sizes: dict[str, Any] = Field(default_factory=dict, description="module constants set for this preset")
+    category: str | None = None
+    description: str = ""
+    origin: str = ""
+    solution: str | None = Field(default=None, description="a known-correct candidate source, if shipped")
+
+    @property
+    def key(self) -> str:
+        """Identity of the computation: normalised reference source plus the shapes it runs at."""
+        payload = normalise_source(self.source) + "\n#sizes " + json.dumps(self.sizes, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class Candidate(_Model):
+    """Source code that defines `ModelNew` with Triton kernels, as written by a model or a person."""
+
+    source: str
+    origin: str = ""
+
+    @property
+    def kernel_id(self) -> str:
+        return kernel_id_of(self.source)
+
+
+class ErrorInfo(_Model):
+    """What went wrong, in the words a model can act on next turn."""
+
+    kind: str
+    message: str
+    traceback: str | None = None
+    line: int | None = None
+
+
+class CheckVerdict(_Model):
+    name: str
+    passed: bool
+    reason: str = ""
+    stage: Literal["static", "runtime"] = "static"
+    line: int | None = None
+    plugin: str | None = None
+
+
+class RewardBreakdown(_Model):
+    total: float = 0.0
+    components: dict[str, float] = Field(default_factory=dict)
+    weights: dict[str, float] = Field(default_factory=dict)
+
+
+class Fingerprint(_Model):
+    """Software and hardware a result was measured with; stored with every evaluation."""
+
+    tritongym: str
+    python: str
+    torch: str | None = None
+    triton: str | None = None
+    platform: str = ""
+    cpu: str = ""
+    device_name: str = ""
+    driver: str | None = None
+    cuda: str | None = None
+    protocol: str = PROTOCOL_VERSION
+
+
+# --- evidence gathered inside the worker -------------------------------------------------------------
+
+
+class OutputComparison(_Model):
+    """One output tensor of one trial, compared with the reference's inside the worker."""
+
+    index: int
+    is_tensor: bool
+    exact_type: bool = True
+    shape: list[int] | None = None
+    ref_shape: list[int] | None = None
+    dtype: str | None = None
+    ref_dtype: str | None = None
+    device: str | None = None
+    ref_device: str | None = None
+    numel: int = 0
+    mismatched: int = 0  # elements outside atol + rtol * |ref|, NaN/inf placement differences included
+    max_abs_err: float | None = None
+    mean_abs_err: float | None = None
+    rel_norm_err: float | None = None
+    atol: float = 0.0
+    rtol: float = 0.0
+    rel_norm_tol: float = 0.0
+    note: str = ""
+
+
+class LaunchRecord(_Model):
+    """One Triton kernel launched during a trial, counted; `own` = defined in the candidate's file."""
+
+    kernel: str
+    own: bool
+    count: int = 1
+    grid: str = ""
+
+
+class TrialEvidence(_Model):
+    seed: int
+    outputs: list[OutputComparison] = Field(default_factory=list)
+    n_outputs: int = 0
+    ref_n_outputs: int = 0
+    inputs_unchanged: bool = True
+    mutated_inputs: list[int] = Field(default_factory=list)
+    launches: list[LaunchRecord] = Field(default_factory=list)
+    candidate_s: float | None = None
+    reference_s: float | None = None
+
+
+class Evidence(_Model):
+    """Everything a backend measured for one candidate; judged later, in the parent process."""
+
+    stage: Literal["problem", "import", "init", "bind", "run", "done"] = "problem"
+    error: ErrorInfo | None = None
+    trials: list[TrialEvidence] = Field(default_factory=list)
+    bound_weights: list[str] = Field(default_factory=list)
+    unbound_weights: list[str] = Field(default_factory=list)
+    runtime_ms: float | None = None
+    ref_runtime_ms: float | None = None
+    pr: float | None = None
+    profile: list[dict[str, Any]] = Field(default_factory=list)
+    controls: dict[str, list[TrialEvidence]] = Field(default_factory=dict)
+    fingerprint: Fingerprint | None = None
+    stdout_tail: str = ""
+    worker_s: float | None = None
+
+
+# --- the verdict ---------------------------------------------------------------------------------------
+
+
+class EvaluationResult(_Model):
+    """The verdict on one candidate for one problem on one backend and device."""
+
+    problem_id: str
+    problem_key: str
+    kernel_id: str
+    backend: str
+    device: str
+    device_class: str
+    size: str
+    protocol: str = PROTOCOL_VERSION
+    status: Status
+    correct: bool = False
+    hacked: bool = False
+    message: str = ""
+    checks: list[CheckVerdict] = Field(default_factory=list)
+    runtime_ms: float | None = None
+    ref_runtime_ms: float | None = None
+    speedup: float | None = None
+    pr: float | None = None
+    reward: RewardBreakdown = Field(default_factory=RewardBreakdown)
+    error: ErrorInfo | None = None
+    max_abs_err: float | None = None
+    rel_norm_err: float | None = None
+    trials: int = 0
+    launches: list[LaunchRecord] = Field(default_factory=list)
+    cached: bool = False
+    fingerprint: Fingerprint
+    evaluation_id: int | None = None
+    duration_s: float = 0.0
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def honest_and_correct(self) -> bool:
+        return self.status == Status.ok and self.correct and not self.hacked

@@ -1,0 +1,237 @@
+"""The plugin host: loads built-in and third-party plugins and holds what they registered.
+
+Loading is lazy and happens once per host (`get_host()`), never at import time.  Built-ins are listed in
+`DEFAULT_PLUGINS` and go through exactly the same path as third-party plugins, which come from
+
+* the `tritongym` entry-point group of installed distributions (`TRITONGYM_LOAD_PLUGINS` selects which,
+  by distribution or entry-point name, comma separated; set it empty to load none: the way out when an
+  installed plugin breaks start-up),
+* `--plugin module.or.file.py` on the command line, and
+* `TRITONGYM_PLUGINS` (comma separated modules or .py files).
+
+A plugin that fails to import, implements an unknown hook, or raises while registering is reported by
+name and skipped; with `strict=True` (or `TRITONGYM_STRICT_PLUGINS=1`) it is fatal.  Two objects of the
+same kind and name are always an error naming both plugins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pluggy
+
+from tritongym.core import hookspecs
+from tritongym.core.errors import PluginError, UnknownPluginObject
+from tritongym.core.interfaces import HOOK_OF_KIND, KINDS, PluginObject
+
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "tritongym.plugins.backends.triton_cpu",
+    "tritongym.plugins.checks.structure",
+    "tritongym.plugins.checks.launches",
+    "tritongym.plugins.rewards.correctness",
+    "tritongym.plugins.rewards.speedup",
+    "tritongym.plugins.rewards.profiling",
+)
+"""Built-in plugins, registered like any third-party plugin."""
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+class PluginWarning(UserWarning):
+    """A plugin was skipped; the message names it and why."""
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One object a plugin registered: its kind, name, class and the plugin that provided it."""
+
+    kind: str
+    name: str
+    cls: type[PluginObject]
+    plugin: str
+
+    @property
+    def doc(self) -> str:
+        return self.cls.summary()
+
+
+class PluginHost:
+    """Owns a pluggy manager and the merged, validated registry of named plugin objects."""
+
+    def __init__(
+        self,
+        *,
+        extra_plugins: Sequence[str] = (),
+        load_entry_points: bool = True,
+        strict: bool = False,
+        builtins: Sequence[str] = DEFAULT_PLUGINS,
+    ) -> None:
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.strict = strict
+        self.extra_plugins = list(extra_plugins)
+        self.skipped: list[str] = []
+        self._objects: dict[str, dict[str, Registered]] = {kind: {} for kind in KINDS}
+        if os.environ.get("TRITONGYM_TRACE_HOOKS"):
+            self.pm.trace.root.setwriter(lambda msg: print(msg, end="", file=sys.stderr))
+            self.pm.enable_tracing()
+        for module_name in builtins:
+            self._register_plugin(module_name, lambda m=module_name: importlib.import_module(m))
+        if load_entry_points:
+            self._load_entry_points()
+        for spec in extra_plugins:
+            self._register_plugin(spec, lambda s=spec: _import_plugin(s))
+        self._collect()
+
+    # --- loading ---------------------------------------------------------------------------------------
+
+    def _fail(self, plugin: str, why: str) -> None:
+        message = f"plugin '{plugin}' {why}"
+        if self.strict:
+            raise PluginError(message)
+        self.skipped.append(message)
+        warnings.warn(
+            f"{message}; skipped (set TRITONGYM_LOAD_PLUGINS= to disable installed plugins)",
+            PluginWarning,
+            stacklevel=3,
+        )
+
+    def _register_plugin(self, name: str, load) -> None:
+        try:
+            module = load()
+        except Exception as exc:  # a third-party import can raise anything
+            self._fail(name, f"failed to import: {type(exc).__name__}: {exc}")
+            return
+        if self.pm.is_registered(module) or self.pm.has_plugin(name):
+            return
+        try:
+            self.pm.register(module, name=name)
+        except pluggy.PluginValidationError as exc:
+            self._fail(name, f"is invalid: {exc}")
+            return
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self.pm.unregister(name=name)
+            self._fail(name, f"implements an unknown hook ({exc}); known hooks: {', '.join(HOOK_OF_KIND.values())}")
+
+    def _load_entry_points(self) -> None:
+        selected = os.environ.get("TRITONGYM_LOAD_PLUGINS")
+        wanted = None if selected is None else {s.strip() for s in selected.split(",") if s.strip()}
+        for ep in importlib.metadata.entry_points(group=hookspecs.PROJECT_NAME):
+            dist = ep.dist.name if ep.dist is not None else ep.name
+            if wanted is not None and dist not in wanted and ep.name not in wanted:
+                continue
+            self._register_plugin(f"{dist}:{ep.name}", ep.load)
+
+    def _collect(self) -> None:
+        """Call each registration hook implementation one by one, so every object knows its plugin."""
+        for kind, hook_name in HOOK_OF_KIND.items():
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                plugin = impl.plugin_name
+                try:
+                    impl.function(register=lambda cls, k=kind, p=plugin: self._add(k, cls, p))
+                except PluginError:
+                    raise
+                except Exception as exc:
+                    self._fail(plugin, f"raised in {hook_name}: {type(exc).__name__}: {exc}")
+
+    def _add(self, kind: str, cls: type, plugin: str) -> None:
+        base = KINDS[kind]
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            self._fail(plugin, f"registered {cls!r} as a {kind}, but it is not a subclass of {base.__name__}")
+            return
+        name = getattr(cls, "name", "")
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            self._fail(
+                plugin,
+                f"registered {kind} class {cls.__name__} with an invalid name {name!r} "
+                "(use lower-case letters, digits, '-', '_' or '.')",
+            )
+            return
+        existing = self._objects[kind].get(name)
+        if existing is not None:
+            raise PluginError(
+                f"{kind} '{name}' is registered twice: by plugin '{existing.plugin}' and by plugin "
+                f"'{plugin}'; rename one or disable a plugin"
+            )
+        self._objects[kind][name] = Registered(kind, name, cls, plugin)
+
+    # --- lookup ----------------------------------------------------------------------------------------
+
+    def all(self) -> list[Registered]:
+        return [reg for kind in KINDS for reg in sorted(self._objects[kind].values(), key=lambda r: r.name)]
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self._objects[kind])
+
+    def get(self, kind: str, name: str) -> Registered:
+        try:
+            return self._objects[kind][name]
+        except KeyError:
+            known = ", ".join(self.names(kind)) or "none"
+            raise UnknownPluginObject(
+                f"no {kind} named '{name}' is registered (known: {known}); install or --plugin the plugin "
+                "that provides it"
+            ) from None
+
+    def create(self, kind: str, name: str, options: dict | None = None):
+        """Instantiate a registered object with validated options."""
+        return self.get(kind, name).cls.from_options(options)
+
+
+def _import_plugin(spec: str) -> ModuleType:
+    """Import a plugin given as a dotted module name or a path to a .py file."""
+    path = Path(spec)
+    if spec.endswith(".py") or path.exists():
+        if not path.is_file():
+            raise FileNotFoundError(f"no such plugin file: {spec}")
+        module_name = "tritongym_plugin_" + re.sub(r"\W", "_", str(path.resolve()))
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        assert module_spec is not None and module_spec.loader is not None  # a .py file always has a loader
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+        return module
+    return importlib.import_module(spec)
+
+
+def _env_list(name: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+
+
+_host: PluginHost | None = None
+
+
+def get_host(extra_plugins: Iterable[str] = (), strict: bool | None = None) -> PluginHost:
+    """The process-wide host, built on first use from the environment plus `extra_plugins`.
+
+    Asking again with new extra plugins rebuilds it, so the CLI's `--plugin` always takes effect.
+    """
+    global _host
+    extra = [*_env_list("TRITONGYM_PLUGINS"), *extra_plugins]
+    if strict is None:
+        strict = os.environ.get("TRITONGYM_STRICT_PLUGINS", "") not in ("", "0")
+    if _host is None or _host.extra_plugins != extra or _host.strict != strict:
+        _host = PluginHost(extra_plugins=extra, strict=strict)
+    return _host
+
+
+def reset_host() -> None:
+    """Forget the process-wide host (tests, or after changing TRITONGYM_* variables)."""
+    global _host
+    _host = None

@@ -1,0 +1,191 @@
+"""Find and read problems: our bundled suite, KernelBench files and directories, JSONL and parquet rows.
+
+Problems are read, never executed, in the parent: the source is parsed for `Model`, `get_inputs`,
+`get_init_inputs` and the literal `SIZES`/`CATEGORY` constants; the code itself runs only in the worker.
+A size preset (`cpu` or `gpu`) picks one entry of `SIZES`, which the worker assigns to the module's
+globals before calling `get_inputs`; KernelBench files without `SIZES` run at their own constants.
+
+A problem spec is a suite name (`relu`), a `.py` file, or a directory / `.jsonl` / `.parquet` file,
+optionally followed by `#NAME` to pick one problem from it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+from pathlib import Path
+
+from tritongym.core.errors import ProblemFormatError, ProblemNotFound
+from tritongym.core.models import Problem
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "problems"
+SUITE_DIR = PACKAGE_DIR / "suite"
+SOLUTIONS_DIR = PACKAGE_DIR / "solutions"
+SIZE_PRESETS = ("cpu", "gpu")
+_CODE_FIELDS = ("code", "reference", "ref_code", "pytorch_code", "reference_code", "source")
+_NAME_FIELDS = ("name", "problem_name", "problem_id", "id", "task_id")
+
+
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+}
+
+
+def _constant(node: ast.expr):
+    """A literal, allowing integer arithmetic such as `1 << 24` or `64 * 1024`, without running code."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = _constant(node.left), _constant(node.right)
+        if not all(isinstance(v, (int, float)) for v in (left, right)):
+            raise ValueError("arithmetic on non-numbers")
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and abs(right) > 64:
+            raise ValueError("exponent too large")
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_constant(node.operand)
+    if isinstance(node, ast.Dict):
+        return {_constant(k): _constant(v) for k, v in zip(node.keys, node.values) if k is not None}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_constant(e) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def _literal(tree: ast.Module, name: str):
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            try:
+                return _constant(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                raise ProblemFormatError(f"{name} must be a literal (numbers, strings, integer arithmetic)") from None
+    return None
+
+
+def parse_problem(source: str, name: str, origin: str, size: str = "cpu", solution: str | None = None) -> Problem:
+    """Validate KernelBench format and pick the size preset, without running the code."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ProblemFormatError(f"problem '{name}' ({origin}) does not parse: line {exc.lineno}: {exc.msg}") from None
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in defined]
+    if missing:
+        raise ProblemFormatError(
+            f"problem '{name}' ({origin}) is not in KernelBench format: it defines no {', '.join(missing)}"
+        )
+    try:
+        presets = _literal(tree, "SIZES")
+        category = _literal(tree, "CATEGORY")
+    except ProblemFormatError as exc:
+        raise ProblemFormatError(f"problem '{name}' ({origin}): {exc}") from None
+    sizes: dict = {}
+    if presets is not None:
+        if not isinstance(presets, dict) or size not in presets or not isinstance(presets[size], dict):
+            known = ", ".join(presets) if isinstance(presets, dict) else "none"
+            raise ProblemFormatError(f"problem '{name}' has no size preset '{size}' (presets: {known})")
+        sizes = presets[size]
+    doc = ast.get_docstring(tree) or ""
+    return Problem(
+        name=name,
+        source=source,
+        size=size,
+        sizes=sizes,
+        category=category if isinstance(category, str) else None,
+        description=doc.strip().splitlines()[0] if doc.strip() else "",
+        origin=origin,
+        solution=solution,
+    )
+
+
+def suite_names() -> list[str]:
+    return sorted(p.stem for p in SUITE_DIR.glob("*.py") if not p.name.startswith("_"))
+
+
+def suite_problem(name: str, size: str = "cpu") -> Problem:
+    path = SUITE_DIR / f"{name}.py"
+    solution = SOLUTIONS_DIR / f"{name}.py"
+    return parse_problem(
+        path.read_text(), name, f"suite:{name}", size, solution.read_text() if solution.exists() else None
+    )
+
+
+def suite_problems(size: str = "cpu") -> list[Problem]:
+    return [suite_problem(name, size) for name in suite_names()]
+
+
+def _rows(path: Path) -> list[dict]:
+    if path.suffix == ".jsonl":
+        rows = []
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ProblemFormatError(f"{path}:{i}: not valid JSON ({exc.msg})") from None
+        return rows
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ProblemFormatError(f"reading {path} needs pyarrow: pip install 'tritongym[parquet]'") from None
+    return pq.read_table(path).to_pylist()
+
+
+def _from_rows(path: Path, size: str) -> list[Problem]:
+    problems = []
+    for i, row in enumerate(_rows(path)):
+        if not isinstance(row, dict):
+            raise ProblemFormatError(f"{path} row {i}: expected an object with reference code")
+        code = next((row[f] for f in _CODE_FIELDS if isinstance(row.get(f), str)), None)
+        if code is None:
+            raise ProblemFormatError(f"{path} row {i}: no reference code (looked for {', '.join(_CODE_FIELDS)})")
+        name = next((str(row[f]) for f in _NAME_FIELDS if row.get(f) not in (None, "")), f"{path.stem}-{i}")
+        if row.get("level") is not None and "/" not in name:
+            name = f"level{row['level']}/{name}"
+        problems.append(parse_problem(code, name, f"{path}#{i}", size))
+    return problems
+
+
+def load_problems(spec: str | None = None, size: str = "cpu") -> list[Problem]:
+    """All problems a spec names: the suite (None or 'suite'), a directory, a JSONL/parquet file, a file."""
+    if size not in SIZE_PRESETS:
+        raise ProblemFormatError(f"unknown size preset '{size}' (choose from {', '.join(SIZE_PRESETS)})")
+    if spec in (None, "", "suite"):
+        return suite_problems(size)
+    path = Path(spec)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.py") if not p.name.startswith("_"))
+        if not files:
+            raise ProblemNotFound(f"no .py problem files under {path}")
+        return [
+            parse_problem(p.read_text(), p.relative_to(path).with_suffix("").as_posix(), str(p), size) for p in files
+        ]
+    if path.is_file() and path.suffix in (".jsonl", ".parquet"):
+        return _from_rows(path, size)
+    return [load_problem(spec, size)]
+
+
+def load_problem(spec: str, size: str = "cpu") -> Problem:
+    """One problem: a suite name, a .py file, or `SOURCE#NAME` for a directory/JSONL/parquet source."""
+    if size not in SIZE_PRESETS:
+        raise ProblemFormatError(f"unknown size preset '{size}' (choose from {', '.join(SIZE_PRESETS)})")
+    if "#" in spec:
+        source, _, wanted = spec.rpartition("#")
+        for problem in load_problems(source, size):
+            if problem.name == wanted or problem.name.rsplit("/", 1)[-1] == wanted:
+                return problem
+        raise ProblemNotFound(f"no problem named '{wanted}' in {source}")
+    path = Path(spec)
+    if path.is_file() and path.suffix == ".py":
+        return parse_problem(path.read_text(), path.stem, str(path), size)
+    if path.exists():
+        raise ProblemNotFound(f"{spec} holds several problems: pick one with {spec}#NAME")
+    if (SUITE_DIR / f"{spec}.py").is_file():
+        return suite_problem(spec, size)
+    raise ProblemNotFound(f"no problem '{spec}': not a suite problem (see `tritongym problems list`) and not a file")

@@ -1,0 +1,239 @@
+"""registry.db: every problem, kernel and evaluation tritongym has seen, through sqlite-utils.
+
+All writes go through `Registry._transaction()`, one transaction per stored evaluation, with WAL on: a
+kill at any moment leaves the previous rows intact, and readers never block the writer.  Lookups come
+before any worker starts, so an identical kernel (by normalised-source hash) on the same problem,
+backend, device class and protocol is answered from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlite_utils
+
+from tritongym.core.errors import RegistryError
+from tritongym.core.migrations import migrate
+from tritongym.core.models import Candidate, EvaluationResult, Problem
+
+DEFAULT_REGISTRY = "registry.db"
+
+
+def default_registry_path() -> Path:
+    """`TRITONGYM_REGISTRY`, else registry.db in the working directory."""
+    return Path(os.environ.get("TRITONGYM_REGISTRY") or DEFAULT_REGISTRY)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Registry:
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_registry_path()
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            self.db = sqlite_utils.Database(conn)
+            self.db.execute("PRAGMA busy_timeout = 30000")
+            if str(self.path) != ":memory:":
+                self.db.enable_wal()
+            migrate(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise RegistryError(f"cannot open registry {self.path}: {exc}") from None
+
+    @contextmanager
+    def _transaction(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # --- evaluations -----------------------------------------------------------------------------------
+
+    def lookup(
+        self, problem_key: str, kernel_id: str, backend: str, device_class: str, protocol: str, config_key: str = ""
+    ) -> EvaluationResult | None:
+        rows = list(
+            self.db.query(
+                "SELECT id, result FROM evaluations WHERE problem_key = ? AND kernel_id = ? AND backend = ? "
+                "AND device_class = ? AND protocol = ? AND config_key = ?",
+                [problem_key, kernel_id, backend, device_class, protocol, config_key],
+            )
+        )
+        if not rows:
+            return None
+        result = EvaluationResult.model_validate_json(rows[0]["result"])
+        return result.model_copy(update={"cached": True, "evaluation_id": rows[0]["id"]})
+
+    def store(self, result: EvaluationResult, problem: Problem, candidate: Candidate, config_key: str = "") -> int:
+        """Insert or refresh one evaluation (with its problem and kernel) in a single transaction."""
+        now = _now()
+        with self._transaction():
+            self.db["problems"].insert(
+                {
+                    "key": problem.key,
+                    "name": problem.name,
+                    "size": problem.size,
+                    "sizes": json.dumps(problem.sizes, sort_keys=True),
+                    "category": problem.category,
+                    "description": problem.description,
+                    "origin": problem.origin,
+                    "source": problem.source,
+                    "created_at": now,
+                },
+                ignore=True,
+            )
+            self.db["kernels"].insert(
+                {"id": result.kernel_id, "source": candidate.source, "origin": candidate.origin, "created_at": now},
+                ignore=True,
+            )
+            row = {
+                "problem_key": result.problem_key,
+                "problem_name": result.problem_id,
+                "kernel_id": result.kernel_id,
+                "backend": result.backend,
+                "device": result.device,
+                "device_class": result.device_class,
+                "size": result.size,
+                "protocol": result.protocol,
+                "config_key": config_key,
+                "status": result.status.value,
+                "correct": int(result.correct),
+                "hacked": int(result.hacked),
+                "runtime_ms": result.runtime_ms,
+                "ref_runtime_ms": result.ref_runtime_ms,
+                "speedup": result.speedup,
+                "pr": result.pr,
+                "reward": result.reward.total,
+                "message": result.message,
+                "created_at": now,
+                "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
+            }
+            existing = list(
+                self.db.query(
+                    "SELECT id FROM evaluations WHERE problem_key = ? AND kernel_id = ? AND backend = ? "
+                    "AND device_class = ? AND protocol = ? AND config_key = ?",
+                    [
+                        row["problem_key"],
+                        row["kernel_id"],
+                        row["backend"],
+                        row["device_class"],
+                        row["protocol"],
+                        config_key,
+                    ],
+                )
+            )
+            if existing:
+                evaluation_id = existing[0]["id"]
+                self.db["evaluations"].update(evaluation_id, row)
+            else:
+                evaluation_id = self.db["evaluations"].insert(row).last_pk
+        return int(evaluation_id)
+
+    # --- queries ---------------------------------------------------------------------------------------
+
+    def best(self, problem_name: str, device_class: str | None = None, size: str | None = None) -> dict | None:
+        """The fastest honest kernel for a problem (earliest correct one where nothing was timed)."""
+        where, params = ["problem_name = ?"], [problem_name]
+        if device_class:
+            where.append("device_class = ?")
+            params.append(device_class)
+        if size:
+            where.append("size = ?")
+            params.append(size)
+        rows = list(
+            self.db.query(
+                f"SELECT b.*, k.source AS source FROM best_kernels b JOIN kernels k ON k.id = b.kernel_id "
+                f"WHERE {' AND '.join(where)} ORDER BY b.runtime_ms IS NULL, b.runtime_ms, b.id LIMIT 1",
+                params,
+            )
+        )
+        return rows[0] if rows else None
+
+    def stats(self) -> dict:
+        by_status = {
+            r["status"]: r["n"]
+            for r in self.db.query("SELECT status, count(*) AS n FROM evaluations GROUP BY status ORDER BY status")
+        }
+        by_backend = {
+            f"{r['backend']} @ {r['device_class']}": r["n"]
+            for r in self.db.query(
+                "SELECT backend, device_class, count(*) AS n FROM evaluations GROUP BY backend, device_class"
+            )
+        }
+        solved = self.db.execute("SELECT count(DISTINCT problem_name) FROM evaluations WHERE status = 'ok'").fetchone()[
+            0
+        ]
+        return {
+            "path": str(self.path),
+            "problems": self.db["problems"].count,
+            "kernels": self.db["kernels"].count,
+            "evaluations": self.db["evaluations"].count,
+            "problems_solved": solved,
+            "runs": self.db["runs"].count,
+            "turns": self.db["turns"].count,
+            "by_status": by_status,
+            "by_backend": by_backend,
+        }
+
+    # --- runs and turns --------------------------------------------------------------------------------
+
+    def start_run(self, kind: str, name: str, config: dict) -> int:
+        with self._transaction():
+            return int(
+                self.db["runs"]
+                .insert(
+                    {
+                        "kind": kind,
+                        "name": name,
+                        "config": json.dumps(config),
+                        "started_at": _now(),
+                        "finished_at": None,
+                    }
+                )
+                .last_pk
+            )
+
+    def add_turn(
+        self,
+        run_id: int,
+        result: EvaluationResult,
+        sample: int = 0,
+        turn: int = 1,
+        prompt: str = "",
+        response: str = "",
+    ) -> int:
+        with self._transaction():
+            return int(
+                self.db["turns"]
+                .insert(
+                    {
+                        "run_id": run_id,
+                        "sample": sample,
+                        "turn": turn,
+                        "problem_key": result.problem_key,
+                        "kernel_id": result.kernel_id,
+                        "evaluation_id": result.evaluation_id,
+                        "reward": result.reward.total,
+                        "prompt": prompt,
+                        "response": response,
+                        "created_at": _now(),
+                    }
+                )
+                .last_pk
+            )
+
+    def finish_run(self, run_id: int) -> None:
+        with self._transaction():
+            self.db["runs"].update(run_id, {"finished_at": _now()})
+
+    def close(self) -> None:
+        self.db.close()

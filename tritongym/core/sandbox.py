@@ -1,0 +1,163 @@
+"""Run a `WorkerTask` in a fresh, locked-down worker process and bring back its `Evidence`.
+
+The candidate is hostile until proven otherwise, so it never runs in the process that owns the registry:
+
+* a new process (its own session, so the whole group can be killed) running `tritongym.core.worker`;
+* a hard wall-clock timeout, after which the group is SIGKILLed and the result is `timeout`;
+* resource limits set by the worker on itself before it reads any candidate code (address space, CPU
+  time, file size, no core dumps); see `tritongym.core.worker.apply_limits`;
+* a private temporary working directory, removed afterwards, that is also HOME and TMPDIR;
+* a stripped environment: only what Python and Triton need, never the registry path or credentials;
+* the result travels on the worker's original stdout as one line tagged with a per-task nonce the
+  candidate never sees; the candidate's own stdout/stderr go to a capped log file whose tail is kept.
+
+Anything else (no result line, a signal, garbage) is the candidate's `crashed`, never the caller's error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tritongym.core.models import ErrorInfo, Evidence
+from tritongym.core.worker_task import WorkerTask
+
+RESULT_TAG = "TRITONGYM-RESULT"
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+_KEEP_ENV = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")
+
+
+class SandboxLimits(BaseModel):
+    """Limits for one worker. `memory_mb` bounds the address space (CPU workers only: on CUDA workers
+    the driver's virtual reservations break under RLIMIT_AS, so GPU backends bound memory otherwise)."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout_s: float = Field(default=120.0, gt=0)
+    memory_mb: int | None = Field(default=8192, ge=256)
+    file_mb: int = Field(default=64, ge=1)
+    threads: int = Field(default=1, ge=1, description="intra-op threads of the worker's torch")
+
+
+def _worker_env(tmp: str, extra_env: dict[str, str], threads: int) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
+    env.update(
+        HOME=tmp,
+        TMPDIR=tmp,
+        PYTHONPATH=_PACKAGE_PARENT,
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONHASHSEED="0",
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        TRITON_CACHE_DIR=os.path.join(tmp, "triton-cache"),
+    )
+    env.update(extra_env)
+    return env
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _crash(kind: str, message: str, log: str, elapsed: float) -> Evidence:
+    return Evidence(stage="run", error=ErrorInfo(kind=kind, message=message), stdout_tail=log, worker_s=elapsed)
+
+
+def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str, str] | None = None) -> Evidence:
+    """Run `task` in a new worker; always returns Evidence (errors included), never raises for the candidate."""
+    tmp = tempfile.mkdtemp(prefix="tritongym-")
+    nonce = secrets.token_hex(16)
+    payload = task.model_copy(
+        update={
+            "nonce": nonce,
+            "memory_mb": limits.memory_mb,
+            "cpu_s": int(limits.timeout_s * 2 + 30),
+            "file_mb": limits.file_mb,
+        }
+    ).model_dump_json()
+    log_path = Path(tmp) / "worker.log"
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-s", "-m", "tritongym.core.worker", str(log_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+            env=_worker_env(tmp, extra_env or {}, limits.threads),
+            start_new_session=True,
+            close_fds=True,
+        )
+        try:
+            out, _ = proc.communicate(payload.encode(), timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return _crash(
+                "Timeout",
+                f"the candidate did not finish within the time limit of {limits.timeout_s:g} s and was killed",
+                _tail(log_path),
+                time.monotonic() - start,
+            )
+        finally:
+            # children the candidate may have left behind die with the group
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        elapsed = time.monotonic() - start
+        log = _tail(log_path)
+        return _parse_result(out, nonce, proc.returncode, log, elapsed, limits)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _parse_result(out: bytes, nonce: str, returncode: int, log: str, elapsed: float, limits: SandboxLimits) -> Evidence:
+    prefix = f"{RESULT_TAG} {nonce} ".encode()
+    for line in reversed(out.splitlines()):
+        if line.startswith(prefix):
+            try:
+                evidence = Evidence.model_validate(json.loads(line[len(prefix) :]))
+            except (ValueError, ValidationError) as exc:
+                return _crash(
+                    "WorkerCrashed", f"the worker's result was malformed ({exc.__class__.__name__})", log, elapsed
+                )
+            evidence.stdout_tail = log
+            evidence.worker_s = elapsed
+            return evidence
+    if returncode < 0:
+        sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+        why = f"the worker was killed by {sig}"
+        if sig == "SIGXCPU":
+            why += " (CPU time limit exceeded)"
+        elif sig == "SIGSEGV":
+            why += " (segmentation fault)"
+    else:
+        why = f"the worker exited with code {returncode} before reporting a result"
+        if "MemoryError" in log or "can't allocate memory" in log:
+            why += f" (memory limit of {limits.memory_mb} MiB exceeded)"
+    return _crash("WorkerCrashed", why, log, elapsed)

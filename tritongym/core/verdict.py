@@ -1,0 +1,100 @@
+"""Turn a backend's `Evidence` into a status and a message, in the parent process.
+
+The worker only reports numbers; every decision about what they mean is made here, where the candidate
+cannot reach.  The same `judge_trials` decides candidates and the negative controls of `problems check`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tritongym.core.models import Evidence, Status, TrialEvidence
+
+_MEMORY_HINTS = ("MemoryError", "MemoryLimit", "can't allocate memory", "out of memory", "OutOfMemory")
+
+
+@dataclass
+class OutputJudgement:
+    correct: bool
+    message: str
+    max_abs_err: float | None = None
+    rel_norm_err: float | None = None
+
+
+def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
+    """Correct only if every trial's every output has the exact type, shape, dtype and device of the
+    reference's, no element outside tolerance, a small relative-norm error, and untouched inputs."""
+    if not trials:
+        return OutputJudgement(False, "no trial ran")
+    worst_abs: float | None = None
+    worst_rel: float | None = None
+    for trial in trials:
+        for out in trial.outputs:
+            if out.max_abs_err is not None:
+                worst_abs = max(worst_abs or 0.0, out.max_abs_err)
+            if out.rel_norm_err is not None:
+                worst_rel = max(worst_rel or 0.0, out.rel_norm_err)
+    for t, trial in enumerate(trials):
+        where = f"trial {t} (seed {trial.seed})"
+        if trial.n_outputs != trial.ref_n_outputs:
+            return OutputJudgement(
+                False,
+                f"{where}: returned {trial.n_outputs} outputs, expected {trial.ref_n_outputs}",
+                worst_abs,
+                worst_rel,
+            )
+        if not trial.inputs_unchanged:
+            return OutputJudgement(
+                False, f"{where}: the candidate modified its input(s) {trial.mutated_inputs}", worst_abs, worst_rel
+            )
+        for out in trial.outputs:
+            label = f"{where}, output {out.index}"
+            if not out.exact_type:
+                return OutputJudgement(
+                    False, f"{label}: {out.note or 'not an exact torch.Tensor'}", worst_abs, worst_rel
+                )
+            for what, got, want in (
+                ("shape", out.shape, out.ref_shape),
+                ("dtype", out.dtype, out.ref_dtype),
+                ("device", out.device, out.ref_device),
+            ):
+                if got != want:
+                    return OutputJudgement(False, f"{label}: {what} {got}, expected {want}", worst_abs, worst_rel)
+            if out.mismatched:
+                detail = f"max abs error {out.max_abs_err:.4g}" if out.max_abs_err is not None else "non-finite values"
+                return OutputJudgement(
+                    False,
+                    f"{label}: {out.mismatched} of {out.numel} elements outside tolerance "
+                    f"(atol {out.atol:g}, rtol {out.rtol:g}); {detail}, mean abs error "
+                    f"{(out.mean_abs_err or 0):.4g}" + (f"; {out.note}" if out.note else ""),
+                    worst_abs,
+                    worst_rel,
+                )
+            if out.rel_norm_err is not None and out.rel_norm_err > out.rel_norm_tol and out.numel:
+                return OutputJudgement(
+                    False,
+                    f"{label}: relative norm error {out.rel_norm_err:.4g} exceeds {out.rel_norm_tol:g} "
+                    f"(max abs error {out.max_abs_err:.4g})",
+                    worst_abs,
+                    worst_rel,
+                )
+    summary = f"all {len(trials)} trials match"
+    if worst_abs is not None:
+        summary += f" (max abs error {worst_abs:.3g})"
+    return OutputJudgement(True, summary, worst_abs, worst_rel)
+
+
+def status_of_failure(evidence: Evidence) -> Status | None:
+    """The status a worker-side failure maps to, or None when the worker ran to the end."""
+    error = evidence.error
+    if error is None:
+        return None
+    if error.kind == "Timeout":
+        return Status.timeout
+    if error.kind in ("WorkerCrashed", "MemoryLimit") or any(
+        h in error.message or h == error.kind for h in _MEMORY_HINTS
+    ):
+        return Status.crashed
+    if evidence.stage == "import" or error.kind in ("CompilationError", "CompileTimeAssertionFailure"):
+        return Status.compile_error
+    return Status.runtime_error

@@ -1,0 +1,344 @@
+"""The sandboxed worker: `python -m tritongym.core.worker LOGFILE`, task JSON on stdin.
+
+Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdicts:
+
+1. limits first (`apply_limits`), then the candidate's stdout/stderr are pointed at LOGFILE; the result
+   goes to a private duplicate of the original stdout, tagged with the task's nonce;
+2. the reference problem is loaded and its size preset applied to its module globals;
+3. launch recording is installed, then the candidate is imported from a real file (Triton needs the
+   source) and `ModelNew` is built;
+4. weights are bound explicitly: `Model` and `ModelNew` are constructed under *different* seeds and every
+   parameter/buffer of `ModelNew` whose name and shape match one of `Model`'s is copied from it, so a
+   candidate that relies on seeding alone gets different weights and fails;
+5. T trials with distinct seeds: fresh inputs, cloned separately for candidate and reference, candidate
+   first; its inputs must be unchanged afterwards; outputs compared by `compare_output`.
+
+In `screen` mode the same harness runs negative controls instead of a candidate (zeros, the reference
+output for another seed's inputs, the identity) so degenerate problems are found.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from types import ModuleType
+
+from tritongym.core.models import ErrorInfo, Evidence, TrialEvidence
+from tritongym.core.worker_task import WorkerTask
+
+CANDIDATE_MODULE = "tritongym_candidate"
+REFERENCE_MODULE = "tritongym_reference"
+_OTHER_SEED_OFFSET = 7919
+
+
+class StageError(Exception):
+    def __init__(self, stage: str, info: ErrorInfo) -> None:
+        super().__init__(info.message)
+        self.stage, self.info = stage, info
+
+
+def apply_limits(task: WorkerTask) -> None:
+    import resource
+    import signal
+
+    def cap(which: int, value: int) -> None:
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+    cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_FSIZE, task.file_mb << 20)
+    if task.cpu_s:
+        cap(resource.RLIMIT_CPU, task.cpu_s)
+    if task.memory_mb:
+        cap(resource.RLIMIT_AS, task.memory_mb << 20)
+    # an over-long write fails with EFBIG instead of killing the worker without a result
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def error_info(exc: BaseException, filename: str | None = None) -> ErrorInfo:
+    """The exception as a model should see it: type, message, the traceback from the candidate's frames."""
+    line = None
+    if isinstance(exc, SyntaxError) and (filename is None or exc.filename == filename):
+        line = exc.lineno
+    tb_entries = traceback.extract_tb(exc.__traceback__)
+    if filename is not None:
+        own = [i for i, fr in enumerate(tb_entries) if fr.filename == filename]
+        if own:
+            line = line or tb_entries[own[-1]].lineno
+            tb_entries = tb_entries[own[0] :]
+    text = "".join(traceback.format_list(tb_entries)) + "".join(traceback.format_exception_only(type(exc), exc))
+    message = str(exc).strip() or type(exc).__name__
+    return ErrorInfo(kind=type(exc).__name__, message=message[:2000], traceback=text[-6000:], line=line)
+
+
+def load_module(name: str, path: str, source: str) -> ModuleType:
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py path always has a loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_reference(task: WorkerTask, workdir: str) -> ModuleType:
+    path = os.path.join(workdir, "reference.py")
+    try:
+        module = load_module(REFERENCE_MODULE, path, task.problem_source)
+        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+        if missing:
+            raise AttributeError(f"the problem defines no {', '.join(missing)} (KernelBench format needs all three)")
+        vars(module).update(task.sizes)
+    except Exception as exc:
+        raise StageError("problem", error_info(exc, path)) from None
+    return module
+
+
+def to_device(value, device):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    return value
+
+
+def clone_all(values):
+    import torch
+
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def same_value(a, b) -> bool:
+    import torch
+
+    if isinstance(b, torch.Tensor):
+        if type(a) is not torch.Tensor or a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(torch.equal(a, b)) or (
+            b.is_floating_point()
+            and bool(torch.equal(a.isnan(), b.isnan()))
+            and bool(torch.equal(a.nan_to_num(), b.nan_to_num()))
+        )
+    return True
+
+
+def poison_allocator(device) -> None:
+    """Fill memory the caching allocator will hand out next with NaN, so reading it never looks right."""
+    import torch
+
+    if device.type != "cuda":
+        return
+    free, _ = torch.cuda.mem_get_info(device)
+    n = min(free // 4, 1 << 28) // 2
+    if n > 0:
+        block = torch.empty(n, dtype=torch.float32, device=device)
+        block.fill_(float("nan"))
+        del block
+
+
+def make_inputs(reference: ModuleType, seed: int, device):
+    import torch
+
+    torch.manual_seed(seed)
+    return [to_device(v, device) for v in reference.get_inputs()]
+
+
+def build_reference(task: WorkerTask, reference: ModuleType, device):
+    """Build `Model` (seeded) before any candidate code is imported, so the candidate cannot break it."""
+    import torch
+
+    try:
+        torch.manual_seed(task.init_seed)
+        init_inputs = reference.get_init_inputs()
+        torch.manual_seed(task.init_seed)
+        return reference.Model(*init_inputs).to(device), init_inputs
+    except Exception as exc:
+        raise StageError("problem", error_info(exc)) from None
+
+
+def build_candidate(task: WorkerTask, candidate: ModuleType, init_inputs, ref_model, device, evidence: Evidence):
+    import torch
+
+    cand_file = candidate.__file__
+    try:
+        torch.manual_seed(task.init_seed + 1)  # different from Model's: seeding alone must not match
+        cand_model = candidate.ModelNew(*init_inputs)
+        cand_model = cand_model.to(device)
+    except Exception as exc:
+        raise StageError("init", error_info(exc, cand_file)) from None
+    try:
+        ref_state = ref_model.state_dict()
+        with torch.no_grad():
+            for name, tensor in cand_model.state_dict().items():
+                source = ref_state.get(name)
+                if source is not None and source.shape == tensor.shape and source.dtype == tensor.dtype:
+                    tensor.copy_(source)
+                    evidence.bound_weights.append(name)
+                else:
+                    evidence.unbound_weights.append(name)
+    except Exception as exc:
+        raise StageError("bind", error_info(exc, cand_file)) from None
+    return cand_model
+
+
+def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
+    import torch
+
+    from tritongym.core.compare import compare_output, flatten_outputs
+    from tritongym.core.launches import LaunchRecorder
+
+    device = torch.device(task.device)
+    reference = load_reference(task, workdir)
+    ref_model, init_inputs = build_reference(task, reference, device)
+    cand_path = os.path.join(workdir, "candidate.py")
+    recorder = LaunchRecorder(cand_path)
+    recorder.install()
+    evidence.stage = "import"
+    try:
+        candidate = load_module(CANDIDATE_MODULE, cand_path, task.candidate_source or "")
+        if not hasattr(candidate, "ModelNew"):
+            raise AttributeError("the candidate defines no class ModelNew")
+    except Exception as exc:
+        raise StageError("import", error_info(exc, cand_path)) from None
+    evidence.stage = "init"
+    cand_model = build_candidate(task, candidate, init_inputs, ref_model, device, evidence)
+    evidence.stage = "run"
+    for trial, seed in enumerate(task.seeds):
+        base = make_inputs(reference, seed, device)
+        cand_inputs, ref_inputs = clone_all(base), clone_all(base)
+        poison_allocator(device)
+        recorder.phase = ("trial", trial)
+        start = time.perf_counter()
+        try:
+            with torch.no_grad():
+                out = cand_model(*cand_inputs)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+        except Exception as exc:
+            raise StageError("run", error_info(exc, cand_path)) from None
+        finally:
+            recorder.phase = None
+        cand_s = time.perf_counter() - start
+        mutated = [i for i, (a, b) in enumerate(zip(cand_inputs, base)) if not same_value(a, b)]
+        start = time.perf_counter()
+        try:
+            with torch.no_grad():
+                ref_out = ref_model(*ref_inputs)
+        except Exception as exc:
+            info = error_info(exc, cand_path)
+            info.message = f"the reference failed after the candidate was loaded: {info.message}"
+            raise StageError("run", info) from None
+        ref_s = time.perf_counter() - start
+        outs, refs = flatten_outputs(out), flatten_outputs(ref_out)
+        evidence.trials.append(
+            TrialEvidence(
+                seed=seed,
+                outputs=[compare_output(i, o, r, task.tolerances) for i, (o, r) in enumerate(zip(outs, refs))],
+                n_outputs=len(outs),
+                ref_n_outputs=len(refs),
+                inputs_unchanged=not mutated,
+                mutated_inputs=mutated,
+                launches=recorder.records(("trial", trial)),
+                candidate_s=cand_s,
+                reference_s=ref_s,
+            )
+        )
+    evidence.stage = "done"
+
+
+def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
+    """Negative controls: each must fail the comparison, or the problem is degenerate."""
+    import torch
+
+    from tritongym.core.compare import compare_output, flatten_outputs
+
+    device = torch.device(task.device)
+    reference = load_reference(task, workdir)
+    ref_model, _ = build_reference(task, reference, device)
+    controls: dict[str, list[TrialEvidence]] = {"zeros": [], "other_seed_output": [], "identity": []}
+    evidence.stage = "run"
+    for seed in task.seeds:
+        inputs = make_inputs(reference, seed, device)
+        other = make_inputs(reference, seed + _OTHER_SEED_OFFSET, device)
+        with torch.no_grad():
+            refs = flatten_outputs(ref_model(*clone_all(inputs)))
+            other_refs = flatten_outputs(ref_model(*other))
+        tensors = [v for v in inputs if isinstance(v, torch.Tensor)]
+        guesses = {
+            "zeros": [torch.zeros_like(r) for r in refs],
+            "other_seed_output": other_refs,
+            "identity": [next((t for t in tensors if t.shape == r.shape and t.dtype == r.dtype), None) for r in refs],
+        }
+        for name, outs in guesses.items():
+            if any(o is None for o in outs):
+                continue  # the identity is impossible when no input has the output's shape and dtype
+            controls[name].append(
+                TrialEvidence(
+                    seed=seed,
+                    outputs=[compare_output(i, o, r, task.tolerances) for i, (o, r) in enumerate(zip(outs, refs))],
+                    n_outputs=len(outs),
+                    ref_n_outputs=len(refs),
+                )
+            )
+    evidence.controls = {k: v for k, v in controls.items() if v}
+    evidence.stage = "done"
+
+
+def configure_precision(task: WorkerTask) -> None:
+    import torch
+
+    allow = task.precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+    torch.set_float32_matmul_precision("high" if allow else "highest")
+
+
+def main() -> None:
+    log_path = sys.argv[1]
+    task = WorkerTask.model_validate_json(sys.stdin.buffer.read())
+    nonce, task.nonce = task.nonce, ""
+    result_fd = os.dup(1)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    apply_limits(task)
+    workdir = os.getcwd()
+    evidence = Evidence()
+    try:
+        import torch
+
+        from tritongym.core.fingerprint import local_fingerprint
+
+        configure_precision(task)
+        device = torch.device(task.device)
+        if device.type == "cuda":
+            props = torch.cuda.get_device_properties(device)
+            evidence.fingerprint = local_fingerprint(props.name, cuda=torch.version.cuda)
+        else:
+            evidence.fingerprint = local_fingerprint()
+        if task.mode == "screen":
+            run_screen(task, workdir, evidence)
+        else:
+            run_evaluate(task, workdir, evidence)
+    except StageError as exc:
+        evidence.stage, evidence.error = exc.stage, exc.info
+    except MemoryError as exc:
+        evidence.error = ErrorInfo(kind="MemoryLimit", message=f"memory limit exceeded: {exc}")
+    except BaseException as exc:  # noqa: BLE001 - a candidate can raise SystemExit or anything else
+        evidence.error = error_info(exc)
+    line = f"TRITONGYM-RESULT {nonce} {evidence.model_dump_json()}\n".encode()
+    view = memoryview(line)
+    while view:
+        view = view[os.write(result_fd, view) :]
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

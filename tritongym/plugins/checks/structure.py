@@ -1,0 +1,60 @@
+"""`structure`: the candidate has the shape of an answer before any worker is spent on it.
+
+It must define `class ModelNew` and at least one function decorated with `triton.jit` (directly or under
+`triton.autotune` / `triton.heuristics`).  Text with no kernel at all is not worth a sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from tritongym import hookimpl
+from tritongym.core.interfaces import StaticCheck
+from tritongym.core.models import Candidate, CheckVerdict, Problem
+
+
+def _decorator_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and any(_decorator_name(d).split(".")[-1] == "jit" for d in node.decorator_list)
+    ]
+
+
+class StructureCheck(StaticCheck):
+    """Candidate defines class ModelNew and at least one @triton.jit kernel."""
+
+    name = "structure"
+
+    def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
+        if not classes:
+            return CheckVerdict(
+                name=self.name, passed=False, reason="no top-level `class ModelNew(torch.nn.Module)` is defined"
+            )
+        if not jit_functions(tree):
+            return CheckVerdict(
+                name=self.name,
+                passed=False,
+                line=classes[0].lineno,
+                reason="no function decorated with @triton.jit: the work must be done in Triton",
+            )
+        return CheckVerdict(name=self.name, passed=True)
+
+
+@hookimpl
+def register_checks(register):
+    register(StructureCheck)

@@ -1,0 +1,35 @@
+"""2-D convolution (NCHW), square kernel, stride 1, 'same' zero padding, with bias."""
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "convolution"
+
+BATCH = 16
+IN_CHANNELS = 64
+OUT_CHANNELS = 128
+HEIGHT = 64
+WIDTH = 64
+KERNEL_SIZE = 3
+
+SIZES = {
+    "cpu": {"BATCH": 2, "IN_CHANNELS": 4, "OUT_CHANNELS": 8, "HEIGHT": 15, "WIDTH": 17, "KERNEL_SIZE": 3},
+    "gpu": {"BATCH": 16, "IN_CHANNELS": 64, "OUT_CHANNELS": 128, "HEIGHT": 64, "WIDTH": 64, "KERNEL_SIZE": 3},
+}
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=kernel_size // 2, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CHANNELS, OUT_CHANNELS, KERNEL_SIZE]

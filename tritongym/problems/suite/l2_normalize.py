@@ -1,0 +1,31 @@
+"""L2 normalisation of each row of a 2-D tensor: x / max(||x||_2, eps) over the last dimension."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "softmax_norm"
+
+ROWS = 8192
+DIM = 2048
+
+SIZES = {
+    "cpu": {"ROWS": 32, "DIM": 300},
+    "gpu": {"ROWS": 8192, "DIM": 2048},
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.normalize(x, p=2.0, dim=-1, eps=1e-12)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, DIM)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,39 @@
+"""LayerNorm with a learnable affine transform over the last dimension of a [batch, seq, hidden] tensor.
+
+The affine weight and bias are drawn at random in `__init__` (not the default ones and zeros), so a
+kernel that ignores either of them is caught.
+"""
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "softmax_norm"
+
+BATCH = 16
+SEQ = 1024
+HIDDEN = 1024
+
+SIZES = {
+    "cpu": {"BATCH": 4, "SEQ": 8, "HIDDEN": 200},
+    "gpu": {"BATCH": 16, "SEQ": 1024, "HIDDEN": 1024},
+}
+
+
+class Model(nn.Module):
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(hidden, eps=1e-5)
+        nn.init.normal_(self.norm.weight, mean=1.0, std=0.5)
+        nn.init.normal_(self.norm.bias, mean=0.0, std=0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+def get_inputs():
+    # Non-zero mean and non-unit spread, so both the centring and the scaling do real work.
+    return [torch.randn(BATCH, SEQ, HIDDEN) * 2.0 + 0.5]
+
+
+def get_init_inputs():
+    return [HIDDEN]

@@ -1,0 +1,30 @@
+"""Log-softmax over the last dimension of a 2-D tensor."""
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "softmax_norm"
+
+ROWS = 8192
+COLS = 2048
+
+SIZES = {
+    "cpu": {"ROWS": 24, "COLS": 300},
+    "gpu": {"ROWS": 8192, "COLS": 2048},
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS) * 3.0]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,33 @@
+"""Rectangular matrix multiplication (M x K) @ (K x N) with sizes that are not multiples of a tile."""
+
+import math
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "gemm"
+
+M = 3001
+K = 2047
+N = 4093
+
+SIZES = {
+    "cpu": {"M": 127, "K": 93, "N": 65},
+    "gpu": {"M": 3001, "K": 2047, "N": 4093},
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N) / math.sqrt(K)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,31 @@
+"""Maximum values (not indices) of a 3-D tensor over its middle dimension."""
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "reduction"
+
+BATCH = 64
+DIM1 = 1024
+DIM2 = 1024
+
+SIZES = {
+    "cpu": {"BATCH": 3, "DIM1": 100, "DIM2": 70},
+    "gpu": {"BATCH": 64, "DIM1": 1024, "DIM2": 1024},
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.max(x, dim=1).values
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM1, DIM2)]
+
+
+def get_init_inputs():
+    return []

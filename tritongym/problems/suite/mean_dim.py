@@ -1,0 +1,33 @@
+"""Mean of a 3-D tensor over its last dimension."""
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "reduction"
+
+BATCH = 64
+DIM1 = 1024
+DIM2 = 1024
+
+SIZES = {
+    "cpu": {"BATCH": 4, "DIM1": 50, "DIM2": 300},
+    "gpu": {"BATCH": 64, "DIM1": 1024, "DIM2": 1024},
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mean(x, dim=2)
+
+
+def get_inputs():
+    # Zero-mean input on purpose: the means (~ 1/sqrt(DIM2)) are then pure signal, so a kernel that
+    # drops or double-counts a chunk of the row is far off in relative error.
+    return [torch.randn(BATCH, DIM1, DIM2)]
+
+
+def get_init_inputs():
+    return []

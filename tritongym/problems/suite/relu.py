@@ -1,0 +1,35 @@
+"""ReLU activation over a 4-D tensor.
+
+About half of a standard-normal input is negative, so the output is neither zero nor the input.
+"""
+
+import torch
+import torch.nn as nn
+
+CATEGORY = "elementwise"
+
+BATCH = 16
+CHANNELS = 64
+HEIGHT = 128
+WIDTH = 128
+
+SIZES = {
+    "cpu": {"BATCH": 2, "CHANNELS": 3, "HEIGHT": 33, "WIDTH": 35},
+    "gpu": {"BATCH": 16, "CHANNELS": 64, "HEIGHT": 128, "WIDTH": 128},
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return []
