@@ -1,0 +1,3 @@
+from tritongym.core.cli import main
+
+main()

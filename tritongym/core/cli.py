@@ -1,0 +1,381 @@
+"""The `tritongym` command line: a thin typer layer over `tritongym.core.api`.
+
+Exit codes: 0 success; 1 the work ran but found a failure (a candidate not `ok`, a degenerate problem, no
+kernel stored); 2 bad input (unknown problem, bad config, broken plugin); 3 the environment cannot do it
+(backend unavailable, registry unreadable).  With `--json`, stdout is valid JSON even on failure
+(`{"error": ..., "exit_code": ...}`).  Set TRITONGYM_RAISE_ERRORS=1 to get tracebacks instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tritongym.core import api
+from tritongym.core.errors import TritonGymError
+from tritongym.core.models import EvaluationResult, Status
+
+app = typer.Typer(
+    help="A gym for LLMs that write fast, honest Triton kernels.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_help=True)
+registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True)
+app.add_typer(problems_app, name="problems")
+app.add_typer(registry_app, name="registry")
+
+# Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+PluginOpt = Annotated[
+    list[str] | None,
+    typer.Option("--plugin", help="Load a plugin module or .py file (repeatable; also TRITONGYM_PLUGINS)."),
+]
+RegistryOpt = Annotated[
+    Path | None,
+    typer.Option("--registry", envvar="TRITONGYM_REGISTRY", help="registry.db path [default: ./registry.db]"),
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file (see README).")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Backend name, or 'auto'.")]
+SizeOpt = Annotated[str | None, typer.Option("--size", help="Problem size preset: cpu, gpu or auto.")]
+TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness trials (distinct seeds).")]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes [default: CPUs].")]
+
+
+def _emit_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def command(fn):
+    """Turn user-facing errors into one line (or a JSON object) and a meaningful exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TritonGymError as exc:
+            if os.environ.get("TRITONGYM_RAISE_ERRORS"):
+                raise
+            if kwargs.get("as_json"):
+                _emit_json({"error": str(exc), "error_type": type(exc).__name__, "exit_code": exc.exit_code})
+            else:
+                err.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _config(config, **overrides):
+    from tritongym.core.config import load_config
+
+    return load_config(config, **overrides)
+
+
+STATUS_STYLE = {Status.ok: "green", Status.incorrect: "yellow", Status.hacked: "magenta", Status.rejected: "magenta"}
+
+
+def _status(result: EvaluationResult) -> str:
+    return f"[{STATUS_STYLE.get(result.status, 'red')}]{result.status.value}[/]"
+
+
+def _fmt(value, spec: str = ".3g") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _print_result(result: EvaluationResult) -> None:
+    out.print(
+        f"{_status(result)}  {result.problem_id}  kernel {result.kernel_id}  "
+        f"[{result.backend} on {result.device}]" + ("  (cached)" if result.cached else "")
+    )
+    out.print(result.message, highlight=False, soft_wrap=True)
+    if result.runtime_ms is not None:
+        out.print(
+            f"runtime {result.runtime_ms:.4g} ms, reference {_fmt(result.ref_runtime_ms, '.4g')} ms, "
+            f"speedup {_fmt(result.speedup)}, PR {_fmt(result.pr)}"
+        )
+    parts = ", ".join(f"{k} {v:.3g}" for k, v in result.reward.components.items())
+    out.print(f"reward {result.reward.total:.3g} ({parts})")
+    if result.error and result.error.traceback and result.status != Status.timeout:
+        err.print(result.error.traceback.rstrip(), highlight=False, markup=False)
+
+
+@app.command("eval")
+@command
+def eval_command(
+    candidate: Annotated[Path, typer.Argument(help="Python file defining ModelNew with Triton kernels.")],
+    problem: Annotated[str, typer.Option("--problem", "-p", help="Suite name, .py file, or SOURCE#NAME.")],
+    backend: BackendOpt = None,
+    size: SizeOpt = None,
+    trials: TrialsOpt = None,
+    timeout: TimeoutOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")] = False,
+    config: ConfigOpt = None,
+    registry: RegistryOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
+    cfg = _config(
+        config, backend=backend, size=size, trials=trials, timeout_s=timeout, use_cache=False if no_cache else None
+    )
+    result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
+    if as_json:
+        _emit_json(result.model_dump(mode="json"))
+    else:
+        _print_result(result)
+    raise typer.Exit(0 if result.status == Status.ok else 1)
+
+
+@app.command("run")
+@command
+def run_command(
+    problems: Annotated[
+        str | None,
+        typer.Option(
+            "--problems", help="Problem source: suite (default), a KernelBench directory, .jsonl or .parquet."
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Evaluate only this problem (repeatable).")
+    ] = None,
+    candidates: Annotated[
+        Path | None,
+        typer.Option("--candidates", help="Directory of <problem>.py candidates [default: the suite's own solutions]."),
+    ] = None,
+    backend: BackendOpt = None,
+    size: SizeOpt = None,
+    trials: TrialsOpt = None,
+    timeout: TimeoutOpt = None,
+    workers: WorkersOpt = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")] = False,
+    config: ConfigOpt = None,
+    registry: RegistryOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Evaluate many candidates in parallel sandboxes and print a results table."""
+    cfg = _config(
+        config,
+        backend=backend,
+        size=size,
+        trials=trials,
+        timeout_s=timeout,
+        workers=workers,
+        use_cache=False if no_cache else None,
+    )
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=as_json or not err.is_terminal and not os.environ.get("TRITONGYM_PROGRESS"),
+    )
+    with progress:
+        task = progress.add_task("evaluating", total=None)
+        results = api.run(
+            problems,
+            candidates,
+            only or (),
+            cfg,
+            registry,
+            plugin or (),
+            on_result=lambda r: progress.update(task, advance=1, description=f"{r.problem_id}"),
+            on_plan=lambda n: progress.update(task, total=n),
+        )
+    n_ok = sum(r.status == Status.ok for r in results)
+    if as_json:
+        _emit_json({"ok": n_ok, "total": len(results), "results": [r.model_dump(mode="json") for r in results]})
+    else:
+        timed = any(r.runtime_ms is not None for r in results)
+        table = Table(title=f"{n_ok}/{len(results)} ok")
+        columns = ["problem", "status", "kernel", "max err"] + (["ms", "speedup", "PR"] if timed else [])
+        for col in columns + ["reward", "cached", "message"]:
+            table.add_column(col, overflow="fold")
+        for r in sorted(results, key=lambda r: r.problem_id):
+            timing = [_fmt(r.runtime_ms), _fmt(r.speedup), _fmt(r.pr)] if timed else []
+            table.add_row(
+                r.problem_id,
+                _status(r),
+                r.kernel_id[:8],
+                _fmt(r.max_abs_err, ".2g"),
+                *timing,
+                f"{r.reward.total:.3g}",
+                "yes" if r.cached else "",
+                r.message if r.status != Status.ok else "",
+            )
+        out.print(table)
+    raise typer.Exit(0 if n_ok == len(results) else 1)
+
+
+@app.command("best")
+@command
+def best_command(
+    problem: Annotated[str, typer.Argument(help="Problem name.")],
+    device: Annotated[
+        str | None, typer.Option("--device", help="Device class, e.g. cpu or 'NVIDIA H100 80GB HBM3'.")
+    ] = None,
+    size: SizeOpt = None,
+    code: Annotated[bool, typer.Option("--code", help="Print the kernel's source.")] = False,
+    registry: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Show the fastest honest kernel stored for PROBLEM (on the CPU backend: a correct one)."""
+    found = api.best(problem, device, size, registry)
+    if found is None:
+        if as_json:
+            _emit_json({"error": f"no honest, correct kernel stored for '{problem}'", "exit_code": 1})
+        else:
+            err.print(f"No honest, correct kernel stored for '{problem}' yet (try `tritongym run`).")
+        raise typer.Exit(1)
+    if as_json:
+        _emit_json(found.model_dump(mode="json", exclude=set() if code else {"source"}))
+        return
+    if code:
+        sys.stdout.write(found.source if found.source.endswith("\n") else found.source + "\n")
+        return
+    out.print(
+        f"[bold]{found.problem_id}[/]: kernel {found.kernel_id} (evaluation {found.evaluation_id}) "
+        f"on {found.device_class} [{found.backend}, size {found.size}]"
+    )
+    out.print(
+        f"runtime {_fmt(found.runtime_ms, '.4g')} ms, speedup {_fmt(found.speedup)}, PR {_fmt(found.pr)}, "
+        f"reward {_fmt(found.reward)}; stored {found.created_at}"
+    )
+    out.print("Use --code to print its source.")
+
+
+@app.command("plugins")
+@command
+def plugins_command(plugin: PluginOpt = None, as_json: JsonOpt = False):
+    """List every registered backend, check, reward, estimator, sample filter and engine."""
+    registered = api.plugins(plugin or ())
+    if as_json:
+        _emit_json([{"kind": r.kind, "name": r.name, "plugin": r.plugin, "doc": r.doc} for r in registered])
+        return
+    table = Table()
+    for col in ("kind", "name", "plugin", "doc"):
+        table.add_column(col, overflow="fold")
+    for r in registered:
+        table.add_row(r.kind, r.name, r.plugin, r.doc)
+    out.print(table)
+
+
+@problems_app.command("list")
+@command
+def problems_list(
+    source: Annotated[str | None, typer.Option("--source", help="Problem source [default: the suite].")] = None,
+    size: Annotated[str, typer.Option("--size", help="Size preset to show.")] = "cpu",
+    as_json: JsonOpt = False,
+):
+    """List problems with their category and sizes."""
+    from tritongym.core.problems import load_problems
+
+    problems = load_problems(source, size)
+    if as_json:
+        _emit_json(
+            [
+                {
+                    "name": p.name,
+                    "category": p.category,
+                    "description": p.description,
+                    "sizes": p.sizes,
+                    "has_solution": p.solution is not None,
+                    "origin": p.origin,
+                }
+                for p in problems
+            ]
+        )
+        return
+    table = Table(title=f"{len(problems)} problems ({size} sizes)")
+    for col in ("name", "category", "sizes", "description"):
+        table.add_column(col, overflow="fold")
+    for p in problems:
+        table.add_row(p.name, p.category or "", ", ".join(f"{k}={v}" for k, v in p.sizes.items()), p.description)
+    out.print(table)
+
+
+@problems_app.command("show")
+@command
+def problems_show(
+    problem: Annotated[str, typer.Argument(help="Suite name, .py file, or SOURCE#NAME.")],
+    size: Annotated[str, typer.Option("--size", help="Size preset.")] = "cpu",
+    solution: Annotated[bool, typer.Option("--solution", help="Show our Triton solution instead.")] = False,
+    as_json: JsonOpt = False,
+):
+    """Print a problem's reference source (or its shipped solution)."""
+    from tritongym.core.errors import ProblemNotFound
+    from tritongym.core.problems import load_problem
+
+    p = load_problem(problem, size)
+    if solution and p.solution is None:
+        raise ProblemNotFound(f"problem '{p.name}' ships no solution")
+    if as_json:
+        _emit_json(p.model_dump(mode="json") | {"key": p.key})
+        return
+    sys.stdout.write((p.solution if solution else p.source).rstrip("\n") + "\n")
+
+
+@problems_app.command("check")
+@command
+def problems_check(
+    source: Annotated[str | None, typer.Argument(help="Problem source [default: the suite].")] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Check only this problem (repeatable).")] = None,
+    backend: BackendOpt = None,
+    size: SizeOpt = None,
+    trials: TrialsOpt = None,
+    workers: WorkersOpt = None,
+    config: ConfigOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Screen problems with negative controls (zeros, another seed's output, identity); exit 1 if any passes."""
+    cfg = _config(config, backend=backend, size=size, trials=trials, workers=workers)
+    results = api.check_problems(source, only or (), cfg, plugin or ())
+    bad = [r for r in results if not r.ok]
+    if as_json:
+        _emit_json({"ok": not bad, "results": [r.model_dump(mode="json") for r in results]})
+    else:
+        table = Table(title=f"{len(results) - len(bad)}/{len(results)} problems pass the screen")
+        for col in ("problem", "verdict", "controls"):
+            table.add_column(col, overflow="fold")
+        for r in results:
+            verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
+            table.add_row(r.problem_id, verdict, r.error or "; ".join(f"{k}: {v}" for k, v in r.controls.items()))
+        out.print(table)
+    raise typer.Exit(1 if bad else 0)
+
+
+@registry_app.command("stats")
+@command
+def registry_stats(registry: RegistryOpt = None, as_json: JsonOpt = False):
+    """Counts of problems, kernels, evaluations (by status and backend), runs and turns."""
+    stats = api.registry_stats(registry)
+    if as_json:
+        _emit_json(stats)
+        return
+    table = Table(title=str(stats["path"]), show_header=False)
+    for key, value in stats.items():
+        if key != "path":
+            table.add_row(
+                key, ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+            )
+    out.print(table)
+
+
+def main() -> None:
+    app()
