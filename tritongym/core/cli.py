@@ -355,7 +355,10 @@ def problems_check(
             table.add_column(col, overflow="fold")
         for r in results:
             verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
-            table.add_row(r.problem_id, verdict, r.error or "; ".join(f"{k}: {v}" for k, v in r.controls.items()))
+            detail = r.error or "; ".join(
+                v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items()
+            )
+            table.add_row(r.problem_id, verdict, detail)
         out.print(table)
     raise typer.Exit(1 if bad else 0)
 

@@ -53,7 +53,7 @@ def screen_problem(
     controls, passing = {}, []
     for name, trials in evidence.controls.items():
         judgement = judge_trials(trials)
-        controls[name] = ("PASSES: " if judgement.correct else "fails: ") + judgement.message
+        controls[name] = (f"{name} PASSES: " if judgement.correct else f"{name} fails: ") + judgement.message
         if judgement.correct:
             passing.append(name)
     return ScreenResult(

@@ -1,0 +1,87 @@
+"""Shared fixtures. Tests never load installed entry-point plugins unless a test asks for them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tritongym.core.config import EvalConfig
+from tritongym.core.evaluate import Evaluator
+from tritongym.core.plugins import PluginHost, reset_host
+from tritongym.core.problems import load_problem
+from tritongym.core.registry import Registry
+
+
+@pytest.fixture(autouse=True)
+def _isolated_plugins(monkeypatch):
+    monkeypatch.setenv("TRITONGYM_LOAD_PLUGINS", "")
+    monkeypatch.delenv("TRITONGYM_PLUGINS", raising=False)
+    monkeypatch.delenv("TRITONGYM_STRICT_PLUGINS", raising=False)
+    monkeypatch.delenv("TRITONGYM_REGISTRY", raising=False)
+    monkeypatch.setenv("TRITONGYM_RAISE_ERRORS", "")
+    reset_host()
+    yield
+    reset_host()
+
+
+@pytest.fixture
+def registry(tmp_path) -> Registry:
+    reg = Registry(tmp_path / "registry.db")
+    yield reg
+    reg.close()
+
+
+@pytest.fixture
+def fast_config() -> EvalConfig:
+    """Three trials and a short timeout: enough to exercise the protocol quickly on the interpreter."""
+    return EvalConfig(backend="triton-cpu", trials=3, timeout_s=60, workers=2)
+
+
+@pytest.fixture
+def evaluator(fast_config, registry) -> Evaluator:
+    return Evaluator(fast_config, registry=registry, host=PluginHost(load_entry_points=False))
+
+
+@pytest.fixture
+def relu_problem():
+    return load_problem("relu")
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write dedented source to a file under tmp_path and return its path."""
+
+    def _write(name: str, source: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source).lstrip())
+        return path
+
+    return _write
+
+
+RELU_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out
+"""
+"""An honest ReLU candidate; tests derive hostile variants from it."""
