@@ -18,7 +18,7 @@ EMBED = 512
 NUM_HEADS = 8
 
 SIZES = {
-    "cpu": {"BATCH": 2, "SEQ": 80, "EMBED": 64, "NUM_HEADS": 4},
+    "cpu": {"BATCH": 2, "SEQ": 80, "EMBED": 32, "NUM_HEADS": 2},
     "gpu": {"BATCH": 8, "SEQ": 512, "EMBED": 512, "NUM_HEADS": 8},
 }
 
