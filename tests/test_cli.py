@@ -32,8 +32,21 @@ def test_eval_best_and_stats(tmp_path, write):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["status"] == "ok" and data["problem_id"] == "relu" and data["cached"] is False
-    for field in ("kernel_id", "backend", "device", "checks", "runtime_ms", "ref_runtime_ms", "speedup", "pr",
-                  "reward", "error", "fingerprint", "correct", "hacked"):
+    for field in (
+        "kernel_id",
+        "backend",
+        "device",
+        "checks",
+        "runtime_ms",
+        "ref_runtime_ms",
+        "speedup",
+        "pr",
+        "reward",
+        "error",
+        "fingerprint",
+        "correct",
+        "hacked",
+    ):
         assert field in data
 
     human = invoke("eval", str(cand), "--problem", "relu", "--registry", db, "--trials", "2")
@@ -92,7 +105,9 @@ def test_problems_list_and_show():
 
 
 def test_problems_check_flags_degenerate_problems(write, tmp_path):
-    write("screen/constant.py", """
+    write(
+        "screen/constant.py",
+        """
         import torch
 
         class Model(torch.nn.Module):
@@ -104,8 +119,11 @@ def test_problems_check_flags_degenerate_problems(write, tmp_path):
 
         def get_init_inputs():
             return []
-    """)
-    write("screen/relu_on_positive.py", """
+    """,
+    )
+    write(
+        "screen/relu_on_positive.py",
+        """
         import torch
 
         class Model(torch.nn.Module):
@@ -117,8 +135,11 @@ def test_problems_check_flags_degenerate_problems(write, tmp_path):
 
         def get_init_inputs():
             return []
-    """)
-    write("screen/honest.py", """
+    """,
+    )
+    write(
+        "screen/honest.py",
+        """
         import torch
 
         class Model(torch.nn.Module):
@@ -130,7 +151,8 @@ def test_problems_check_flags_degenerate_problems(write, tmp_path):
 
         def get_init_inputs():
             return []
-    """)
+    """,
+    )
     result = invoke("problems", "check", str(tmp_path / "screen"), "--trials", "2", "--json")
     assert result.exit_code == 1
     verdicts = {r["problem_id"]: r for r in json.loads(result.stdout)["results"]}

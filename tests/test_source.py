@@ -16,6 +16,11 @@ def test_kernel_id_ignores_formatting_and_comments():
     assert kernel_id_of(reformatted) == kernel_id_of(RELU_KERNEL)
 
 
+def test_kernel_id_ignores_docstrings():
+    documented = RELU_KERNEL.replace("def forward(self, x):", 'def forward(self, x):\n        """Explained."""')
+    assert kernel_id_of(documented) == kernel_id_of(RELU_KERNEL)
+
+
 def test_kernel_id_changes_with_the_code():
     assert kernel_id_of(RELU_KERNEL.replace("BLOCK=1024", "BLOCK=512")) != kernel_id_of(RELU_KERNEL)
 

@@ -149,9 +149,7 @@ def run_command(
             "--problems", help="Problem source: suite (default), a KernelBench directory, .jsonl or .parquet."
         ),
     ] = None,
-    only: Annotated[
-        list[str] | None, typer.Option("--only", help="Evaluate only this problem (repeatable).")
-    ] = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Evaluate only this problem (repeatable).")] = None,
     candidates: Annotated[
         Path | None,
         typer.Option("--candidates", help="Directory of <problem>.py candidates [default: the suite's own solutions]."),
@@ -355,9 +353,7 @@ def problems_check(
             table.add_column(col, overflow="fold")
         for r in results:
             verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
-            detail = r.error or "; ".join(
-                v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items()
-            )
+            detail = r.error or "; ".join(v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items())
             table.add_row(r.problem_id, verdict, detail)
         out.print(table)
     raise typer.Exit(1 if bad else 0)

@@ -1,9 +1,9 @@
 """Source normalisation, kernel ids and code extraction from model text.
 
-The kernel id is a hash of the *normalised* source: the AST unparsed back to text, so formatting and
-comments do not change it (the registry answers a reformatted kernel from cache), while any change to
-what the code does does.  Unparseable source falls back to stripped lines, so a syntax error still gets
-a stable id and its `compile_error` verdict is cached like any other.
+The kernel id is a hash of the *normalised* source: the AST without docstrings, unparsed back to
+text, so formatting, comments and docstrings do not change it (the registry answers a reformatted
+kernel from cache), while any change to what the code does does.  Unparseable source falls back to
+stripped lines, so a syntax error still gets a stable id and its `compile_error` verdict is cached.
 """
 
 from __future__ import annotations
@@ -15,9 +15,23 @@ import re
 _FENCE = re.compile(r"```(?:python|py|triton)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
+def _strip_docstrings(tree: ast.Module) -> ast.Module:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
 def normalise_source(source: str) -> str:
     try:
-        return ast.unparse(ast.parse(source))
+        return ast.unparse(_strip_docstrings(ast.parse(source)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         lines = (line.split("#", 1)[0].rstrip() for line in source.splitlines())
         return "\n".join(line for line in lines if line.strip())
