@@ -14,6 +14,7 @@ from tritongym.core.errors import ConfigError, PluginError, UnknownPluginObject
 from tritongym.core.evaluate import Evaluator
 from tritongym.core.interfaces import KINDS
 from tritongym.core.plugins import DEFAULT_PLUGINS, PluginHost, PluginWarning, get_host
+from tritongym.core.problems import load_problem
 
 REWARD_PLUGIN = """
 from pydantic import BaseModel, ConfigDict
@@ -104,6 +105,10 @@ def test_installed_entry_point_plugin(tmp_path, monkeypatch):
     host = PluginHost()
     reg = host.get("reward", "ep-reward")
     assert reg.plugin == "tg-ep-demo:ep_reward"
+    result = Evaluator(EvalConfig(backend="triton-cpu", rewards={"ep-reward": 1.0}), host=host).evaluate(
+        "def broken(:\n", load_problem("relu")
+    )
+    assert result.reward.components == {"ep-reward": float(int(result.kernel_id[0], 16))}
     # and the way out: an empty selection loads no installed plugin
     monkeypatch.setenv("TRITONGYM_LOAD_PLUGINS", "")
     with pytest.raises(UnknownPluginObject, match="ep-reward"):
@@ -171,3 +176,68 @@ def test_cli_plugins_json_lists_builtins_and_file_plugins(tmp_path):
     names = {(r["kind"], r["name"]) for r in rows}
     assert ("backend", "triton-cpu") in names and ("reward", "kernel-id") in names
     assert all(set(r) == {"kind", "name", "plugin", "doc"} for r in rows)
+
+
+EVERY_HOOK_PLUGIN = """
+from tritongym import hookimpl
+from tritongym.core import interfaces
+
+
+def _named(base, name):
+    return type(name.title().replace("-", ""), (base,), {"name": name, "__doc__": f"Test {name}."})
+
+
+@hookimpl
+def register_backends(register):
+    register(_named(interfaces.Backend, "t-backend"))
+
+
+@hookimpl
+def register_checks(register):
+    register(_named(interfaces.StaticCheck, "t-check"))
+
+
+@hookimpl
+def register_rewards(register):
+    register(_named(interfaces.Reward, "t-reward"))
+
+
+@hookimpl
+def register_estimators(register):
+    register(_named(interfaces.AdvantageEstimator, "t-estimator"))
+
+
+@hookimpl
+def register_sample_filters(register):
+    register(_named(interfaces.SampleFilter, "t-filter"))
+
+
+@hookimpl
+def register_engines(register):
+    register(_named(interfaces.GenerationEngine, "t-engine"))
+"""
+
+
+def test_a_plugin_implementing_every_hook_loads_through_the_real_path(tmp_path):
+    path = tmp_path / "every_hook.py"
+    path.write_text(EVERY_HOOK_PLUGIN)
+    host = PluginHost(extra_plugins=[str(path)], load_entry_points=False, strict=True)
+    mine = {(r.kind, r.name) for r in host.all() if r.plugin == str(path)}
+    assert mine == {
+        ("backend", "t-backend"),
+        ("check", "t-check"),
+        ("reward", "t-reward"),
+        ("estimator", "t-estimator"),
+        ("sample_filter", "t-filter"),
+        ("engine", "t-engine"),
+    }
+
+
+def test_every_hookspec_is_documented_and_maps_to_a_kind():
+    from tritongym.core import hookspecs
+    from tritongym.core.interfaces import HOOK_OF_KIND
+
+    specs = [n for n in dir(hookspecs) if n.startswith("register_")]
+    assert sorted(specs) == sorted(HOOK_OF_KIND.values())
+    for name in specs:
+        assert (getattr(hookspecs, name).__doc__ or "").strip(), f"{name} has no docstring"

@@ -125,3 +125,46 @@ def test_unreadable_registry_is_a_clear_error(tmp_path):
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(RegistryError, match="not-a-db.db"):
         Registry(bad)
+
+
+WRITER = """
+import sys
+from tritongym.core.fingerprint import local_fingerprint
+from tritongym.core.models import Candidate, EvaluationResult, Problem, Status
+from tritongym.core.registry import Registry
+
+problem = Problem(name="toy", source="x = 1\\n")
+reg = Registry(sys.argv[1])
+for i in range(100000):
+    kernel = Candidate(source=f"k = {i}\\n")
+    reg.store(EvaluationResult(problem_id="toy", problem_key=problem.key, kernel_id=kernel.kernel_id,
+                               backend="triton-cpu", device="cpu", device_class="cpu", size="cpu",
+                               status=Status.ok, correct=True, fingerprint=local_fingerprint()), problem, kernel)
+    if i == 20:
+        print("writing", flush=True)
+"""
+
+
+def test_a_writer_killed_mid_flight_leaves_a_consistent_registry(tmp_path):
+    """SIGKILL a process that is storing evaluations as fast as it can: every committed row is whole."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "killed.db"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    reg = Registry(path)
+    assert reg.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    n = reg.db["evaluations"].count
+    assert n > 20
+    # every evaluation has its kernel: rows were committed together or not at all
+    orphans = reg.db.execute(
+        "SELECT count(*) FROM evaluations e LEFT JOIN kernels k ON k.id = e.kernel_id WHERE k.id IS NULL"
+    ).fetchone()[0]
+    assert orphans == 0
+    assert all(EvaluationResult.model_validate_json(r["result"]) for r in reg.db["evaluations"].rows)
