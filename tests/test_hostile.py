@@ -214,7 +214,8 @@ _FORGE_WITHOUT_NONCE = """
 
 
 def test_forged_result_line_is_ignored_and_noise_is_harmless(evaluator, relu_problem):
-    # a forged line without the nonce, then zeros: the worker's own (later) result line is the one believed
+    # a forged line without the nonce, then zeros: the only pipe the candidate's process can reach is its
+    # own report channel, so the forgery at most spoils its own report
     then_zeros = prelude(_FAKE_EVIDENCE + _FORGE_WITHOUT_NONCE + "    return torch.zeros_like(x)\n")
     # a forged line as the *last* line on the pipe: only the nonce stops the parent from believing it
     then_exit = prelude(_FAKE_EVIDENCE + _FORGE_WITHOUT_NONCE + "    os._exit(0)\n")
@@ -226,22 +227,16 @@ def test_forged_result_line_is_ignored_and_noise_is_harmless(evaluator, relu_pro
     """
     )
     zeros, exited, chatty = evaluator.evaluate_many([(s, relu_problem) for s in (then_zeros, then_exit, noisy)])
-    assert zeros.status == Status.incorrect, explain(zeros)
-    assert "outside tolerance" in zeros.message
+    assert zeros.status in (Status.incorrect, Status.crashed), explain(zeros)
+    assert "outside tolerance" in zeros.message or "malformed report" in zeros.message
     assert zeros.reward.total == 0
     assert exited.status == Status.crashed, explain(exited)
-    assert "before reporting a result" in exited.message
+    assert "before reporting a result" in exited.message or "malformed report" in exited.message
     assert exited.reward.total == 0 and not exited.launches
     assert chatty.status == Status.ok, explain(chatty)
     assert chatty.correct and chatty.reward.total >= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the candidate runs in the worker process, so it can read the nonce and the result fd from "
-    "worker.main()'s frame (sys._getframe().f_back...f_locals) and write a believed result line "
-    "(tritongym/core/worker.py main(): `nonce`, `result_fd`; sandbox._parse_result trusts any nonce-tagged line)",
-)
 def test_result_forged_with_the_real_nonce_is_not_believed(evaluator, relu_problem):
     forged = prelude(
         _FAKE_EVIDENCE
@@ -357,12 +352,6 @@ def test_weights_are_bound_by_name_not_by_seed(evaluator, linear_problem):
     assert any(rec.kernel == "linear_relu_kernel" and rec.own for rec in unbound.launches)  # it did run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ModelNew is built after torch.manual_seed(init_seed + 1) (worker.build_candidate), but the "
-    "candidate can call torch.manual_seed(init_seed) itself (init_seed = EvalConfig.seed, default 0) and "
-    "reproduce Model's weights under names that are never bound",
-)
 def test_reseeding_does_not_reproduce_unbound_weights(evaluator, linear_problem):
     renamed = linear_problem.solution.replace("self.linear", "self.fc")
     reseeded = edit(

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from tritongym.core.config import EvalConfig, load_config
 from tritongym.core.errors import CandidateFileError, ProblemNotFound
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
 from tritongym.core.problems import load_problem, load_problems
@@ -145,7 +145,7 @@ def check_problems(
     selected = load_problems(problems, evaluator.size)
     if only:
         selected = [p for p in selected if p.name in set(only)]
-    seeds = [evaluator.config.seed + i for i in range(evaluator.config.trials)]
+    seeds = trial_seeds(evaluator.config)
 
     def one(problem: Problem) -> ScreenResult:
         result = screen_problem(

@@ -1,8 +1,9 @@
-"""Compare one candidate output with the reference's, inside the worker, into plain numbers.
+"""Compare one candidate output with the reference's, in the trusted worker, into plain numbers.
 
-Only numbers leave the worker; the parent decides what they mean (`tritongym.core.verdict`).  An output
-whose type is not exactly `torch.Tensor` is not touched at all: a tensor subclass could run code on any
-attribute access or comparison (lazy tensors that compute on comparison are a known hack).
+Only numbers leave the worker; the parent decides what they mean (`tritongym.core.verdict`).  Outputs
+arrive from the candidate's process as plain tensors; an output whose type was not exactly
+`torch.Tensor` arrives only as the name of its type (a tensor subclass could run code on any attribute
+access or comparison: lazy tensors that compute on comparison are a known hack).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         rel_norm_tol=tol.rel_norm,
     )
     if type(out) is not torch.Tensor:
-        result.note = f"output {index} is a {type(out).__module__}.{type(out).__qualname__}, not a torch.Tensor"
+        kind = out["not_a_tensor"] if isinstance(out, dict) and "not_a_tensor" in out else type(out).__qualname__
+        result.is_tensor, result.exact_type = False, False
+        result.note = f"output {index} is a {kind}, not a torch.Tensor"
         return result
     result.shape, result.dtype, result.device = list(out.shape), str(out.dtype), str(out.device)
     if out.shape != ref.shape or out.dtype != ref.dtype or out.device != ref.device:

@@ -41,7 +41,9 @@ class EvalConfig(BaseModel):
     device: str | None = Field(default=None, description="device for the backend, e.g. cuda:1")
     size: Literal["auto", "cpu", "gpu"] = Field(default="auto", description="problem size preset; auto = the backend's")
     trials: int = Field(default=5, ge=1, le=100)
-    seed: int = Field(default=0, ge=0, description="first trial seed; trial i uses seed + i")
+    seed: int | None = Field(
+        default=None, ge=0, description="first trial seed (trial i uses seed + i); None = fresh random seeds"
+    )
     precision: Literal["ieee", "tf32"] = "ieee"
     tolerances: dict[str, Tolerance] = Field(
         default_factory=dict, description="per-dtype overrides, e.g. 'torch.float32'"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -36,6 +37,13 @@ from tritongym.core.verdict import judge_trials, status_of_failure
 from tritongym.core.worker_task import WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
+
+
+def trial_seeds(config: EvalConfig) -> list[int]:
+    """Distinct seeds per trial: fixed when `seed` is set, otherwise fresh for every evaluation so no
+    candidate can be tuned to the inputs it will see."""
+    first = config.seed if config.seed is not None else secrets.randbelow(2**31)
+    return [first + i for i in range(config.trials)]
 
 
 def resolve_backend_name(config: EvalConfig, host: PluginHost) -> str:
@@ -204,8 +212,8 @@ class Evaluator:
             sizes=problem.sizes,
             candidate_source=candidate.source,
             device=self.device,
-            seeds=[self.config.seed + i for i in range(self.config.trials)],
-            init_seed=self.config.seed,
+            seeds=trial_seeds(self.config),
+            init_seed=secrets.randbelow(2**31),  # secret: a candidate must bind weights, not re-seed
             precision=self.config.precision,
             tolerances=self.tolerances,
         )

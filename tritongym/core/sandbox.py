@@ -45,10 +45,9 @@ class SandboxLimits(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     memory_mb: int | None = Field(default=8192, ge=256)
     file_mb: int = Field(default=64, ge=1)
-    threads: int = Field(default=1, ge=1, description="intra-op threads of the worker's torch")
 
 
-def _worker_env(tmp: str, extra_env: dict[str, str], threads: int) -> dict[str, str]:
+def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
     env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
     env.update(
         HOME=tmp,
@@ -57,8 +56,9 @@ def _worker_env(tmp: str, extra_env: dict[str, str], threads: int) -> dict[str, 
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONHASHSEED="0",
         PYTHONUNBUFFERED="1",
-        OMP_NUM_THREADS=str(threads),
-        MKL_NUM_THREADS=str(threads),
+        # one intra-op thread: workers run side by side, and the worker forks (an OpenMP pool breaks on fork)
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
         TRITON_CACHE_DIR=os.path.join(tmp, "triton-cache"),
     )
     env.update(extra_env)
@@ -109,7 +109,7 @@ def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=tmp,
-            env=_worker_env(tmp, extra_env or {}, limits.threads),
+            env=_worker_env(tmp, extra_env or {}),
             start_new_session=True,
             close_fds=True,
         )

@@ -2,19 +2,20 @@
 
 Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdicts:
 
-1. limits first (`apply_limits`), then the candidate's stdout/stderr are pointed at LOGFILE; the result
-   goes to a private duplicate of the original stdout, tagged with the task's nonce;
-2. the reference problem is loaded and its size preset applied to its module globals;
-3. launch recording is installed, then the candidate is imported from a real file (Triton needs the
-   source) and `ModelNew` is built;
-4. weights are bound explicitly: `Model` and `ModelNew` are constructed under *different* seeds and every
-   parameter/buffer of `ModelNew` whose name and shape match one of `Model`'s is copied from it, so a
-   candidate that relies on seeding alone gets different weights and fails;
-5. T trials with distinct seeds: fresh inputs, cloned separately for candidate and reference, candidate
-   first; its inputs must be unchanged afterwards; outputs compared by `compare_output`.
+1. limits first (`apply_limits`), then stdout/stderr are pointed at LOGFILE; the result goes to a
+   private duplicate of the original stdout, tagged with the task's nonce;
+2. the reference problem is loaded, its size preset applied to its module globals, `Model` built under
+   a secret per-task seed, and its outputs computed for every trial's inputs (distinct seeds), all
+   before any candidate code exists;
+3. the candidate runs in a forked child (`candidate_runner`) that closes the result channel first: it
+   imports the candidate from a real file (Triton needs the source) with launch recording installed,
+   builds `ModelNew` under a different seed, copies in every parameter/buffer whose name and shape
+   match `Model`'s, and runs each trial on its own clones of the inputs;
+4. back here, its outputs are compared with the reference's (`compare_output`) and its inputs checked
+   unchanged: the candidate never touches the reference, its outputs or the comparison.
 
-In `screen` mode the same harness runs negative controls instead of a candidate (zeros, the reference
-output for another seed's inputs, the identity) so degenerate problems are found.
+In `screen` mode negative controls stand in for a candidate (zeros, the reference output for another
+seed's inputs, the identity) so degenerate problems are found.
 """
 
 from __future__ import annotations
@@ -22,14 +23,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import time
 import traceback
 from types import ModuleType
 
-from tritongym.core.models import ErrorInfo, Evidence, TrialEvidence
+from tritongym.core.models import ErrorInfo, Evidence, LaunchRecord, TrialEvidence
 from tritongym.core.worker_task import WorkerTask
 
-CANDIDATE_MODULE = "tritongym_candidate"
 REFERENCE_MODULE = "tritongym_reference"
 _OTHER_SEED_OFFSET = 7919
 
@@ -162,80 +161,35 @@ def build_reference(task: WorkerTask, reference: ModuleType, device):
         raise StageError("problem", error_info(exc)) from None
 
 
-def build_candidate(task: WorkerTask, candidate: ModuleType, init_inputs, ref_model, device, evidence: Evidence):
+def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds: list[int]) -> None:
+    """Reference outputs first, in this (trusted) process; then the candidate in a forked child."""
     import torch
 
-    cand_file = candidate.__file__
-    try:
-        torch.manual_seed(task.init_seed + 1)  # different from Model's: seeding alone must not match
-        cand_model = candidate.ModelNew(*init_inputs)
-        cand_model = cand_model.to(device)
-    except Exception as exc:
-        raise StageError("init", error_info(exc, cand_file)) from None
-    try:
-        ref_state = ref_model.state_dict()
-        with torch.no_grad():
-            for name, tensor in cand_model.state_dict().items():
-                source = ref_state.get(name)
-                if source is not None and source.shape == tensor.shape and source.dtype == tensor.dtype:
-                    tensor.copy_(source)
-                    evidence.bound_weights.append(name)
-                else:
-                    evidence.unbound_weights.append(name)
-    except Exception as exc:
-        raise StageError("bind", error_info(exc, cand_file)) from None
-    return cand_model
-
-
-def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
-    import torch
-
+    from tritongym.core.candidate_runner import fork_candidate
     from tritongym.core.compare import compare_output, flatten_outputs
-    from tritongym.core.launches import LaunchRecorder
 
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
     ref_model, init_inputs = build_reference(task, reference, device)
-    cand_path = os.path.join(workdir, "candidate.py")
-    recorder = LaunchRecorder(cand_path)
-    recorder.install()
+    trials = []
+    for seed in task.seeds:
+        inputs = make_inputs(reference, seed, device)
+        try:
+            with torch.no_grad():
+                ref_out = flatten_outputs(ref_model(*clone_all(inputs)))
+        except Exception as exc:
+            raise StageError("problem", error_info(exc)) from None
+        trials.append((seed, inputs, ref_out))
     evidence.stage = "import"
-    try:
-        candidate = load_module(CANDIDATE_MODULE, cand_path, task.candidate_source or "")
-        if not hasattr(candidate, "ModelNew"):
-            raise AttributeError("the candidate defines no class ModelNew")
-    except Exception as exc:
-        raise StageError("import", error_info(exc, cand_path)) from None
-    evidence.stage = "init"
-    cand_model = build_candidate(task, candidate, init_inputs, ref_model, device, evidence)
-    evidence.stage = "run"
-    for trial, seed in enumerate(task.seeds):
-        base = make_inputs(reference, seed, device)
-        cand_inputs, ref_inputs = clone_all(base), clone_all(base)
-        poison_allocator(device)
-        recorder.phase = ("trial", trial)
-        start = time.perf_counter()
-        try:
-            with torch.no_grad():
-                out = cand_model(*cand_inputs)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-        except Exception as exc:
-            raise StageError("run", error_info(exc, cand_path)) from None
-        finally:
-            recorder.phase = None
-        cand_s = time.perf_counter() - start
-        mutated = [i for i, (a, b) in enumerate(zip(cand_inputs, base)) if not same_value(a, b)]
-        start = time.perf_counter()
-        try:
-            with torch.no_grad():
-                ref_out = ref_model(*ref_inputs)
-        except Exception as exc:
-            info = error_info(exc, cand_path)
-            info.message = f"the reference failed after the candidate was loaded: {info.message}"
-            raise StageError("run", info) from None
-        ref_s = time.perf_counter() - start
-        outs, refs = flatten_outputs(out), flatten_outputs(ref_out)
+    report, why = fork_candidate(task, workdir, ref_model, init_inputs, [t[1] for t in trials], device, private_fds)
+    if report is None:
+        evidence.stage = "run"
+        raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
+    evidence.bound_weights, evidence.unbound_weights = list(report["bound"]), list(report["unbound"])
+    for (seed, inputs, refs), sent in zip(trials, report["trials"]):
+        outs = sent["outputs"]
+        after = sent["inputs_after"]
+        mutated = [i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)]
         evidence.trials.append(
             TrialEvidence(
                 seed=seed,
@@ -244,12 +198,13 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
                 ref_n_outputs=len(refs),
                 inputs_unchanged=not mutated,
                 mutated_inputs=mutated,
-                launches=recorder.records(("trial", trial)),
-                candidate_s=cand_s,
-                reference_s=ref_s,
+                launches=[LaunchRecord.model_validate(r) for r in sent["launches"]],
+                candidate_s=sent["candidate_s"],
             )
         )
-    evidence.stage = "done"
+    evidence.stage = report["stage"]
+    if report["error"] is not None:
+        raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))
 
 
 def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
@@ -326,7 +281,7 @@ def main() -> None:
         if task.mode == "screen":
             run_screen(task, workdir, evidence)
         else:
-            run_evaluate(task, workdir, evidence)
+            run_evaluate(task, workdir, evidence, [result_fd])
     except StageError as exc:
         evidence.stage, evidence.error = exc.stage, exc.info
     except MemoryError as exc:

@@ -7,18 +7,11 @@ runtimes: speedup and PR stay empty.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from tritongym import hookimpl
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Evidence
 from tritongym.core.sandbox import SandboxLimits, run_in_sandbox
 from tritongym.core.worker_task import WorkerTask
-
-
-class TritonCPUOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    threads: int = Field(default=1, ge=1, le=64, description="torch intra-op threads in the worker")
 
 
 class TritonCPUBackend(Backend):
@@ -27,7 +20,6 @@ class TritonCPUBackend(Backend):
     name = "triton-cpu"
     device_type = "cpu"
     default_size = "cpu"
-    Options = TritonCPUOptions
 
     def default_device(self) -> str:
         return "cpu"
@@ -36,7 +28,7 @@ class TritonCPUBackend(Backend):
         return "cpu"
 
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
-        limits = limits.model_copy(update={"threads": self.options.threads})
+        # one torch thread: the worker forks the candidate's process, and an OpenMP pool does not survive fork
         return run_in_sandbox(task.model_copy(update={"device": "cpu"}), limits, {"TRITON_INTERPRET": "1"})
 
 

@@ -1,0 +1,154 @@
+"""The candidate's side of the worker: runs in a child process forked from the trusted worker.
+
+The child holds no way to report a verdict: the result pipe and the task nonce belong to the trusted
+worker, whose descriptors the child closes first thing.  All it can do is send back, on its own pipe, what
+its `ModelNew` returned for each trial's inputs (plus its inputs afterwards and the Triton launches it
+made); the trusted worker compares those with reference outputs it computed *before* the fork.  A
+candidate that reaches into its own process (frames, globals) can at most lie about itself, never about
+the reference or the comparison.
+
+The report is a dict of plain values and tensors, read back with `torch.load(weights_only=True)`, so it
+cannot smuggle code into the trusted worker either.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from types import ModuleType
+
+from tritongym.core.worker_task import WorkerTask
+
+CANDIDATE_MODULE = "tritongym_candidate"
+
+
+def _plain(value):
+    """A tensor output as sent to the judge; anything else only by the name of its type."""
+    import torch
+
+    if type(value) is torch.Tensor:
+        return value.detach()
+    return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+def _flatten(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [item for v in value for item in _flatten(v)]
+    return [value]
+
+
+def run_candidate(task: WorkerTask, workdir: str, ref_model, init_inputs, trial_inputs, device) -> dict:
+    """Import the candidate, bind weights, run every trial; returns the report (never raises)."""
+    import torch
+
+    from tritongym.core.launches import LaunchRecorder
+    from tritongym.core.worker import StageError, error_info, load_module, poison_allocator
+
+    path = os.path.join(workdir, "candidate.py")
+    report: dict = {"stage": "import", "error": None, "bound": [], "unbound": [], "trials": []}
+    recorder = LaunchRecorder(path)
+    try:
+        recorder.install()
+        try:
+            candidate: ModuleType = load_module(CANDIDATE_MODULE, path, task.candidate_source or "")
+            if not hasattr(candidate, "ModelNew"):
+                raise AttributeError("the candidate defines no class ModelNew")
+        except Exception as exc:
+            raise StageError("import", error_info(exc, path)) from None
+        report["stage"] = "init"
+        try:
+            torch.manual_seed(task.init_seed + 1)  # not Model's seed: weights must be bound, not re-seeded
+            model = candidate.ModelNew(*init_inputs).to(device)
+        except Exception as exc:
+            raise StageError("init", error_info(exc, path)) from None
+        report["stage"] = "bind"
+        try:
+            ref_state = ref_model.state_dict()
+            with torch.no_grad():
+                for name, tensor in model.state_dict().items():
+                    source = ref_state.get(name)
+                    if source is not None and source.shape == tensor.shape and source.dtype == tensor.dtype:
+                        tensor.copy_(source)
+                        report["bound"].append(name)
+                    else:
+                        report["unbound"].append(name)
+        except Exception as exc:
+            raise StageError("bind", error_info(exc, path)) from None
+        report["stage"] = "run"
+        for trial, inputs in enumerate(trial_inputs):
+            mine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            poison_allocator(device)
+            recorder.phase = ("trial", trial)
+            start = time.perf_counter()
+            try:
+                with torch.no_grad():
+                    out = model(*mine)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+            except Exception as exc:
+                raise StageError("run", error_info(exc, path)) from None
+            finally:
+                recorder.phase = None
+            report["trials"].append(
+                {
+                    "outputs": [_plain(o) for o in _flatten(out)],
+                    "inputs_after": [v.detach() if type(v) is torch.Tensor else None for v in mine],
+                    "launches": [rec.model_dump() for rec in recorder.records(("trial", trial))],
+                    "candidate_s": time.perf_counter() - start,
+                }
+            )
+        report["stage"] = "done"
+    except StageError as exc:
+        report["stage"], report["error"] = exc.stage, exc.info.model_dump()
+    except MemoryError as exc:
+        report["error"] = {"kind": "MemoryLimit", "message": f"memory limit exceeded: {exc}"}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are the candidate's error too
+        report["error"] = error_info(exc, path).model_dump()
+    return report
+
+
+def fork_candidate(
+    task: WorkerTask, workdir: str, ref_model, init_inputs, trial_inputs, device, private_fds: list[int]
+) -> tuple[dict | None, str]:
+    """Run the candidate in a forked child; returns (report or None, why there is none)."""
+    import signal
+
+    import torch
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop the trusted worker's channels before any candidate code exists
+        try:
+            os.close(read_fd)
+            for fd in private_fds:
+                os.close(fd)
+            report = run_candidate(task, workdir, ref_model, init_inputs, trial_inputs, device)
+            buffer = io.BytesIO()
+            torch.save(report, buffer)
+            view = memoryview(buffer.getvalue())
+            while view:
+                view = view[os.write(write_fd, view) :]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    with os.fdopen(read_fd, "rb") as pipe:
+        while chunk := pipe.read(1 << 20):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if data:
+        try:
+            return torch.load(io.BytesIO(data), weights_only=True), ""
+        except Exception as exc:  # noqa: BLE001 - whatever the child sent, it is the candidate's fault
+            return None, f"the candidate process sent a malformed report ({type(exc).__name__})"
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        hint = {
+            "SIGSEGV": " (segmentation fault)",
+            "SIGXCPU": " (CPU time limit exceeded)",
+            "SIGKILL": " (killed, e.g. out of memory)",
+        }.get(sig, "")
+        return None, f"the candidate process was killed by {sig}{hint}"
+    return None, f"the candidate process exited with code {os.WEXITSTATUS(status)} before reporting a result"
