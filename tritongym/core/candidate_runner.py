@@ -8,7 +8,11 @@ candidate that reaches into its own process (frames, globals) can at most lie ab
 the reference or the comparison.
 
 The report is a dict of plain values and tensors, read back with `torch.load(weights_only=True)`, so it
-cannot smuggle code into the trusted worker either.
+cannot smuggle code into the trusted worker either.  Because the two are separate processes, the
+candidate also cannot read the reference's freed output memory.
+
+This relies on `os.fork`, which suits the CPU backend; CUDA does not survive a fork, so a GPU backend
+starts the candidate's process fresh and shares tensors with it through CUDA IPC instead.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def run_candidate(task: WorkerTask, workdir: str, ref_model, init_inputs, trial_
     import torch
 
     from tritongym.core.launches import LaunchRecorder
-    from tritongym.core.worker import StageError, error_info, load_module, poison_allocator
+    from tritongym.core.worker import StageError, error_info, load_module
 
     path = os.path.join(workdir, "candidate.py")
     report: dict = {"stage": "import", "error": None, "bound": [], "unbound": [], "trials": []}
@@ -78,14 +82,11 @@ def run_candidate(task: WorkerTask, workdir: str, ref_model, init_inputs, trial_
         report["stage"] = "run"
         for trial, inputs in enumerate(trial_inputs):
             mine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-            poison_allocator(device)
             recorder.phase = ("trial", trial)
             start = time.perf_counter()
             try:
                 with torch.no_grad():
                     out = model(*mine)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
             except Exception as exc:
                 raise StageError("run", error_info(exc, path)) from None
             finally:
