@@ -53,6 +53,8 @@ BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Backend
 SizeOpt = Annotated[str | None, typer.Option("--size", help="Problem size preset: cpu, gpu or auto.")]
 TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness trials (distinct seeds).")]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes [default: CPUs].")]
 
 
@@ -122,7 +124,7 @@ def eval_command(
     size: SizeOpt = None,
     trials: TrialsOpt = None,
     timeout: TimeoutOpt = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")] = False,
+    no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -159,7 +161,7 @@ def run_command(
     trials: TrialsOpt = None,
     timeout: TimeoutOpt = None,
     workers: WorkersOpt = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")] = False,
+    no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
