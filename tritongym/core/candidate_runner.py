@@ -42,18 +42,15 @@ def _flatten(value) -> list:
     return [value]
 
 
-def run_candidate(task: WorkerTask, workdir: str, ref_model, init_inputs, trial_inputs, device) -> dict:
+def run_candidate(task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device) -> dict:
     """Import the candidate, bind weights, run every trial; returns the report (never raises)."""
     import torch
 
-    from tritongym.core.launches import LaunchRecorder
     from tritongym.core.worker import StageError, error_info, load_module
 
     path = os.path.join(workdir, "candidate.py")
     report: dict = {"stage": "import", "error": None, "bound": [], "unbound": [], "trials": []}
-    recorder = LaunchRecorder(path)
     try:
-        recorder.install()
         try:
             candidate: ModuleType = load_module(CANDIDATE_MODULE, path, task.candidate_source or "")
             if not hasattr(candidate, "ModelNew"):
@@ -110,7 +107,7 @@ def run_candidate(task: WorkerTask, workdir: str, ref_model, init_inputs, trial_
 
 
 def fork_candidate(
-    task: WorkerTask, workdir: str, ref_model, init_inputs, trial_inputs, device, private_fds: list[int]
+    task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device, private_fds: list[int]
 ) -> tuple[dict | None, str]:
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import signal
@@ -124,7 +121,7 @@ def fork_candidate(
             os.close(read_fd)
             for fd in private_fds:
                 os.close(fd)
-            report = run_candidate(task, workdir, ref_model, init_inputs, trial_inputs, device)
+            report = run_candidate(task, workdir, recorder, ref_model, init_inputs, trial_inputs, device)
             buffer = io.BytesIO()
             torch.save(report, buffer)
             view = memoryview(buffer.getvalue())

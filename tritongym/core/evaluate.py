@@ -232,6 +232,11 @@ class Evaluator:
     def _judge(
         self, candidate: Candidate, problem: Problem, evidence: Evidence, static: list[CheckVerdict], started: float
     ) -> EvaluationResult:
+        if evidence.error is not None and evidence.stage == "setup":
+            raise BackendUnavailable(
+                f"backend '{self.backend_name}' could not set up its worker: {evidence.error.kind}: "
+                f"{evidence.error.message}"
+            )
         if evidence.error is not None and evidence.stage == "problem":
             raise ProblemFormatError(
                 f"the reference of problem '{problem.name}' failed in the worker: "

@@ -158,7 +158,7 @@ class TrialEvidence(_Model):
 class Evidence(_Model):
     """Everything a backend measured for one candidate; judged later, in the parent process."""
 
-    stage: Literal["problem", "import", "init", "bind", "run", "done"] = "problem"
+    stage: Literal["setup", "problem", "import", "init", "bind", "run", "done"] = "setup"
     error: ErrorInfo | None = None
     trials: list[TrialEvidence] = Field(default_factory=list)
     bound_weights: list[str] = Field(default_factory=list)

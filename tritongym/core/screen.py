@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from tritongym.core.errors import BackendUnavailable
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Problem
 from tritongym.core.sandbox import SandboxLimits
@@ -44,6 +45,10 @@ def screen_problem(
         tolerances=tolerances,
     )
     evidence = backend.measure(task, limits)
+    if evidence.error is not None and evidence.stage == "setup":
+        raise BackendUnavailable(
+            f"backend '{backend.name}' could not set up its worker: {evidence.error.kind}: {evidence.error.message}"
+        )
     if evidence.error is not None:
         return ScreenResult(
             problem_id=problem.name,

@@ -153,8 +153,15 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
 
     from tritongym.core.candidate_runner import fork_candidate
     from tritongym.core.compare import compare_output, flatten_outputs
+    from tritongym.core.launches import LaunchRecorder
 
     device = torch.device(task.device)
+    recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
+    try:
+        recorder.install()  # here, not in the child: a broken Triton install is not the candidate's fault
+    except Exception as exc:
+        raise StageError("setup", error_info(exc)) from None
+    evidence.stage = "problem"
     reference = load_reference(task, workdir)
     ref_model, init_inputs = build_reference(task, reference, device)
     trials = []
@@ -167,7 +174,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             raise StageError("problem", error_info(exc)) from None
         trials.append((seed, inputs, ref_out))
     evidence.stage = "import"
-    report, why = fork_candidate(task, workdir, ref_model, init_inputs, [t[1] for t in trials], device, private_fds)
+    report, why = fork_candidate(
+        task, workdir, recorder, ref_model, init_inputs, [t[1] for t in trials], device, private_fds
+    )
     if report is None:
         evidence.stage = "run"
         raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
@@ -259,6 +268,7 @@ def main() -> None:
 
         configure_precision(task)
         device = torch.device(task.device)
+        evidence.stage = "problem"
         if device.type == "cuda":
             props = torch.cuda.get_device_properties(device)
             evidence.fingerprint = local_fingerprint(props.name, cuda=torch.version.cuda)
