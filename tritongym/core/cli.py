@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -100,10 +101,11 @@ def _fmt(value, spec: str = ".3g") -> str:
 
 def _print_result(result: EvaluationResult) -> None:
     out.print(
-        f"{_status(result)}  {result.problem_id}  kernel {result.kernel_id}  "
-        f"[{result.backend} on {result.device}]" + ("  (cached)" if result.cached else "")
+        f"{_status(result)}  {escape(result.problem_id)}  kernel {result.kernel_id}  "
+        + escape(f"[{result.backend} on {result.device}]")
+        + ("  (cached)" if result.cached else "")
     )
-    out.print(result.message, highlight=False, soft_wrap=True)
+    out.print(result.message, highlight=False, soft_wrap=True, markup=False)
     if result.runtime_ms is not None:
         out.print(
             f"runtime {result.runtime_ms:.4g} ms, reference {_fmt(result.ref_runtime_ms, '.4g')} ms, "
@@ -216,7 +218,7 @@ def run_command(
                 *timing,
                 f"{r.reward.total:.3g}",
                 "yes" if r.cached else "",
-                r.message if r.status != Status.ok else "",
+                escape(r.message) if r.status != Status.ok else "",
             )
         out.print(table)
     raise typer.Exit(0 if n_ok == len(results) else 1)
@@ -249,13 +251,18 @@ def best_command(
         sys.stdout.write(found.source if found.source.endswith("\n") else found.source + "\n")
         return
     out.print(
-        f"[bold]{found.problem_id}[/]: kernel {found.kernel_id} (evaluation {found.evaluation_id}) "
-        f"on {found.device_class} [{found.backend}, size {found.size}]"
+        f"[bold]{escape(found.problem_id)}[/]: kernel {found.kernel_id} (evaluation {found.evaluation_id}) "
+        + escape(f"on {found.device_class} [{found.backend}, size {found.size}]")
     )
-    out.print(
-        f"runtime {_fmt(found.runtime_ms, '.4g')} ms, speedup {_fmt(found.speedup)}, PR {_fmt(found.pr)}, "
-        f"reward {_fmt(found.reward)}; stored {found.created_at}"
-    )
+    if found.runtime_ms is None:
+        out.print(
+            f"correct and honest; not timed on {found.backend}; reward {_fmt(found.reward)}; stored {found.created_at}"
+        )
+    else:
+        out.print(
+            f"runtime {found.runtime_ms:.4g} ms, speedup {_fmt(found.speedup)}, PR {_fmt(found.pr)}, "
+            f"reward {_fmt(found.reward)}; stored {found.created_at}"
+        )
     out.print("Use --code to print its source.")
 
 
@@ -271,7 +278,7 @@ def plugins_command(plugin: PluginOpt = None, as_json: JsonOpt = False):
     for col in ("kind", "name", "plugin", "doc"):
         table.add_column(col, overflow="fold")
     for r in registered:
-        table.add_row(r.kind, r.name, r.plugin, r.doc)
+        table.add_row(r.kind, r.name, r.plugin, escape(r.doc))
     out.print(table)
 
 
@@ -356,7 +363,7 @@ def problems_check(
         for r in results:
             verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
             detail = r.error or "; ".join(v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items())
-            table.add_row(r.problem_id, verdict, detail)
+            table.add_row(r.problem_id, verdict, escape(detail))
         out.print(table)
     raise typer.Exit(1 if bad else 0)
 
