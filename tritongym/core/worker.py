@@ -31,6 +31,7 @@ from tritongym.core.worker_task import WorkerTask
 
 REFERENCE_MODULE = "tritongym_reference"
 _OTHER_SEED_OFFSET = 7919
+_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class StageError(Exception):
@@ -70,6 +71,8 @@ def error_info(exc: BaseException, filename: str | None = None) -> ErrorInfo:
         if own:
             line = line or tb_entries[own[-1]].lineno
             tb_entries = tb_entries[own[0] :]
+    # our own harness frames (launch recording) mean nothing to whoever fixes the kernel
+    tb_entries = [fr for fr in tb_entries if not fr.filename.startswith(_HARNESS_DIR)]
     text = "".join(traceback.format_list(tb_entries)) + "".join(traceback.format_exception_only(type(exc), exc))
     message = str(exc).strip() or type(exc).__name__
     return ErrorInfo(kind=type(exc).__name__, message=message[:2000], traceback=text[-6000:], line=line)
