@@ -241,3 +241,22 @@ def test_every_hookspec_is_documented_and_maps_to_a_kind():
     assert sorted(specs) == sorted(HOOK_OF_KIND.values())
     for name in specs:
         assert (getattr(hookspecs, name).__doc__ or "").strip(), f"{name} has no docstring"
+
+
+def test_a_check_that_raises_fails_closed_and_names_its_plugin(tmp_path, relu_problem):
+    from conftest import RELU_KERNEL
+
+    path = tmp_path / "raising_check.py"
+    path.write_text(
+        "from tritongym import hookimpl\nfrom tritongym.core.interfaces import StaticCheck\n\n"
+        "class Boom(StaticCheck):\n    '''Always raises.'''\n    name = 'boom'\n\n"
+        "    def check_source(self, tree, candidate, problem):\n        raise KeyError('oops')\n\n"
+        "@hookimpl\ndef register_checks(register):\n    register(Boom)\n"
+    )
+    host = PluginHost(extra_plugins=[str(path)], load_entry_points=False)
+    config = EvalConfig(backend="triton-cpu", checks={"structure": {}, "boom": {}})
+    result = Evaluator(config, host=host).evaluate(RELU_KERNEL, relu_problem)
+    assert result.status.value == "rejected"
+    verdicts = {c.name: c for c in result.checks}
+    assert verdicts["structure"].passed, "one broken check must not silence the others"
+    assert not verdicts["boom"].passed and f"plugin '{path}'" in verdicts["boom"].reason

@@ -36,17 +36,12 @@ def _plain(value):
     return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
 
 
-def _flatten(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [item for v in value for item in _flatten(v)]
-    return [value]
-
-
 def run_candidate(task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device) -> dict:
     """Import the candidate, bind weights, run every trial; returns the report (never raises)."""
     import torch
 
-    from tritongym.core.worker import StageError, error_info, load_module
+    from tritongym.core.compare import flatten_outputs
+    from tritongym.core.worker import StageError, clone_all, error_info, load_module
 
     path = os.path.join(workdir, "candidate.py")
     report: dict = {"stage": "import", "error": None, "bound": [], "unbound": [], "trials": []}
@@ -78,7 +73,7 @@ def run_candidate(task: WorkerTask, workdir: str, recorder, ref_model, init_inpu
             raise StageError("bind", error_info(exc, path)) from None
         report["stage"] = "run"
         for trial, inputs in enumerate(trial_inputs):
-            mine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            mine = clone_all(inputs)
             recorder.phase = ("trial", trial)
             start = time.perf_counter()
             try:
@@ -90,7 +85,7 @@ def run_candidate(task: WorkerTask, workdir: str, recorder, ref_model, init_inpu
                 recorder.phase = None
             report["trials"].append(
                 {
-                    "outputs": [_plain(o) for o in _flatten(out)],
+                    "outputs": [_plain(o) for o in flatten_outputs(out)],
                     "inputs_after": [v.detach() if type(v) is torch.Tensor else None for v in mine],
                     "launches": [rec.model_dump() for rec in recorder.records(("trial", trial))],
                     "candidate_s": time.perf_counter() - start,

@@ -171,7 +171,7 @@ class Evaluator:
                 candidate, problem, Status.compile_error, error=error, message=f"{error.kind}: {error.message}{where}"
             )
             return self._finish_early(result, candidate, problem, started), []
-        verdicts = [self._run_static(check, tree, candidate, problem) for check in self.static_checks]
+        verdicts = [self._run_check(check, tree, candidate, problem) for check in self.static_checks]
         failed = [v for v in verdicts if not v.passed]
         if failed:
             first = failed[0]
@@ -193,17 +193,18 @@ class Evaluator:
         result.duration_s = time.perf_counter() - started
         return self._store(result, candidate, problem)
 
-    def _run_static(self, check: StaticCheck, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
+    def _run_check(self, check: StaticCheck | RuntimeCheck, *args) -> CheckVerdict:
+        """One check, isolated: a check that raises fails closed and names its plugin; the others still run."""
         plugin = self.host.get("check", check.name).plugin
         try:
-            verdict = check.check_source(tree, candidate, problem)
-        except Exception as exc:  # a broken check fails closed and names itself
+            verdict = check.check_source(*args) if isinstance(check, StaticCheck) else check.judge(*args)
+        except Exception as exc:
             verdict = CheckVerdict(
                 name=check.name,
                 passed=False,
                 reason=f"check crashed ({type(exc).__name__}: {exc}); fix or disable plugin '{plugin}'",
             )
-        return verdict.model_copy(update={"plugin": plugin, "stage": "static"})
+        return verdict.model_copy(update={"plugin": plugin, "stage": check.stage})
 
     def _task(self, candidate: Candidate, problem: Problem) -> WorkerTask:
         return WorkerTask(
@@ -274,7 +275,7 @@ class Evaluator:
                     candidate, problem, Status.incorrect, message=f"incorrect: {judgement.message}", **fields
                 )
             else:
-                verdicts = static + [self._run_runtime(c, evidence, candidate, problem) for c in self.runtime_checks]
+                verdicts = static + [self._run_check(c, evidence, candidate, problem) for c in self.runtime_checks]
                 del fields["checks"]
                 failed = [v for v in verdicts if not v.passed]
                 if failed:
@@ -301,20 +302,6 @@ class Evaluator:
         result.reward = self._score(result)
         result.duration_s = time.perf_counter() - started
         return result
-
-    def _run_runtime(
-        self, check: RuntimeCheck, evidence: Evidence, candidate: Candidate, problem: Problem
-    ) -> CheckVerdict:
-        plugin = self.host.get("check", check.name).plugin
-        try:
-            verdict = check.judge(evidence, candidate, problem)
-        except Exception as exc:
-            verdict = CheckVerdict(
-                name=check.name,
-                passed=False,
-                reason=f"check crashed ({type(exc).__name__}: {exc}); fix or disable plugin '{plugin}'",
-            )
-        return verdict.model_copy(update={"plugin": plugin, "stage": "runtime"})
 
     def _score(self, result: EvaluationResult) -> RewardBreakdown:
         components, weights = {}, {}

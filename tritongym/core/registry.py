@@ -58,20 +58,23 @@ class Registry:
 
     # --- evaluations -----------------------------------------------------------------------------------
 
+    _KEY_WHERE = (
+        "problem_key = ? AND kernel_id = ? AND backend = ? AND device_class = ? AND protocol = ? AND config_key = ?"
+    )
+
+    def _find(self, columns: str, key: list) -> dict | None:
+        """The evaluation row with this cache key (problem, kernel, backend, device class, protocol, config)."""
+        rows = list(self.db.query(f"SELECT {columns} FROM evaluations WHERE {self._KEY_WHERE}", key))
+        return rows[0] if rows else None
+
     def lookup(
         self, problem_key: str, kernel_id: str, backend: str, device_class: str, protocol: str, config_key: str = ""
     ) -> EvaluationResult | None:
-        rows = list(
-            self.db.query(
-                "SELECT id, result FROM evaluations WHERE problem_key = ? AND kernel_id = ? AND backend = ? "
-                "AND device_class = ? AND protocol = ? AND config_key = ?",
-                [problem_key, kernel_id, backend, device_class, protocol, config_key],
-            )
-        )
-        if not rows:
+        row = self._find("id, result", [problem_key, kernel_id, backend, device_class, protocol, config_key])
+        if row is None:
             return None
-        result = EvaluationResult.model_validate_json(rows[0]["result"])
-        return result.model_copy(update={"cached": True, "evaluation_id": rows[0]["id"]})
+        result = EvaluationResult.model_validate_json(row["result"])
+        return result.model_copy(update={"cached": True, "evaluation_id": row["id"]})
 
     def store(self, result: EvaluationResult, problem: Problem, candidate: Candidate, config_key: str = "") -> int:
         """Insert or refresh one evaluation (with its problem and kernel) in a single transaction."""
@@ -117,22 +120,10 @@ class Registry:
                 "created_at": now,
                 "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
             }
-            existing = list(
-                self.db.query(
-                    "SELECT id FROM evaluations WHERE problem_key = ? AND kernel_id = ? AND backend = ? "
-                    "AND device_class = ? AND protocol = ? AND config_key = ?",
-                    [
-                        row["problem_key"],
-                        row["kernel_id"],
-                        row["backend"],
-                        row["device_class"],
-                        row["protocol"],
-                        config_key,
-                    ],
-                )
-            )
+            key = [row[k] for k in ("problem_key", "kernel_id", "backend", "device_class", "protocol")]
+            existing = self._find("id", [*key, config_key])
             if existing:
-                evaluation_id = existing[0]["id"]
+                evaluation_id = existing["id"]
                 self.db["evaluations"].update(evaluation_id, row)
             else:
                 evaluation_id = self.db["evaluations"].insert(row).last_pk
