@@ -77,12 +77,12 @@ def evaluate(
     extra_plugins: Sequence[str] = (),
 ) -> EvaluationResult:
     """`tritongym eval`: judge one candidate (a file path, or a Candidate) on one problem."""
-    evaluator = make_evaluator(config, registry, extra_plugins)
-    if not isinstance(candidate, Candidate):
-        candidate = read_candidate(candidate)
-    if not isinstance(problem, Problem):
-        problem = load_problem(problem, evaluator.size)
-    return evaluator.evaluate(candidate, problem)
+    with make_evaluator(config, registry, extra_plugins) as evaluator:
+        if not isinstance(candidate, Candidate):
+            candidate = read_candidate(candidate)
+        if not isinstance(problem, Problem):
+            problem = load_problem(problem, evaluator.size)
+        return evaluator.evaluate(candidate, problem)
 
 
 def pair_candidates(problems: list[Problem], candidates_dir: str | Path | None) -> list[tuple[Candidate, Problem]]:
@@ -125,7 +125,8 @@ def run(
         on_plan(len(pairs))
     reg = evaluator.registry
     run_id = reg.start_run("eval", f"run {problems or 'suite'}", evaluator.config.model_dump()) if reg else None
-    results = evaluator.evaluate_many(pairs, on_result=on_result)
+    with evaluator:
+        results = evaluator.evaluate_many(pairs, on_result=on_result)
     if reg is not None and run_id is not None:
         for sample, result in enumerate(results):
             reg.add_turn(run_id, result, sample=sample, turn=1)

@@ -11,8 +11,9 @@ The report is a dict of plain values and tensors, read back with `torch.load(wei
 cannot smuggle code into the trusted worker either.  Because the two are separate processes, the
 candidate also cannot read the reference's freed output memory.
 
-This relies on `os.fork`, which suits the CPU backend; CUDA does not survive a fork, so a GPU backend
-starts the candidate's process fresh and shares tensors with it through CUDA IPC instead.
+This relies on `os.fork`, which suits the CPU backend.  CUDA does not survive a fork, so the GPU worker
+(`gpu_worker`) calls `run_candidate` in its own process instead, after it has already sent the reference
+outputs and the first reference timing to the parent, which compares there.
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ def _plain(value):
     return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
 
 
-def run_candidate(task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device) -> dict:
-    """Import the candidate, bind weights, run every trial; returns the report (never raises)."""
+def run_candidate(
+    task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device, keep: dict | None = None
+) -> dict:
+    """Import the candidate, bind weights, run every trial; returns the report (never raises).
+
+    `keep`, when given, receives the bound model (the GPU worker times it afterwards)."""
     import torch
 
     from tritongym.core.compare import flatten_outputs
@@ -56,6 +61,8 @@ def run_candidate(task: WorkerTask, workdir: str, recorder, ref_model, init_inpu
         try:
             torch.manual_seed(task.init_seed + 1)  # not Model's seed: weights must be bound, not re-seeded
             model = candidate.ModelNew(*init_inputs).to(device)
+            if keep is not None:
+                keep["model"] = model
         except Exception as exc:
             raise StageError("init", error_info(exc, path)) from None
         report["stage"] = "bind"

@@ -56,6 +56,9 @@ TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness tri
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
+GpusOpt = Annotated[
+    str | None, typer.Option("--gpus", help="GPU indices for triton-cuda, comma separated, e.g. 0,1 [default: all].")
+]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes [default: CPUs].")]
 
 
@@ -89,6 +92,21 @@ def _config(config, **overrides):
 
 
 STATUS_STYLE = {Status.ok: "green", Status.incorrect: "yellow", Status.hacked: "magenta", Status.rejected: "magenta"}
+
+
+def _gpu_list(text: str | None) -> list[int] | None:
+    """`--gpus 0,1` as indices; a malformed list is bad input (exit 2), named as such."""
+    if text is None:
+        return None
+    from tritongym.core.errors import ConfigError
+
+    try:
+        gpus = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}") from None
+    if not gpus or any(g < 0 for g in gpus):
+        raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}")
+    return gpus
 
 
 def _status(result: EvaluationResult) -> str:
@@ -126,6 +144,7 @@ def eval_command(
     size: SizeOpt = None,
     trials: TrialsOpt = None,
     timeout: TimeoutOpt = None,
+    gpus: GpusOpt = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
@@ -134,7 +153,13 @@ def eval_command(
 ):
     """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
     cfg = _config(
-        config, backend=backend, size=size, trials=trials, timeout_s=timeout, use_cache=False if no_cache else None
+        config,
+        backend=backend,
+        size=size,
+        trials=trials,
+        timeout_s=timeout,
+        gpus=_gpu_list(gpus),
+        use_cache=False if no_cache else None,
     )
     result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
     if as_json:
@@ -163,6 +188,7 @@ def run_command(
     trials: TrialsOpt = None,
     timeout: TimeoutOpt = None,
     workers: WorkersOpt = None,
+    gpus: GpusOpt = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
@@ -177,6 +203,7 @@ def run_command(
         trials=trials,
         timeout_s=timeout,
         workers=workers,
+        gpus=_gpu_list(gpus),
         use_cache=False if no_cache else None,
     )
     progress = Progress(

@@ -39,6 +39,7 @@ class EvalConfig(BaseModel):
     backend: str = Field(default="auto", description="backend name, or 'auto': triton-cuda with a GPU, else triton-cpu")
     backend_options: dict = Field(default_factory=dict)
     device: str | None = Field(default=None, description="device for the backend, e.g. cuda:1")
+    gpus: list[int] | None = Field(default=None, description="GPU indices a GPU backend spreads work over")
     size: Literal["auto", "cpu", "gpu"] = Field(default="auto", description="problem size preset; auto = the backend's")
     trials: int = Field(default=5, ge=1, le=100)
     seed: int | None = Field(

@@ -64,7 +64,14 @@ class Evaluator:
         self.host = host or get_host()
         self.registry = registry
         self.backend_name = resolve_backend_name(self.config, self.host)
-        self.backend: Backend = self.host.create("backend", self.backend_name, self.config.backend_options)
+        options = dict(self.config.backend_options)
+        if self.config.gpus is not None:
+            if self.host.get("backend", self.backend_name).cls.device_type != "cuda":
+                raise ConfigError(
+                    f"--gpus applies to GPU backends; backend '{self.backend_name}' does not run on a GPU"
+                )
+            options["gpus"] = self.config.gpus
+        self.backend: Backend = self.host.create("backend", self.backend_name, options)
         reason = self.backend.unavailable_reason()
         if reason:
             raise BackendUnavailable(f"backend '{self.backend_name}' cannot run here: {reason}")
@@ -111,12 +118,14 @@ class Evaluator:
                 if on_result:
                     on_result(early)
         workers = self.config.workers or os.cpu_count() or 1
+        tasks = {i: self._task(*items[i]) for i in pending}  # here: registry reads stay on this thread
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending) or 1))) as pool:
-            futures = {pool.submit(self._measure, *items[i]): i for i in pending}
+            futures = {pool.submit(self._measure, tasks[i]): i for i in pending}
             for future in as_completed(futures):
                 i = futures[future]
                 candidate, problem = items[i]
                 evidence, started = future.result()
+                self._reconcile_timing(evidence, tasks[i], problem)
                 result = self._judge(candidate, problem, evidence, static[i], started)
                 results[i] = self._store(result, candidate, problem)
                 if on_result:
@@ -207,7 +216,13 @@ class Evaluator:
         return verdict.model_copy(update={"plugin": plugin, "stage": check.stage})
 
     def _task(self, candidate: Candidate, problem: Problem) -> WorkerTask:
+        cached, bandwidth = None, None
+        if self.registry is not None and self.backend.device_type != "cpu":
+            cached = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
+            bandwidth = self.registry.bandwidth(self.device_class)
         return WorkerTask(
+            cached_reference=cached,
+            bandwidth_gbps=bandwidth,
             problem_name=problem.name,
             problem_source=problem.source,
             sizes=problem.sizes,
@@ -219,10 +234,10 @@ class Evaluator:
             tolerances=self.tolerances,
         )
 
-    def _measure(self, candidate: Candidate, problem: Problem) -> tuple[Evidence, float]:
+    def _measure(self, task: WorkerTask) -> tuple[Evidence, float]:
         started = time.perf_counter()
         try:
-            evidence = self.backend.measure(self._task(candidate, problem), self.limits)
+            evidence = self.backend.measure(task, self.limits)
         except Exception as exc:
             plugin = self.host.get("backend", self.backend_name).plugin
             raise PluginError(
@@ -267,10 +282,19 @@ class Evaluator:
                 runtime_ms=evidence.runtime_ms,
                 ref_runtime_ms=evidence.ref_runtime_ms,
                 pr=evidence.pr,
+                timing=evidence.timing,
+                profile=evidence.profile,
             )
             if evidence.runtime_ms and evidence.ref_runtime_ms:
                 fields["speedup"] = evidence.ref_runtime_ms / evidence.runtime_ms
-            if not judgement.correct:
+            timed = judge_trials(evidence.timed_trials) if evidence.timed_trials else None
+            if judgement.correct and timed is not None and not timed.correct:
+                message = (
+                    "incorrect: the outputs of the timed calls (inputs refreshed in place between calls) do not "
+                    f"match the reference: {timed.message}"
+                )
+                result = self._base(candidate, problem, Status.incorrect, message=message, **fields)
+            elif not judgement.correct:
                 result = self._base(
                     candidate, problem, Status.incorrect, message=f"incorrect: {judgement.message}", **fields
                 )
@@ -302,6 +326,53 @@ class Evaluator:
         result.reward = self._score(result)
         result.duration_s = time.perf_counter() - started
         return result
+
+    def _reconcile_timing(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
+        """Choose the reference time behind the speedup, keep the registry's reference cache honest, and
+        fill in the sabotage ratio and the roofline (DESIGN.md §3, issue 3).
+
+        With no cached reference the worker timed the reference in full before the candidate: that paired
+        timing is used and cached.  With one, the worker only re-timed it briefly; if the two agree within
+        `reconcile_tolerance` the cached (longer) measurement is used, otherwise the paired one is, and the
+        cache entry is dropped so the next task times the reference in full again."""
+        timing = evidence.timing
+        if timing is None or timing.reference_before is None:
+            return
+        before = timing.reference_before
+        cached = timing.reference_cached
+        tolerance = task.timing.reconcile_tolerance
+        fingerprint = evidence.fingerprint.model_dump_json() if evidence.fingerprint else ""
+        if cached is not None and abs(before.median_ms / cached.median_ms - 1) <= tolerance:
+            timing.reference, timing.reference_source = cached, "cached"
+        else:
+            timing.reference, timing.reference_source = before, "paired"
+            if self.registry is not None:
+                key = (problem.key, self.device_class, self.config.precision)
+                if cached is None:
+                    self.registry.store_reference_timing(*key, before.model_dump(), fingerprint)
+                else:
+                    timing.notes.append(
+                        f"cached reference {cached.median_ms:.4g} ms disagreed with the paired "
+                        f"{before.median_ms:.4g} ms; the paired one is used and the cache refreshed"
+                    )
+                    self.registry.forget_reference_timing(*key)
+        evidence.ref_runtime_ms = timing.reference.median_ms
+        if timing.reference_after is not None and before.median_ms > 0:
+            timing.reference_slowdown = timing.reference_after.median_ms / before.median_ms
+        if timing.bandwidth_gbps and timing.bytes_moved:
+            timing.roofline_ms = timing.bytes_moved / (timing.bandwidth_gbps * 1e9) * 1e3
+            if self.registry is not None and self.registry.bandwidth(self.device_class) is None:
+                self.registry.store_bandwidth(self.device_class, timing.bandwidth_gbps, fingerprint)
+
+    def close(self) -> None:
+        """Stop the backend's warm workers (the Evaluator stays usable: they restart on demand)."""
+        self.backend.close()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _score(self, result: EvaluationResult) -> RewardBreakdown:
         components, weights = {}, {}

@@ -82,6 +82,9 @@ class Backend(PluginObject, ABC):
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
         """Run the task in a sandboxed worker and return what was measured; never raise for a bad kernel."""
 
+    def close(self) -> None:
+        """Release long-lived resources (warm worker processes); the backend may be used again after."""
+
 
 class Check(PluginObject):
     """A hack check. Subclass `StaticCheck` or `RuntimeCheck`."""

@@ -21,6 +21,8 @@ class LaunchRecorder:
         self.phase: Any = None  # e.g. ("trial", 3); None while the reference or harness runs
         self._counts: dict[Any, Counter] = {}
         self._grids: dict[tuple[Any, str], str] = {}
+        self._compiled: dict[tuple[Any, str], str] = {}
+        self.own_compiled: set[str] = set()  # compiled names of the candidate's kernels, for the profiler
 
     def install(self) -> None:
         import triton.runtime.jit as jit
@@ -42,14 +44,15 @@ class LaunchRecorder:
         recorder = self
 
         def run(kernel, *args, grid=None, warmup=False, **kwargs):
+            compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             if not warmup and recorder.phase is not None:
-                recorder._record(kernel, grid)
-            return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+                recorder._record(kernel, grid, compiled)
+            return compiled
 
         run._tritongym_recorder = self  # type: ignore[attr-defined]
         return run
 
-    def _record(self, kernel, grid) -> None:
+    def _record(self, kernel, grid, compiled) -> None:
         fn = getattr(kernel, "fn", None)
         code = getattr(fn, "__code__", None)
         name = getattr(fn, "__name__", type(kernel).__name__)
@@ -57,11 +60,22 @@ class LaunchRecorder:
         key = (name, own)
         self._counts.setdefault(self.phase, Counter())[key] += 1
         self._grids.setdefault((self.phase, name), grid if isinstance(grid, str) else _grid_text(grid))
+        compiled_name = getattr(compiled, "name", None)
+        if isinstance(compiled_name, str):
+            self._compiled.setdefault((self.phase, name), compiled_name)
+            if own:
+                self.own_compiled.add(compiled_name)
 
     def records(self, phase: Any) -> list[LaunchRecord]:
         counts = self._counts.get(phase, Counter())
         return [
-            LaunchRecord(kernel=name, own=own, count=n, grid=self._grids.get((phase, name), ""))
+            LaunchRecord(
+                kernel=name,
+                own=own,
+                count=n,
+                grid=self._grids.get((phase, name), ""),
+                compiled=self._compiled.get((phase, name), ""),
+            )
             for (name, own), n in sorted(counts.items())
         ]
 

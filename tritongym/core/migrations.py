@@ -172,3 +172,13 @@ def m005_best_kernels_view(db: sqlite_utils.Database) -> None:
         ) WHERE rank = 1
         """,
     )
+
+
+@migration
+def m006_timing_facts(db: sqlite_utils.Database) -> None:
+    # The full TimingStats of a cached reference timing (mode, L2 policy, samples) beside its median, and
+    # the measured copy bandwidth per device class: the roofline every candidate is held to.
+    db["reference_timings"].add_column("stats", str)
+    db["device_bandwidth"].create(
+        {"device_class": str, "copy_gbps": float, "fingerprint": str, "measured_at": str}, pk="device_class"
+    )

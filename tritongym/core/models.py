@@ -135,12 +135,64 @@ class OutputComparison(_Model):
 
 
 class LaunchRecord(_Model):
-    """One Triton kernel launched during a trial, counted; `own` = defined in the candidate's file."""
+    """One Triton kernel launched during a trial, counted; `own` = defined in the candidate's file.
+
+    `compiled` is the name of the compiled GPU function (what a profiler shows); the profiler's
+    attribution of device time to the candidate matches on it exactly.
+    """
 
     kernel: str
     own: bool
     count: int = 1
     grid: str = ""
+    compiled: str = ""
+
+
+class TimingStats(_Model):
+    """One timed callable: the median of `samples` measurements and their spread.
+
+    `mode` says how launch overhead was kept out: `graph` replays one captured forward per sample,
+    `graph-batched` replays `calls_per_sample` forwards per sample (fast kernels), `eager` calls the
+    forward directly with a device-wide synchronize before the end event (its host launch time counts).
+    `l2` says how the cache was made cold: flushed before each sample, or rotated over enough input sets
+    to exceed it, or `warm` when neither was possible.
+    """
+
+    median_ms: float
+    iqr_ms: float
+    samples: int
+    mode: Literal["graph", "graph-batched", "eager"]
+    calls_per_sample: int = 1
+    l2: Literal["flushed", "rotated", "warm"] = "flushed"
+    note: str = ""
+
+
+class ProfileEntry(_Model):
+    """One GPU kernel seen by `torch.profiler` over the profiled forwards (device time per forward)."""
+
+    kernel: str
+    device_ms: float
+    calls: int
+    own: bool
+    share: float
+
+
+class TimingReport(_Model):
+    """How `runtime_ms` and `ref_runtime_ms` were obtained, with everything needed to doubt them."""
+
+    precision: str
+    candidate: TimingStats | None = None
+    reference: TimingStats | None = None  # the stats ref_runtime_ms comes from (cached or paired)
+    reference_source: Literal["paired", "cached"] = "paired"
+    reference_cached: TimingStats | None = None  # the cached timing the task carried, if any
+    reference_before: TimingStats | None = None  # timed before the candidate was imported
+    reference_after: TimingStats | None = None  # and again after it ran
+    reference_slowdown: float | None = None  # after / before; > 1 + noise = the candidate slowed the baseline
+    bytes_moved: int | None = None  # tensor inputs + parameters + outputs: what any implementation must move
+    bandwidth_gbps: float | None = None  # the device's measured copy bandwidth (read + write)
+    roofline_ms: float | None = None  # bytes_moved / bandwidth: no honest kernel is much faster
+    timed_outputs_checked: int = 0
+    notes: list[str] = Field(default_factory=list)
 
 
 class TrialEvidence(_Model):
@@ -166,7 +218,9 @@ class Evidence(_Model):
     runtime_ms: float | None = None
     ref_runtime_ms: float | None = None
     pr: float | None = None
-    profile: list[dict[str, Any]] = Field(default_factory=list)
+    profile: list[ProfileEntry] = Field(default_factory=list)
+    timing: TimingReport | None = None
+    timed_trials: list[TrialEvidence] = Field(default_factory=list)  # outputs of timed calls, compared
     controls: dict[str, list[TrialEvidence]] = Field(default_factory=dict)
     fingerprint: Fingerprint | None = None
     stdout_tail: str = ""
@@ -202,6 +256,8 @@ class EvaluationResult(_Model):
     rel_norm_err: float | None = None
     trials: int = 0
     launches: list[LaunchRecord] = Field(default_factory=list)
+    timing: TimingReport | None = None
+    profile: list[ProfileEntry] = Field(default_factory=list)
     cached: bool = False
     fingerprint: Fingerprint
     evaluation_id: int | None = None

@@ -36,8 +36,10 @@ from tritongym.core.interfaces import HOOK_OF_KIND, KINDS, PluginObject
 
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.backends.triton_cpu",
+    "tritongym.plugins.backends.triton_cuda",
     "tritongym.plugins.checks.structure",
     "tritongym.plugins.checks.launches",
+    "tritongym.plugins.checks.timing",
     "tritongym.plugins.rewards.correctness",
     "tritongym.plugins.rewards.speedup",
     "tritongym.plugins.rewards.profiling",

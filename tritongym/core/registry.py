@@ -175,6 +175,61 @@ class Registry:
             "by_backend": by_backend,
         }
 
+    # --- reference timings and device facts ----------------------------------------------------------
+
+    def reference_timing(self, problem_key: str, device_class: str, precision: str) -> dict | None:
+        """The cached reference TimingStats (as a dict) for this problem, device class and precision policy."""
+        rows = list(
+            self.db.query(
+                "SELECT stats FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ?",
+                [problem_key, device_class, precision],
+            )
+        )
+        return json.loads(rows[0]["stats"]) if rows and rows[0]["stats"] else None
+
+    def store_reference_timing(
+        self, problem_key: str, device_class: str, precision: str, stats: dict, fingerprint: str
+    ) -> None:
+        with self._transaction():
+            self.db["reference_timings"].upsert(
+                {
+                    "problem_key": problem_key,
+                    "device_class": device_class,
+                    "precision": precision,
+                    "runtime_ms": stats["median_ms"],
+                    "iqr_ms": stats["iqr_ms"],
+                    "samples": stats["samples"],
+                    "stats": json.dumps(stats),
+                    "fingerprint": fingerprint,
+                    "created_at": _now(),
+                },
+                pk=("problem_key", "device_class", "precision"),
+            )
+
+    def forget_reference_timing(self, problem_key: str, device_class: str, precision: str) -> None:
+        """Drop a cached reference that no longer agrees with paired timings; the next task re-times it."""
+        with self._transaction():
+            self.db.execute(
+                "DELETE FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ?",
+                [problem_key, device_class, precision],
+            )
+
+    def bandwidth(self, device_class: str) -> float | None:
+        rows = list(self.db.query("SELECT copy_gbps FROM device_bandwidth WHERE device_class = ?", [device_class]))
+        return rows[0]["copy_gbps"] if rows else None
+
+    def store_bandwidth(self, device_class: str, copy_gbps: float, fingerprint: str) -> None:
+        with self._transaction():
+            self.db["device_bandwidth"].upsert(
+                {
+                    "device_class": device_class,
+                    "copy_gbps": copy_gbps,
+                    "fingerprint": fingerprint,
+                    "measured_at": _now(),
+                },
+                pk="device_class",
+            )
+
     # --- runs and turns --------------------------------------------------------------------------------
 
     def start_run(self, kind: str, name: str, config: dict) -> int:

@@ -20,6 +20,25 @@ class Tolerance(BaseModel):
     rel_norm: float
 
 
+class TimingOptions(BaseModel):
+    """How a GPU worker times and profiles (DESIGN.md §3). Budgets are in time, not in call counts, so
+    a 5 µs kernel and a 50 ms one each get a median of many samples without wasting the GPU."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    warmup_ms: float = Field(default=10.0, gt=0, description="time spent calling before any sample is kept")
+    rep_ms: float = Field(default=100.0, gt=0, description="time budget for the kept samples")
+    min_samples: int = Field(default=10, ge=3)
+    max_samples: int = Field(default=500, ge=3)
+    fast_us: float = Field(default=50.0, ge=0, description="below this a forward is batched in one CUDA graph")
+    graph_batch_us: float = Field(default=500.0, gt=0, description="device time one batched sample aims for")
+    check_ms: float = Field(default=20.0, gt=0, description="budget of the quick paired reference re-timing")
+    profile_calls: int = Field(default=3, ge=0, description="forwards profiled with torch.profiler (0 = no PR)")
+    reconcile_tolerance: float = Field(
+        default=0.05, gt=0, description="a cached reference within this relative distance of the paired one is used"
+    )
+
+
 class WorkerTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,3 +56,7 @@ class WorkerTask(BaseModel):
     memory_mb: int | None = None
     cpu_s: int | None = None
     file_mb: int = 64
+    timing: TimingOptions = Field(default_factory=TimingOptions)
+    cached_reference: dict[str, Any] | None = None  # a TimingStats from the registry, for this device/size/precision
+    bandwidth_gbps: float | None = None  # the device's copy bandwidth from the registry; measured when None
+    gpu_memory_fraction: float | None = None  # cap on the caching allocator for the candidate

@@ -1,0 +1,436 @@
+"""The worker pool of one host (DESIGN.md §3, §8): warm GPU workers, the GPU held only while timing.
+
+* `workers_per_gpu` worker processes per GPU are kept alive, each started ahead of need (torch imported,
+  CUDA initialised, the profiler loaded) so a candidate never waits for a cold start; a replacement is
+  started in the background the moment one retires;
+* import, compilation and the correctness trials of several candidates run side by side on one GPU;
+  only timing takes the GPU's lock, granted by this process to one worker per GPU at a time (a worker
+  cannot take it on its own, and a worker killed while holding it releases it);
+* a worker retires after `max_tasks` tasks (default 1: every candidate gets a fresh process, so nothing
+  one candidate did to torch or Triton can reach the next), after any error (a CUDA error poisons the
+  context) and of course when it dies;
+* a worker that dies mid-task has its task retried once on a fresh worker; the second death is
+  reported as `crashed`. A task that outlives its time limit is killed and reported as `timeout`; a worker
+  whose resident memory passes `memory_mb` is killed and reported as `crashed` (address-space limits
+  break CUDA, so memory is watched instead).
+
+The verdict inputs that matter are computed here, from frames the worker sent *before* the candidate was
+imported (reference outputs, first reference timing); see `gpu_worker`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from tritongym.core import frames
+from tritongym.core.errors import BackendUnavailable
+from tritongym.core.models import (
+    ErrorInfo,
+    Evidence,
+    LaunchRecord,
+    ProfileEntry,
+    TimingReport,
+    TimingStats,
+    TrialEvidence,
+)
+from tritongym.core.sandbox import _worker_env
+from tritongym.core.worker_task import WorkerTask
+
+_CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class PoolOptions:
+    gpus: list[str]  # CUDA device indices as strings, or ["cpu"] (the interpreter, for tests)
+    workers_per_gpu: int = 2
+    max_tasks: int = 1
+    memory_mb: int | None = 16384
+    start_timeout_s: float = 180.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class Worker:
+    """One worker process and the thread that reads its frames into a queue."""
+
+    def __init__(self, gpu: str, options: PoolOptions) -> None:
+        self.gpu = gpu
+        self.tasks = 0
+        self.tmp = tempfile.mkdtemp(prefix="tritongym-gpu-")
+        self.log_path = os.path.join(self.tmp, "worker.log")
+        env = _worker_env(self.tmp, options.extra_env)
+        env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+        device = "cpu" if gpu == "cpu" else "cuda:0"
+        if gpu == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-m", "tritongym.core.gpu_worker", self.log_path, device],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.tmp,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        self.frames: queue.Queue = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.info: dict = {}
+
+    def _read(self) -> None:
+        fd = self.proc.stdout.fileno()
+        try:
+            while True:
+                frame = frames.receive(fd)
+                if frame is None:
+                    self.frames.put(("EOF", b"the worker closed its output"))
+                    return
+                self.frames.put(frame)
+        except (frames.FrameError, OSError, ValueError) as exc:
+            self.frames.put(("EOF", f"the worker sent a malformed frame ({exc})".encode()))
+
+    def send(self, kind: str, payload: bytes = b"") -> bool:
+        try:
+            frames.send(self.proc.stdin.fileno(), kind, payload)
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def next_frame(self, timeout: float):
+        try:
+            return self.frames.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return None
+
+    def rss_mb(self) -> float:
+        try:
+            with open(f"/proc/{self.proc.pid}/statm") as f:
+                return int(f.read().split()[1]) * _PAGE / (1 << 20)
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    def death(self) -> str:
+        """Why the process ended, in words."""
+        code = self.proc.wait()
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed, e.g. out of memory)"}.get(name, "")
+            return f"the worker was killed by {name}{hint}"
+        return f"the worker exited with code {code} before reporting a result"
+
+    def log_tail(self, limit: int = 4000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - limit))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class WorkerPool:
+    """Warm workers over the chosen GPUs; `run(task, timeout_s)` is safe to call from many threads."""
+
+    def __init__(self, options: PoolOptions) -> None:
+        self.options = options
+        self.locks = {gpu: threading.Lock() for gpu in options.gpus}
+        self.ready: queue.Queue[Worker] = queue.Queue()
+        self.failures: list[str] = []
+        self.closed = False
+        self.info: dict = {}
+        self._live: set[Worker] = set()
+        self._guard = threading.Lock()
+        # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
+        self.bandwidth: dict[str, float] = {}
+        self.references: dict[str, dict] = {}
+        for gpu in options.gpus:
+            for _ in range(options.workers_per_gpu):
+                self._spawn(gpu)
+
+    # --- worker lifecycle ------------------------------------------------------------------------------
+
+    def _spawn(self, gpu: str) -> None:
+        threading.Thread(target=self._start_worker, args=(gpu,), daemon=True).start()
+
+    def _start_worker(self, gpu: str) -> None:
+        if self.closed:
+            return
+        worker = Worker(gpu, self.options)
+        with self._guard:
+            self._live.add(worker)
+        frame = worker.next_frame(self.options.start_timeout_s)
+        if frame is not None and frame[0] == "REDY":
+            worker.info = json.loads(frame[1])
+            self.info = self.info or worker.info
+            if self.closed:
+                self._retire(worker, replace=False)
+            else:
+                self.ready.put(worker)
+            return
+        if frame is None:
+            why = f"did not start within {self.options.start_timeout_s:g} s"
+        elif frame[0] == "FAIL":
+            failure = json.loads(frame[1])
+            why = f"{failure.get('kind')}: {failure.get('message')}"
+        else:
+            why = frame[1].decode("utf-8", "replace")
+        tail = worker.log_tail(1500).strip()
+        self.failures.append(f"GPU {gpu}: {why}" + (f"\n{tail}" if tail else ""))
+        self._retire(worker, replace=False)
+
+    def _retire(self, worker: Worker, replace: bool = True) -> None:
+        with self._guard:
+            self._live.discard(worker)
+        worker.send("EXIT")
+        worker.kill()
+        if replace and not self.closed:
+            self._spawn(worker.gpu)
+
+    def _take(self) -> Worker:
+        waited = 0.0
+        while True:
+            try:
+                return self.ready.get(timeout=1.0)
+            except queue.Empty:
+                waited += 1.0
+            with self._guard:
+                alive = bool(self._live)
+            if self.failures and not alive:
+                raise BackendUnavailable("no GPU worker could start: " + self.failures[-1])
+            if waited > self.options.start_timeout_s * 2:
+                raise BackendUnavailable(f"no GPU worker became ready in {waited:g} s")
+
+    def close(self) -> None:
+        self.closed = True
+        with self._guard:
+            workers = list(self._live)
+            self._live.clear()
+        for worker in workers:
+            worker.send("EXIT")
+            worker.kill()
+
+    # --- one task --------------------------------------------------------------------------------------
+
+    def run(self, task: WorkerTask, timeout_s: float) -> Evidence:
+        """Evidence for one task; a worker death is retried once on a fresh worker."""
+        evidence = Evidence()
+        for attempt in (1, 2):
+            worker = self._take()
+            evidence, died = TaskDriver(self, worker, task, timeout_s).drive()
+            worker.tasks += 1
+            healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
+            if healthy:
+                self.ready.put(worker)
+            else:
+                self._retire(worker)
+            if not died:
+                return evidence
+            if attempt == 2 and evidence.error is not None:
+                evidence.error.message += " (also on a retry with a fresh worker)"
+        return evidence
+
+
+class TaskDriver:
+    """Feeds one task to one worker and turns its frames into `Evidence`, judging outputs here."""
+
+    def __init__(self, pool: WorkerPool, worker: Worker, task: WorkerTask, timeout_s: float) -> None:
+        self.pool, self.worker, self.task = pool, worker, task
+        self.timeout_s = timeout_s
+        self.lock = pool.locks[worker.gpu]
+        self.holding = False
+        self.ref_outputs: list | None = None
+        self.reference_before = None
+        self.timing: TimingReport | None = None
+        self.candidate_seen = False
+        self.report: dict | None = None
+        self.trials: list[TrialEvidence] = []
+        self.timed_trials: list[TrialEvidence] = []
+        self.pr: float | None = None
+        self.profile: list[ProfileEntry] = []
+        identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
+        self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
+
+    def _with_known_timings(self) -> None:
+        updates: dict = {}
+        if self.task.bandwidth_gbps is None and self.worker.gpu in self.pool.bandwidth:
+            updates["bandwidth_gbps"] = self.pool.bandwidth[self.worker.gpu]
+        if self.task.cached_reference is None and self.reference_key in self.pool.references:
+            updates["cached_reference"] = self.pool.references[self.reference_key]
+        if updates:
+            self.task = self.task.model_copy(update=updates)
+
+    def drive(self) -> tuple[Evidence, bool]:
+        """(evidence, whether the worker died without finishing)."""
+        started = time.monotonic()
+        self._with_known_timings()
+        deadline = started + self.timeout_s
+        try:
+            if not self.worker.send("TASK", self.task.model_dump_json().encode()):
+                return self._crash("WorkerCrashed", self.worker.death(), started), True
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.worker.kill()
+                    why = f"the candidate did not finish within the time limit of {self.timeout_s:g} s and was killed"
+                    return self._crash("Timeout", why, started), False
+                frame = self.worker.next_frame(min(0.25, remaining))
+                if frame is None:
+                    limit = self.pool.options.memory_mb
+                    if limit and self.worker.rss_mb() > limit:
+                        self.worker.kill()
+                        why = f"memory limit exceeded: the worker's resident memory passed {limit} MiB"
+                        return self._crash("MemoryLimit", why, started), False
+                    continue
+                kind, payload = frame
+                if kind == "EOF":
+                    self.worker.kill()
+                    return self._crash("WorkerCrashed", self.worker.death(), started), True
+                if kind == "LOCK":
+                    waited = self._acquire(deadline)
+                    deadline += waited
+                    self.worker.send("GRNT")
+                elif kind == "UNLK":
+                    self._release()
+                elif kind == "DONE":
+                    return self._finish(payload, started), False
+                else:
+                    try:
+                        self._handle(kind, payload)
+                    except Exception as exc:  # noqa: BLE001 - any malformed payload is the worker's crash
+                        self.worker.kill()
+                        why = f"the worker sent a malformed {kind} frame ({type(exc).__name__}: {exc})"
+                        return self._crash("WorkerCrashed", why, started), False
+        finally:
+            self._release()
+
+    def _acquire(self, deadline: float) -> float:
+        began = time.monotonic()
+        self.lock.acquire()
+        self.holding = True
+        return time.monotonic() - began
+
+    def _release(self) -> None:
+        if self.holding:
+            self.holding = False
+            self.lock.release()
+
+    def _handle(self, kind: str, payload: bytes) -> None:
+        if kind == "REFO" and self.ref_outputs is None:
+            self.ref_outputs = frames.tensors_from_bytes(payload)
+        elif kind == "REFT" and self.reference_before is None and not self.candidate_seen:
+            self.timing = TimingReport.model_validate_json(payload)
+            self.reference_before = self.timing.reference_before
+            if self.task.cached_reference is not None:
+                self.timing.reference_cached = TimingStats.model_validate(self.task.cached_reference)
+            elif self.reference_before is not None:
+                self.pool.references.setdefault(self.reference_key, self.reference_before.model_dump())
+            if self.timing.bandwidth_gbps:
+                self.pool.bandwidth.setdefault(self.worker.gpu, self.timing.bandwidth_gbps)
+        elif kind == "CAND" and not self.candidate_seen:
+            self.candidate_seen = True
+            self.report = frames.tensors_from_bytes(payload)
+            self.trials = self._compare_trials(self.report["trials"])
+            if self.report.get("error") is None:
+                from tritongym.core.verdict import judge_trials
+
+                correct = judge_trials(self.trials).correct and len(self.trials) == len(self.task.seeds)
+                self.worker.send("TIME" if correct else "STOP")
+        elif kind == "TIMD" and self.candidate_seen:
+            data = frames.tensors_from_bytes(payload)
+            timing = TimingReport.model_validate_json(data["timing"])
+            timing.reference_before = self.reference_before  # the trusted one, sent before the import
+            if self.timing is not None:  # the trusted values, sent before the import
+                timing.reference_cached = self.timing.reference_cached
+                timing.bytes_moved, timing.bandwidth_gbps = self.timing.bytes_moved, self.timing.bandwidth_gbps
+            self.timing = timing
+            self.pr = data["pr"]
+            self.profile = [ProfileEntry.model_validate(p) for p in json.loads(data["profile"])]
+            for trial, outputs in data["timed"]:
+                self.timed_trials.append(self._compare(int(trial), outputs, launches=[], mutated=[]))
+            timing.timed_outputs_checked = len(self.timed_trials)
+        else:
+            raise ValueError(f"unexpected frame {kind}")
+
+    def _compare(self, trial: int, outputs: list, launches: list, mutated: list) -> TrialEvidence:
+        from tritongym.core.compare import compare_output
+
+        refs = self.ref_outputs[trial]
+        comparisons = []
+        for i, (out, ref) in enumerate(zip(outputs, refs)):
+            value = out["tensor"] if "tensor" in out else {"not_a_tensor": out.get("not_a_tensor", "?")}
+            result = compare_output(i, value, ref["tensor"], self.task.tolerances)
+            if "tensor" in out:
+                result.device, result.ref_device = out["device"], ref["device"]
+            comparisons.append(result)
+        return TrialEvidence(
+            seed=self.task.seeds[trial],
+            outputs=comparisons,
+            n_outputs=len(outputs),
+            ref_n_outputs=len(refs),
+            inputs_unchanged=not mutated,
+            mutated_inputs=list(mutated),
+            launches=[LaunchRecord.model_validate(r) for r in launches],
+        )
+
+    def _compare_trials(self, sent: list) -> list[TrialEvidence]:
+        if self.ref_outputs is None:
+            raise ValueError("candidate outputs arrived before the reference's")
+        trials = []
+        for t, trial in enumerate(sent[: len(self.ref_outputs)]):
+            evidence = self._compare(t, trial["outputs"], trial["launches"], trial["mutated"])
+            evidence.candidate_s = trial.get("candidate_s")
+            trials.append(evidence)
+        return trials
+
+    def _finish(self, payload: bytes, started: float) -> Evidence:
+        evidence = Evidence.model_validate_json(payload)
+        evidence.trials = self.trials
+        evidence.timed_trials = self.timed_trials
+        if self.report is not None:
+            evidence.bound_weights = list(self.report["bound"])
+            evidence.unbound_weights = list(self.report["unbound"])
+            if self.report.get("error") is not None and evidence.error is None:
+                evidence.stage = self.report["stage"]
+                evidence.error = ErrorInfo.model_validate(self.report["error"])
+        if self.timing is not None:
+            evidence.timing = self.timing
+            if self.timing.candidate is not None:
+                evidence.runtime_ms = self.timing.candidate.median_ms
+            evidence.pr, evidence.profile = self.pr, self.profile
+        evidence.stdout_tail = self.worker.log_tail()
+        evidence.worker_s = time.monotonic() - started
+        return evidence
+
+    def _crash(self, kind: str, message: str, started: float) -> Evidence:
+        evidence = Evidence(stage="run", error=ErrorInfo(kind=kind, message=message))
+        if self.report is not None:
+            evidence.trials = self.trials
+        evidence.stdout_tail = self.worker.log_tail()
+        evidence.worker_s = time.monotonic() - started
+        return evidence

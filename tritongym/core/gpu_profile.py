@@ -1,0 +1,66 @@
+"""Profile a few forwards with `torch.profiler` inside the GPU worker: every kernel and its device time.
+
+PR (Dr. Kernel's profiling ratio) = device time of the candidate's own kernels / device time of every
+kernel, memset and memcpy of the forward.  The candidate's kernels are recognised by the *exact*
+compiled names the launch recorder saw (a torch kernel that happens to contain the candidate's kernel
+name in its own does not count).  No L2 flush or input refresh runs inside the profiled window, so
+neither is in the denominator.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import torch
+
+from tritongym.core.models import ProfileEntry
+
+_DEVICE_TYPES = {"CUDA", "PrivateUse1"}
+
+
+def _is_device_event(event) -> bool:
+    device_type = getattr(event, "device_type", None)
+    return getattr(device_type, "name", str(device_type)) in _DEVICE_TYPES
+
+
+def profile_forward(forward, inputs: list, calls: int, own_names: set[str], top: int = 10):
+    """Returns (pr or None, the top kernels by device time per forward)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            forward(inputs)
+        torch.cuda.synchronize()
+    totals: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for event in prof.events():
+        if not _is_device_event(event):
+            continue
+        totals[event.name] += event.time_range.elapsed_us()
+        counts[event.name] += 1
+    all_us = sum(totals.values())
+    if all_us <= 0:
+        return None, []
+    own_us = sum(us for name, us in totals.items() if name in own_names)
+    entries = [
+        ProfileEntry(
+            kernel=name,
+            device_ms=us / 1000 / calls,
+            calls=max(1, counts[name] // calls),
+            own=name in own_names,
+            share=us / all_us,
+        )
+        for name, us in sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+    ]
+    return own_us / all_us, entries
+
+
+def warm_profiler() -> None:
+    """Load CUPTI once, while the worker warms up, so the first candidate does not pay for it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.ones(16, device="cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+        (x + 1).sum()
+        torch.cuda.synchronize()

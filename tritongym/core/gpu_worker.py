@@ -1,0 +1,268 @@
+"""The warm GPU worker: `python -m tritongym.core.gpu_worker LOGFILE DEVICE`, frames on stdin/stdout.
+
+Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES` names its GPU): it
+imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
+`REDY` before any candidate exists.  Then, per task (protocol of DESIGN.md §3):
+
+1. the reference is built under a secret seed and its outputs for every trial are sent to the parent
+   (`REFO`); the parent compares there, so nothing the candidate does later can touch them;
+2. the reference is timed (GPU lock held, `LOCK`/`GRNT`/`UNLK`) and that timing is sent (`REFT`), also
+   before any candidate code is imported;
+3. the candidate is imported, built, bound and run on every trial (`candidate_runner.run_candidate`),
+   its outputs sent (`CAND`); the parent answers `TIME` only if they matched;
+4. under the GPU lock: the candidate is timed, the reference re-timed (a slower second reference means
+   the candidate sabotaged the baseline), a few forwards profiled; sent as `TIMD` with the outputs of
+   the timed calls, which the parent checks too;
+5. `DONE` carries the rest of the evidence (stage, error).
+
+Everything after step 3 comes from a process the candidate has run in, which is why the verdict on
+outputs is made from data sent before, and why the pool recycles workers (by default after every task).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+
+from tritongym.core import frames
+from tritongym.core.models import ErrorInfo, Evidence, TimingReport
+from tritongym.core.worker import (
+    StageError,
+    apply_limits,
+    build_reference,
+    clone_all,
+    configure_precision,
+    error_info,
+    load_reference,
+    make_inputs,
+    same_value,
+)
+from tritongym.core.worker_task import WorkerTask
+
+
+class Channel:
+    """The worker's side of the pool's frames."""
+
+    def __init__(self, in_fd: int, out_fd: int) -> None:
+        self.in_fd, self.out_fd = in_fd, out_fd
+
+    def send(self, kind: str, payload: bytes = b"") -> None:
+        frames.send(self.out_fd, kind, payload)
+
+    def send_json(self, kind: str, value) -> None:
+        self.send(kind, json.dumps(value).encode())
+
+    def expect(self, *kinds: str) -> tuple[str, bytes]:
+        frame = frames.receive(self.in_fd)
+        if frame is None or frame[0] == "EXIT":
+            os._exit(0)
+        if frame[0] not in kinds:
+            raise RuntimeError(f"pool protocol: got {frame[0]}, expected one of {kinds}")
+        return frame
+
+    @contextlib.contextmanager
+    def gpu(self):
+        """Hold the GPU exclusively (the parent grants it to one worker per GPU at a time)."""
+        self.send("LOCK")
+        self.expect("GRNT")
+        try:
+            yield
+        finally:
+            self.send("UNLK")
+
+
+def driver_version() -> str | None:
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            first = f.readline()
+    except OSError:
+        return None
+    words = [w for w in first.split() if w[:1].isdigit() and "." in w]
+    return words[0] if words else None
+
+
+def _sendable(value, device_text: str | None = None):
+    """An output as the parent compares it: a CPU tensor with the device it was on, or a type name."""
+    import torch
+
+    if type(value) is torch.Tensor:
+        return {"tensor": value.detach().cpu(), "device": device_text or str(value.device)}
+    if isinstance(value, dict) and "not_a_tensor" in value:
+        return value
+    return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+def tensor_bytes(values) -> int:
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+class GPUWorker:
+    def __init__(self, channel: Channel, device_name: str) -> None:
+        import torch
+
+        from tritongym.core.fingerprint import local_fingerprint
+        from tritongym.core.launches import LaunchRecorder
+
+        self.channel = channel
+        self.device = torch.device(device_name)
+        self.cuda = self.device.type == "cuda"
+        self.recorder = LaunchRecorder("")
+        self.recorder.install()
+        self.timer = None
+        if self.cuda:
+            from tritongym.core.gpu_profile import warm_profiler
+            from tritongym.core.timing import Timer
+
+            torch.cuda.set_device(self.device)
+            torch.empty(1, device=self.device)
+            self.timer = Timer(self.device)
+            warm_profiler()
+            name = torch.cuda.get_device_properties(self.device).name
+            self.fingerprint = local_fingerprint(name, driver=driver_version(), cuda=torch.version.cuda)
+        else:
+            self.fingerprint = local_fingerprint()
+        self.tasks = 0
+
+    def ready_info(self) -> dict:
+        return {
+            "fingerprint": self.fingerprint.model_dump(),
+            "l2_bytes": self.timer.l2_bytes if self.timer else None,
+            "eager_overhead_ms": self.timer.eager_overhead_ms if self.timer else None,
+        }
+
+    def run(self, task: WorkerTask) -> None:
+        self.tasks += 1
+        evidence = Evidence(stage="problem", fingerprint=self.fingerprint)
+        taskdir = os.path.join(os.getcwd(), f"task-{self.tasks}")
+        os.makedirs(taskdir, exist_ok=True)
+        self.recorder.candidate_file = os.path.join(taskdir, "candidate.py")
+        self.recorder.own_compiled.clear()
+        try:
+            if task.mode == "screen":  # negative controls only: no candidate code, compared right here
+                from tritongym.core.worker import run_screen
+
+                configure_precision(task)
+                run_screen(task, taskdir, evidence)
+            else:
+                self._run(task, taskdir, evidence)
+        except StageError as exc:
+            evidence.stage, evidence.error = exc.stage, exc.info
+        except MemoryError as exc:
+            evidence.error = ErrorInfo(kind="MemoryLimit", message=f"memory limit exceeded: {exc}")
+        except BaseException as exc:  # noqa: BLE001 - a candidate can raise SystemExit or anything else
+            evidence.error = error_info(exc)
+        self.channel.send("DONE", evidence.model_dump_json().encode())
+
+    def _run(self, task: WorkerTask, taskdir: str, evidence: Evidence) -> None:
+        import torch
+
+        from tritongym.core.candidate_runner import run_candidate
+        from tritongym.core.compare import flatten_outputs
+
+        configure_precision(task)
+        reference = load_reference(task, taskdir)
+        ref_model, init_inputs = build_reference(task, reference, self.device)
+        trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
+        ref_outputs = []
+        try:
+            with torch.no_grad():
+                for inputs in trial_inputs:
+                    ref_outputs.append(flatten_outputs(ref_model(*clone_all(inputs))))
+        except Exception as exc:
+            raise StageError("problem", error_info(exc)) from None
+        self.channel.send("REFO", frames.tensors_to_bytes([[_sendable(o) for o in outs] for outs in ref_outputs]))
+
+        def ref_forward(xs):
+            return ref_model(*xs)
+
+        timing = TimingReport(precision=task.precision)
+        timed = self.cuda and task.timing.enabled
+        if timed:
+            params = [p for p in ref_model.parameters()] + [b for b in ref_model.buffers()]
+            timing.bytes_moved = tensor_bytes(trial_inputs[0]) + tensor_bytes(params) + tensor_bytes(ref_outputs[0])
+            with self.channel.gpu():
+                from tritongym.core.timing import measure_copy_bandwidth
+
+                timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
+                rep = task.timing.check_ms if task.cached_reference else None
+                timing.reference_before, _ = self.timer.time_forward(ref_forward, trial_inputs, task.timing, rep)
+            self.channel.send("REFT", timing.model_dump_json().encode())
+        evidence.stage = "import"
+        if self.cuda and task.gpu_memory_fraction:
+            torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
+        keep: dict = {}
+        report = run_candidate(task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep)
+        if self.cuda:
+            torch.cuda.synchronize()  # device-wide: work a candidate left running on a side stream is finished
+        for inputs, sent in zip(trial_inputs, report["trials"]):
+            after = sent.pop("inputs_after")
+            sent["mutated"] = [
+                i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
+            ]
+            sent["outputs"] = [_sendable(o) for o in sent["outputs"]]
+        self.channel.send("CAND", frames.tensors_to_bytes(report))
+        evidence.stage = report["stage"]
+        if report["error"] is not None:
+            return  # the parent builds the error from CAND
+        decision, _ = self.channel.expect("TIME", "STOP")
+        if decision == "STOP" or not timed or "model" not in keep:
+            return
+        model = keep["model"]
+
+        def forward(xs):
+            return model(*xs)
+
+        evidence.stage = "run"
+        try:
+            with self.channel.gpu():
+                cand_stats, last = self.timer.time_forward(forward, trial_inputs, task.timing)
+                timing.reference_after, _ = self.timer.time_forward(
+                    ref_forward, trial_inputs, task.timing, task.timing.check_ms
+                )
+                pr, profile = None, []
+                if task.timing.profile_calls:
+                    from tritongym.core.gpu_profile import profile_forward
+
+                    pr, profile = profile_forward(
+                        forward, trial_inputs[0], task.timing.profile_calls, set(self.recorder.own_compiled)
+                    )
+        except Exception as exc:
+            raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
+        timing.candidate = cand_stats
+        payload = {
+            "timing": timing.model_dump_json(),
+            "pr": pr,
+            "profile": json.dumps([p.model_dump() for p in profile]),
+            "timed": [(trial, [_sendable(o) for o in flatten_outputs(outs)]) for trial, outs in last],
+        }
+        self.channel.send("TIMD", frames.tensors_to_bytes(payload))
+        evidence.stage = "done"
+
+
+def main() -> None:
+    log_path, device_name = sys.argv[1], sys.argv[2]
+    out_fd = os.dup(1)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    channel = Channel(0, out_fd)
+    limits = WorkerTask(problem_name="", problem_source="", file_mb=int(os.environ.get("TRITONGYM_FILE_MB", "64")))
+    apply_limits(limits)  # no address-space limit: CUDA's virtual reservations need it (the pool watches RSS)
+    try:
+        worker = GPUWorker(channel, device_name)
+    except BaseException as exc:  # noqa: BLE001 - a worker that cannot start says why, then exits
+        channel.send_json("FAIL", {"kind": type(exc).__name__, "message": str(exc)[:2000]})
+        os._exit(1)
+    channel.send_json("REDY", worker.ready_info())
+    while True:
+        _, payload = channel.expect("TASK")
+        worker.run(WorkerTask.model_validate_json(payload))
+
+
+if __name__ == "__main__":
+    main()

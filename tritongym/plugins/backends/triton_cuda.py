@@ -1,0 +1,135 @@
+"""The `triton-cuda` backend: the correctness protocol of `triton-cpu`, plus paired timing and profiling.
+
+Candidates run in warm per-GPU worker processes (`tritongym.core.gpu_pool`); import, compilation and
+correctness trials of several candidates overlap on one GPU while timing holds it alone.  Timing follows
+`tritongym.core.timing` (CUDA graphs, L2 flush, in-place refreshed and rotated inputs, medians with
+IQR), profiling `tritongym.core.gpu_profile` (PR from exact compiled kernel names).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import threading
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tritongym import hookimpl
+from tritongym.core.interfaces import Backend
+from tritongym.core.models import Evidence
+from tritongym.core.sandbox import SandboxLimits
+from tritongym.core.worker_task import TimingOptions, WorkerTask
+
+
+@functools.cache
+def _visible_gpus() -> tuple[tuple[str, str], ...]:
+    """(index as the worker's CUDA_VISIBLE_DEVICES takes it, name), without a CUDA context here."""
+    names: list[str] = []
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run(
+                [smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+            ).stdout
+            names = [line.strip() for line in out.splitlines() if line.strip()]
+        except (OSError, subprocess.SubprocessError):
+            names = []
+    if not names:
+        import torch
+
+        if torch.cuda.is_available():
+            names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    indices = [str(i) for i in range(len(names))]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        indices = [v.strip() for v in visible.split(",") if v.strip()][: len(names)]
+        names = names[: len(indices)] if len(names) >= len(indices) else names
+    return tuple(zip(indices, names))
+
+
+class TritonCUDABackend(Backend):
+    """Triton on NVIDIA GPUs: correctness, paired timing and PR, in warm per-GPU workers."""
+
+    name = "triton-cuda"
+    device_type = "cuda"
+    default_size = "gpu"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        gpus: list[int] | None = Field(default=None, description="GPU indices to use; None = every visible GPU")
+        workers_per_gpu: int | None = Field(
+            default=None, ge=1, le=64, description="warm workers per GPU; None = CPUs per GPU, at most 8"
+        )
+        max_tasks_per_worker: int = Field(
+            default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
+        )
+        memory_mb: int | None = Field(default=32768, ge=512, description="resident memory a worker may use")
+        gpu_memory_fraction: float | None = Field(
+            default=None, gt=0, le=1, description="caching-allocator cap per worker; None = 0.9 / workers_per_gpu"
+        )
+        timing: TimingOptions = Field(default_factory=TimingOptions)
+
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        self._pool = None
+        self._pool_lock = threading.Lock()
+
+    def unavailable_reason(self) -> str | None:
+        if not _visible_gpus():
+            return "no NVIDIA GPU is visible (nvidia-smi and torch.cuda find none); use --backend triton-cpu"
+        wanted = self.options.gpus
+        if wanted:
+            known = {int(i) for i, _ in _visible_gpus() if i.isdigit()}
+            missing = sorted(set(wanted) - known)
+            if missing:
+                return f"--gpus names {missing}, but the visible GPUs are {sorted(known)}"
+        return None
+
+    def default_device(self) -> str:
+        return "cuda"
+
+    def device_class(self, device: str) -> str:
+        gpus = dict(_visible_gpus())
+        first = str(self.options.gpus[0]) if self.options.gpus else next(iter(gpus), "0")
+        return f"cuda:{gpus.get(first, 'unknown')}"
+
+    def workers_per_gpu(self, n_gpus: int) -> int:
+        if self.options.workers_per_gpu:
+            return self.options.workers_per_gpu
+        return max(1, min(8, (os.cpu_count() or 2) // max(n_gpus, 1)))
+
+    def pool(self):
+        """The worker pool, started on first use (workers warm up in the background)."""
+        with self._pool_lock:
+            if self._pool is None:
+                from tritongym.core.gpu_pool import PoolOptions, WorkerPool
+
+                gpus = [str(g) for g in self.options.gpus] if self.options.gpus else [i for i, _ in _visible_gpus()]
+                self._pool = WorkerPool(
+                    PoolOptions(
+                        gpus=gpus,
+                        workers_per_gpu=self.workers_per_gpu(len(gpus)),
+                        max_tasks=self.options.max_tasks_per_worker,
+                        memory_mb=self.options.memory_mb,
+                    )
+                )
+            return self._pool
+
+    def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
+        pool = self.pool()
+        fraction = self.options.gpu_memory_fraction or 0.9 / pool.options.workers_per_gpu
+        update = {"device": "cuda:0", "timing": self.options.timing, "gpu_memory_fraction": fraction}
+        return pool.run(task.model_copy(update=update), limits.timeout_s)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+
+@hookimpl
+def register_backends(register):
+    register(TritonCUDABackend)

@@ -1,0 +1,68 @@
+"""`timing`: the timing itself is believable (DESIGN.md §3): no sabotaged baseline, no impossible speed.
+
+* The reference is timed in the worker before the candidate is imported and again after it ran.  A
+  second timing clearly slower than the first means the candidate left something behind that slows the
+  baseline (a hogging side stream, a patched torch op, a throttled clock), inflating its own speedup.
+* A candidate faster than the memory roofline (bytes any implementation must read and write / the
+  device's measured copy bandwidth) cannot be doing the work it claims; it is flagged as implausible.
+  The roofline is only applied where the L2 cache was cold for the measurement.
+
+Both judge numbers the backend gathered; on a backend without timing (`triton-cpu`) the check passes.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tritongym import hookimpl
+from tritongym.core.interfaces import RuntimeCheck
+from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
+
+
+class TimingIntegrityCheck(RuntimeCheck):
+    """The reference did not get slower after the candidate ran, and no speed beats the memory roofline."""
+
+    name = "timing"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        max_reference_slowdown: float = Field(
+            default=1.15, gt=1, description="reference time after / before the candidate, beyond which it is sabotage"
+        )
+        roofline_margin: float = Field(
+            default=0.8, gt=0, le=1, description="flag a runtime below this fraction of the roofline time"
+        )
+
+    def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        timing = evidence.timing
+        if timing is None or timing.candidate is None:
+            return CheckVerdict(name=self.name, passed=True, stage="runtime", reason="not timed on this backend")
+        before, after = timing.reference_before, timing.reference_after
+        if before is not None and after is not None and before.median_ms > 0:
+            ratio = after.median_ms / before.median_ms
+            noise = (before.iqr_ms + after.iqr_ms) / before.median_ms
+            if ratio > self.options.max_reference_slowdown + noise:
+                return CheckVerdict(
+                    name=self.name,
+                    passed=False,
+                    stage="runtime",
+                    reason=f"the reference ran {ratio:.2f}x slower after the candidate than before it "
+                    f"({before.median_ms:.4g} ms -> {after.median_ms:.4g} ms): the candidate slowed the baseline",
+                )
+        runtime = timing.candidate.median_ms
+        if timing.roofline_ms and timing.candidate.l2 != "warm":
+            floor = timing.roofline_ms * self.options.roofline_margin
+            if runtime < floor:
+                return CheckVerdict(
+                    name=self.name,
+                    passed=False,
+                    stage="runtime",
+                    reason=f"implausibly fast: {runtime:.4g} ms is below the memory roofline of "
+                    f"{timing.roofline_ms:.4g} ms ({timing.bytes_moved} bytes at {timing.bandwidth_gbps:.0f} GB/s)",
+                )
+        return CheckVerdict(name=self.name, passed=True, stage="runtime", reason="reference stable, above roofline")
+
+
+@hookimpl
+def register_checks(register):
+    register(TimingIntegrityCheck)
