@@ -52,7 +52,8 @@ def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
     env.update(
         HOME=tmp,
         TMPDIR=tmp,
-        PYTHONPATH=_PACKAGE_PARENT,
+        # the parent's own import path too: the worker runs the same environment (wheels on PYTHONPATH included)
+        PYTHONPATH=os.pathsep.join(p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")) if p),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONHASHSEED="0",
         PYTHONUNBUFFERED="1",

@@ -55,9 +55,9 @@ class InputSets:
         ]
         return cls(pristine, buffers, 0, [k % len(pristine) for k in range(count)])
 
-    def refresh(self) -> None:
-        """New values into the same memory: the next trial's inputs for every buffer."""
-        self.round += 1
+    def refresh(self, round: int | None = None) -> None:
+        """New values into the same memory: the next trial's inputs for every buffer (or round `round`'s)."""
+        self.round = self.round + 1 if round is None else round
         for k, buf in enumerate(self.buffers):
             j = (k + self.round) % len(self.pristine)
             for dst, src in zip(buf, self.pristine[j]):
@@ -127,9 +127,16 @@ class Timer:
                 sets = InputSets.make(pristine, 1)
                 l2 = "flushed"
                 calls = 1
-                samples, outputs = self._sample_eager(forward, sets, estimate_ms, rep_ms, options)
+                samples = self._sample_eager(forward, sets, estimate_ms, rep_ms, options)
                 mode = "eager"
                 note = f"not capturable as a CUDA graph ({why}); host launch time included"
+            # One more call whose inputs hold values no buffer held when it was first used or captured
+            # (round 1 mod T), so outputs cached by pointer, shape or call count are stale and caught.
+            sets.refresh(len(pristine) * (sets.round // len(pristine) + 1) + 1)
+            if graph is not None:
+                graph.replay()
+            else:
+                outputs = [forward(sets.buffers[0])]
             torch.cuda.synchronize()
         last = _last_outputs(outputs, sets, calls)
         q = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
@@ -210,20 +217,18 @@ class Timer:
     def _sample_eager(self, forward, sets, estimate_ms, rep_ms, options):
         n = self._sample_count(estimate_ms, rep_ms, options)
         pairs = []
-        outputs = None
         for _ in range(n):
             sets.refresh()
             self.flush()
             torch.cuda.synchronize()
             start, end = _events()
             start.record()
-            outputs = forward(sets.buffers[0])
+            forward(sets.buffers[0])
             torch.cuda.synchronize()  # device-wide: work on any stream ends inside the window
             end.record()
             pairs.append((start, end))
         torch.cuda.synchronize()
-        samples = [max(s.elapsed_time(e) - self.eager_overhead_ms, 1e-6) for s, e in pairs]
-        return samples, [outputs]
+        return [max(s.elapsed_time(e) - self.eager_overhead_ms, 1e-6) for s, e in pairs]
 
 
 def _events():

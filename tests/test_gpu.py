@@ -1,0 +1,167 @@
+"""The `triton-cuda` backend on a real GPU (skipped without CUDA; run on the device before calling it done).
+
+python -m pytest -m gpu tests/test_gpu.py
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from tritongym.core.config import EvalConfig
+from tritongym.core.evaluate import Evaluator
+from tritongym.core.models import Status
+from tritongym.core.plugins import PluginHost
+from tritongym.core.problems import load_problem, suite_problems
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+RELU_HEAD = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def relu_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n_elements
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def gpu_evaluator(tmp_path_factory):
+    from tritongym.core.registry import Registry
+
+    registry = Registry(tmp_path_factory.mktemp("gpu") / "registry.db")
+    config = EvalConfig(backend="triton-cuda", size="gpu", use_cache=False, timeout_s=300)
+    evaluator = Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
+    yield evaluator
+    evaluator.close()
+    registry.close()
+
+
+def test_every_solution_is_ok_with_speedup_and_pr(gpu_evaluator):
+    problems = suite_problems("gpu")
+    results = gpu_evaluator.evaluate_many([(p.solution, p) for p in problems])
+    failures = [f"{r.problem_id}: {r.status.value} {r.message}" for r in results if r.status != Status.ok]
+    assert not failures, "\n".join(failures)
+    for r in results:
+        assert r.speedup is not None and r.speedup > 0, r.problem_id
+        assert r.pr is not None and 0 < r.pr <= 1, (r.problem_id, r.pr)
+        assert r.timing is not None and r.timing.candidate is not None and r.timing.candidate.samples >= 10
+        assert r.timing.precision == "ieee"
+        assert any(entry.own for entry in r.profile), (r.problem_id, r.profile)
+        own = {rec.compiled for rec in r.launches if rec.own}
+        assert {e.kernel for e in r.profile if e.own} <= own
+
+
+def test_side_stream_work_is_timed(gpu_evaluator):
+    problem = load_problem("relu", "gpu")
+    side = RELU_HEAD + textwrap.dedent(
+        """
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(20):  # plenty of work, none of it waited for by the caller's stream
+                        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+                return out
+        """
+    )
+    honest, sneaky = gpu_evaluator.evaluate_many([(problem.solution, problem), (side, problem)])
+    assert honest.status == Status.ok, honest.message
+    # 20 launches on the side stream: timed, the work is there (well over the single honest launch)
+    if sneaky.status == Status.ok:
+        assert sneaky.runtime_ms > 5 * honest.runtime_ms, (sneaky.runtime_ms, honest.runtime_ms, sneaky.timing)
+    else:
+        assert sneaky.status == Status.incorrect and "timed calls" in sneaky.message, sneaky.message
+
+
+def test_sabotaged_reference_is_flagged(gpu_evaluator):
+    problem = load_problem("relu", "gpu")
+    saboteur = problem.solution + textwrap.dedent(
+        """
+
+        _relu = torch.relu
+
+
+        def _slow_relu(x):
+            for _ in range(30):
+                y = _relu(x)
+            return y
+
+
+        torch.relu = _slow_relu  # the reference's op, made slower once the candidate is imported
+        """
+    )
+    result = gpu_evaluator.evaluate(saboteur, problem)
+    assert result.status == Status.hacked, result.message
+    assert "slowed the baseline" in result.message
+
+
+def test_illegal_memory_access_leaves_the_pool_healthy(gpu_evaluator):
+    problem = load_problem("relu", "gpu")
+    wild = RELU_HEAD + textwrap.dedent(
+        """
+        @triton.jit
+        def wild_kernel(out_ptr):
+            tl.store(out_ptr + (1 << 40) + tl.arange(0, 128), tl.zeros((128,), tl.float32))
+
+
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                wild_kernel[(64,)](out)
+                return out
+        """
+    )
+    results = gpu_evaluator.evaluate_many([(wild, problem)] + [(problem.solution, problem)] * 3)
+    assert results[0].status in (Status.runtime_error, Status.crashed), results[0].message
+    assert all(r.status == Status.ok for r in results[1:]), [r.message for r in results[1:]]
+
+
+def test_pointer_cache_fails_on_refreshed_inputs(gpu_evaluator):
+    problem = load_problem("relu", "gpu")
+    cache = RELU_HEAD + textwrap.dedent(
+        """
+        class ModelNew(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.memo = {}
+
+            def forward(self, x):
+                key = (x.data_ptr(), x.shape)
+                if key not in self.memo:
+                    out = torch.empty_like(x)
+                    relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+                    self.memo[key] = out
+                return self.memo[key]
+        """
+    )
+    result = gpu_evaluator.evaluate(cache, problem)
+    assert result.status == Status.incorrect, result.message
+    assert "timed calls" in result.message
+
+
+def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
+    problem = load_problem("gelu", "gpu")
+    first, second = gpu_evaluator.evaluate_many([(problem.solution, problem)]), None
+    second = gpu_evaluator.evaluate(problem.solution, problem)
+    assert first[0].status == second.status == Status.ok
+    stored = gpu_evaluator.registry.reference_timing(problem.key, gpu_evaluator.device_class, "ieee")
+    assert stored is not None and stored["samples"] >= 10
+    assert second.timing.reference_source in ("cached", "paired")
+    assert gpu_evaluator.registry.bandwidth(gpu_evaluator.device_class) > 100  # GB/s, any datacenter GPU
+    assert second.timing.roofline_ms is not None and second.runtime_ms >= 0.8 * second.timing.roofline_ms
