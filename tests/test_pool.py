@@ -1,0 +1,99 @@
+"""The warm worker pool, run for real on the CPU (Triton's interpreter): lifecycle, retries, limits.
+
+The GPU-only parts (timing, the GPU lock under contention, profiling) are in test_gpu.py; everything a
+pool does with processes is the same code on either device and is checked here, in CI.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tritongym.core.errors import BackendUnavailable, ConfigError
+from tritongym.core.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.tolerances import tolerances_for
+from tritongym.core.worker_task import WorkerTask
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=2, memory_mb=4096))
+    yield pool
+    pool.close()
+
+
+def task_for(problem, source: str | None, **update) -> WorkerTask:
+    return WorkerTask(
+        problem_name=problem.name,
+        problem_source=problem.source,
+        sizes=problem.sizes,
+        candidate_source=source,
+        device="cpu",
+        seeds=[1, 2, 3],
+        tolerances=tolerances_for("ieee", {}),
+        **update,
+    )
+
+
+def test_solution_runs_and_outputs_are_compared_in_the_parent(pool, relu_problem):
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    assert evidence.error is None and evidence.stage == "done"
+    assert len(evidence.trials) == 3
+    assert all(o.mismatched == 0 and o.device == o.ref_device for t in evidence.trials for o in t.outputs)
+    assert any(rec.own for rec in evidence.trials[0].launches)
+
+
+def test_wrong_output_is_seen(pool, relu_problem):
+    wrong = relu_problem.solution.replace("return out", "return out * 2")
+    evidence = pool.run(task_for(relu_problem, wrong), timeout_s=120)
+    assert evidence.error is None
+    assert any(o.mismatched for t in evidence.trials for o in t.outputs)
+
+
+def test_dead_worker_is_retried_once_then_crashed(pool, relu_problem):
+    evidence = pool.run(task_for(relu_problem, "import os\nos._exit(7)\n"), timeout_s=120)
+    assert evidence.error.kind == "WorkerCrashed"
+    assert "code 7" in evidence.error.message and "retry" in evidence.error.message
+    # the pool replaced both workers and still serves
+    assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
+
+
+def test_hang_is_a_timeout_and_the_pool_goes_on(pool, relu_problem):
+    evidence = pool.run(task_for(relu_problem, "while True:\n    pass\n"), timeout_s=8)
+    assert evidence.error.kind == "Timeout"
+    assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
+
+
+def test_resident_memory_is_watched(relu_problem):
+    small = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=1200))
+    try:
+        bomb = "import time\nblob = bytearray(3 << 30)\nblob[::4096] = b'x' * len(blob[::4096])\ntime.sleep(60)\n"
+        evidence = small.run(task_for(relu_problem, bomb), timeout_s=60)
+        assert evidence.error.kind == "MemoryLimit", evidence.error
+        assert "1200 MiB" in evidence.error.message
+    finally:
+        small.close()
+
+
+def test_garbage_on_the_worker_stdout_does_not_break_the_protocol(pool, relu_problem):
+    noisy = "import sys, os\nprint('DONE' * 1000)\nos.write(1, b'REFO' + bytes(8))\n" + relu_problem.solution
+    evidence = pool.run(task_for(relu_problem, noisy), timeout_s=120)
+    assert evidence.error is None and evidence.stage == "done"
+    assert "DONEDONE" in evidence.stdout_tail
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where CUDA cannot start")
+def test_a_worker_that_cannot_start_is_backend_unavailable(relu_problem):
+    broken = WorkerPool(PoolOptions(gpus=["0"], workers_per_gpu=1, start_timeout_s=60))
+    try:
+        with pytest.raises(BackendUnavailable, match="no GPU worker could start: GPU 0: "):
+            broken.run(task_for(relu_problem, relu_problem.solution), timeout_s=30)
+    finally:
+        broken.close()
+
+
+def test_gpus_option_refused_for_a_cpu_backend(fast_config):
+    from tritongym.core.evaluate import Evaluator
+
+    with pytest.raises(ConfigError, match="--gpus applies to GPU backends"):
+        Evaluator(fast_config.model_copy(update={"gpus": [0]}))
