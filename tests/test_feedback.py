@@ -41,3 +41,29 @@ def test_long_tracebacks_keep_their_start_and_end():
     assert len(trimmed) == 12
     assert trimmed[0] == '  File "candidate.py", line 0, in f'
     assert trimmed[-1] == "ValueError: end" and "lines omitted" in trimmed[4]
+
+
+def test_feedback_shows_timing_and_profile(evaluator, relu_problem):
+    from tritongym.core.models import ProfileEntry, TimingReport, TimingStats
+
+    ok = evaluator.evaluate(RELU_KERNEL, relu_problem)
+    stats = TimingStats(median_ms=0.02, iqr_ms=0.001, samples=120, mode="graph-batched", calls_per_sample=25, l2="warm")
+    timed = ok.model_copy(
+        update={
+            "runtime_ms": 0.02,
+            "ref_runtime_ms": 0.03,
+            "speedup": 1.5,
+            "pr": 0.8,
+            "timing": TimingReport(precision="tf32", candidate=stats),
+            "profile": [
+                ProfileEntry(kernel="relu_kernel", device_ms=0.016, calls=1, own=True, share=0.8),
+                ProfileEntry(
+                    kernel="at::vectorized_elementwise_kernel", device_ms=0.004, calls=1, own=False, share=0.2
+                ),
+            ],
+        }
+    )
+    text = render_feedback(timed)
+    assert "speedup 1.5x" in text and "PR 0.8" in text
+    assert "median of 120 samples" in text and "graph-batched" in text and "precision tf32" in text
+    assert "relu_kernel  (yours)" in text and "at::vectorized_elementwise_kernel" in text

@@ -42,7 +42,7 @@ def trim_traceback(text: str, max_lines: int = 30) -> str:
     return "\n".join([*lines[:head], f"  ... ({len(lines) - head - tail} lines omitted) ...", *lines[-tail:]])
 
 
-def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30) -> str:
+def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30, max_profile_rows: int = 6) -> str:
     """The next user message for a multi-turn rollout, from one evaluation."""
     parts = [
         f"Evaluation on problem `{result.problem_id}` ({result.backend}, {result.device}): "
@@ -68,6 +68,20 @@ def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30) -> 
             if result.pr is not None:
                 timing += f"; {result.pr:.0%} of the forward's GPU time is in your kernels (PR {result.pr:.3g})"
             parts.append(timing + ".")
+            if result.timing is not None and result.timing.candidate is not None:
+                stats = result.timing.candidate
+                parts.append(
+                    f"Timing: median of {stats.samples} samples, IQR {stats.iqr_ms:.3g} ms, {stats.mode} mode"
+                    + (f" ({clean_paths(stats.note)})" if stats.note else "")
+                    + f", L2 {stats.l2}, precision {result.timing.precision}."
+                )
+            if result.profile:
+                rows = [
+                    f"  {e.device_ms * 1000:9.1f} us  {e.share:6.1%}  x{e.calls:<3} {e.kernel}"
+                    + ("  (yours)" if e.own else "")
+                    for e in result.profile[:max_profile_rows]
+                ]
+                parts.append("GPU kernels per forward (device time, share, calls, name):\n" + "\n".join(rows))
         else:
             parts.append(f"No timing on the {result.backend} backend: only correctness was checked.")
     if result.launches:

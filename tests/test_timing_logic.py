@@ -1,0 +1,83 @@
+"""What the parent makes of GPU timings: reference-cache reconciliation, sabotage and roofline verdicts.
+
+The numbers here are the kind a GPU worker reports (the GPU path itself runs in test_gpu.py); what is
+tested is the parent's logic on them, with a real registry.
+"""
+
+from __future__ import annotations
+
+from tritongym.core.models import Candidate, Evidence, TimingReport, TimingStats
+from tritongym.core.worker_task import WorkerTask
+from tritongym.plugins.checks.timing import TimingIntegrityCheck
+
+
+def stats(ms: float, iqr: float = 0.0, l2: str = "flushed") -> TimingStats:
+    return TimingStats(median_ms=ms, iqr_ms=iqr, samples=50, mode="graph", l2=l2)
+
+
+def evidence_with(timing: TimingReport) -> Evidence:
+    return Evidence(stage="done", timing=timing, runtime_ms=timing.candidate.median_ms if timing.candidate else None)
+
+
+def task(problem) -> WorkerTask:
+    return WorkerTask(problem_name=problem.name, problem_source=problem.source)
+
+
+def test_first_paired_timing_is_cached_then_reused_then_forgotten(evaluator, relu_problem):
+    registry, key = evaluator.registry, (relu_problem.key, evaluator.device_class, "ieee")
+    first = evidence_with(TimingReport(precision="ieee", reference_before=stats(1.0), candidate=stats(0.5)))
+    evaluator._reconcile_timing(first, task(relu_problem), relu_problem)
+    assert first.ref_runtime_ms == 1.0 and first.timing.reference_source == "paired"
+    assert registry.reference_timing(*key)["median_ms"] == 1.0
+
+    agree = evidence_with(
+        TimingReport(precision="ieee", reference_before=stats(1.03), reference_cached=stats(1.0), candidate=stats(0.5))
+    )
+    evaluator._reconcile_timing(agree, task(relu_problem), relu_problem)
+    assert agree.ref_runtime_ms == 1.0 and agree.timing.reference_source == "cached"
+
+    drifted = evidence_with(
+        TimingReport(precision="ieee", reference_before=stats(1.3), reference_cached=stats(1.0), candidate=stats(0.5))
+    )
+    evaluator._reconcile_timing(drifted, task(relu_problem), relu_problem)
+    assert drifted.ref_runtime_ms == 1.3 and "disagreed" in drifted.timing.notes[0]
+    assert registry.reference_timing(*key) is None  # the next task times the reference in full again
+
+
+def test_roofline_and_bandwidth_are_recorded(evaluator, relu_problem):
+    timing = TimingReport(
+        precision="ieee",
+        reference_before=stats(1.0),
+        candidate=stats(0.5),
+        bytes_moved=3_000_000_000,
+        bandwidth_gbps=3000.0,
+    )
+    evidence = evidence_with(timing)
+    evaluator._reconcile_timing(evidence, task(relu_problem), relu_problem)
+    assert abs(timing.roofline_ms - 1.0) < 1e-9
+    assert evaluator.registry.bandwidth(evaluator.device_class) == 3000.0
+
+
+def judge(timing: TimingReport, relu_problem):
+    return TimingIntegrityCheck().judge(evidence_with(timing), Candidate(source=""), relu_problem)
+
+
+def test_sabotaged_reference_fails_the_timing_check(relu_problem):
+    honest = TimingReport(
+        precision="ieee", candidate=stats(0.5), reference_before=stats(1.0, 0.01), reference_after=stats(1.04, 0.01)
+    )
+    assert judge(honest, relu_problem).passed
+    slowed = honest.model_copy(update={"reference_after": stats(1.6, 0.01)})
+    verdict = judge(slowed, relu_problem)
+    assert not verdict.passed and "slowed the baseline" in verdict.reason
+
+
+def test_faster_than_the_roofline_is_implausible(relu_problem):
+    timing = TimingReport(
+        precision="ieee", candidate=stats(0.1), roofline_ms=1.0, bytes_moved=3_000_000_000, bandwidth_gbps=3000.0
+    )
+    verdict = judge(timing, relu_problem)
+    assert not verdict.passed and "implausibly fast" in verdict.reason
+    # with the L2 warm the roofline says nothing, and an untimed result passes
+    assert judge(timing.model_copy(update={"candidate": stats(0.1, l2="warm")}), relu_problem).passed
+    assert judge(TimingReport(precision="ieee"), relu_problem).passed
