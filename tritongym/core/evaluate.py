@@ -259,6 +259,7 @@ class Evaluator:
                 f"{evidence.error.kind}: {evidence.error.message}"
             )
         fields = {
+            "phases": evidence.phases,
             "fingerprint": evidence.fingerprint,
             "trials": len(evidence.trials),
             "checks": static,

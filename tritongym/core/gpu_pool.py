@@ -241,8 +241,11 @@ class WorkerPool:
         """Evidence for one task; a worker death is retried once on a fresh worker."""
         evidence = Evidence()
         for attempt in (1, 2):
+            waited = time.monotonic()
             worker = self._take()
+            waited = time.monotonic() - waited
             evidence, died = TaskDriver(self, worker, task, timeout_s).drive()
+            evidence.phases["wait_worker"] = round(waited, 4)
             worker.tasks += 1
             healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
             if healthy:
@@ -273,6 +276,8 @@ class TaskDriver:
         self.timed_trials: list[TrialEvidence] = []
         self.pr: float | None = None
         self.profile: list[ProfileEntry] = []
+        self.compare_s = 0.0
+        self.lock_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
 
@@ -333,7 +338,9 @@ class TaskDriver:
         began = time.monotonic()
         self.lock.acquire()
         self.holding = True
-        return time.monotonic() - began
+        waited = time.monotonic() - began
+        self.lock_wait_s += waited
+        return waited
 
     def _release(self) -> None:
         if self.holding:
@@ -354,8 +361,10 @@ class TaskDriver:
                 self.pool.bandwidth.setdefault(self.worker.gpu, self.timing.bandwidth_gbps)
         elif kind == "CAND" and not self.candidate_seen:
             self.candidate_seen = True
+            began = time.monotonic()
             self.report = frames.tensors_from_bytes(payload)
             self.trials = self._compare_trials(self.report["trials"])
+            self.compare_s = time.monotonic() - began
             if self.report.get("error") is None:
                 from tritongym.core.verdict import judge_trials
 
@@ -425,6 +434,8 @@ class TaskDriver:
             evidence.pr, evidence.profile = self.pr, self.profile
         evidence.stdout_tail = self.worker.log_tail()
         evidence.worker_s = time.monotonic() - started
+        evidence.phases["pool_compare"] = round(self.compare_s, 4)
+        evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
         return evidence
 
     def _crash(self, kind: str, message: str, started: float) -> Evidence:

@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 
 from tritongym.core import frames
 from tritongym.core.models import ErrorInfo, Evidence, TimingReport
@@ -40,6 +41,8 @@ from tritongym.core.worker import (
     same_value,
 )
 from tritongym.core.worker_task import WorkerTask
+
+STARTED = time.monotonic()  # close enough to the process start: how long a warm-up took
 
 
 class Channel:
@@ -158,7 +161,16 @@ class GPUWorker:
         self.channel.send("DONE", evidence.model_dump_json().encode())
 
     def _run(self, task: WorkerTask, taskdir: str, evidence: Evidence) -> None:
+        import time
+
         import torch
+
+        clock = [time.perf_counter()]
+
+        def lap(name: str) -> None:
+            now = time.perf_counter()
+            evidence.phases[name] = round(now - clock[0], 4)
+            clock[0] = now
 
         from tritongym.core.candidate_runner import run_candidate
         from tritongym.core.compare import flatten_outputs
@@ -174,7 +186,9 @@ class GPUWorker:
                     ref_outputs.append(flatten_outputs(ref_model(*clone_all(inputs))))
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
+        lap("reference")
         self.channel.send("REFO", frames.tensors_to_bytes([[_sendable(o) for o in outs] for outs in ref_outputs]))
+        lap("send_reference")
 
         def ref_forward(xs):
             return ref_model(*xs)
@@ -191,6 +205,7 @@ class GPUWorker:
                 rep = task.timing.check_ms if task.cached_reference else None
                 timing.reference_before, _ = self.timer.time_forward(ref_forward, trial_inputs, task.timing, rep)
             self.channel.send("REFT", timing.model_dump_json().encode())
+            lap("time_reference")
         evidence.stage = "import"
         if self.cuda and task.gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
@@ -204,11 +219,14 @@ class GPUWorker:
                 i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
             ]
             sent["outputs"] = [_sendable(o) for o in sent["outputs"]]
+        lap("candidate")
         self.channel.send("CAND", frames.tensors_to_bytes(report))
+        lap("send_candidate")
         evidence.stage = report["stage"]
         if report["error"] is not None:
             return  # the parent builds the error from CAND
         decision, _ = self.channel.expect("TIME", "STOP")
+        lap("parent_compare")
         if decision == "STOP" or not timed or "model" not in keep:
             return
         model = keep["model"]
@@ -219,7 +237,9 @@ class GPUWorker:
         evidence.stage = "run"
         try:
             with self.channel.gpu():
+                lap("wait_gpu")
                 cand_stats, last = self.timer.time_forward(forward, trial_inputs, task.timing)
+                lap("time_candidate")
                 timing.reference_after, _ = self.timer.time_forward(
                     ref_forward, trial_inputs, task.timing, task.timing.check_ms
                 )
@@ -227,9 +247,11 @@ class GPUWorker:
                 if task.timing.profile_calls:
                     from tritongym.core.gpu_profile import profile_forward
 
+                    lap("time_reference_again")
                     pr, profile = profile_forward(
                         forward, trial_inputs[0], task.timing.profile_calls, set(self.recorder.own_compiled)
                     )
+                    lap("profile")
         except Exception as exc:
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         timing.candidate = cand_stats
@@ -240,6 +262,7 @@ class GPUWorker:
             "timed": [(trial, [_sendable(o) for o in flatten_outputs(outs)]) for trial, outs in last],
         }
         self.channel.send("TIMD", frames.tensors_to_bytes(payload))
+        lap("send_timing")
         evidence.stage = "done"
 
 
@@ -258,7 +281,7 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - a worker that cannot start says why, then exits
         channel.send_json("FAIL", {"kind": type(exc).__name__, "message": str(exc)[:2000]})
         os._exit(1)
-    channel.send_json("REDY", worker.ready_info())
+    channel.send_json("REDY", {**worker.ready_info(), "startup_s": round(time.monotonic() - STARTED, 3)})
     while True:
         _, payload = channel.expect("TASK")
         worker.run(WorkerTask.model_validate_json(payload))

@@ -225,6 +225,7 @@ class Evidence(_Model):
     fingerprint: Fingerprint | None = None
     stdout_tail: str = ""
     worker_s: float | None = None
+    phases: dict[str, float] = Field(default_factory=dict)  # seconds per stage, worker and pool side
 
 
 # --- the verdict ---------------------------------------------------------------------------------------
@@ -262,6 +263,7 @@ class EvaluationResult(_Model):
     fingerprint: Fingerprint
     evaluation_id: int | None = None
     duration_s: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict, description="seconds spent per stage of the evaluation")
     created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     @property
