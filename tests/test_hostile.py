@@ -454,3 +454,12 @@ def test_reformatted_kernel_is_answered_from_cache(evaluator, relu_problem):
     assert third.status == Status.ok, explain(third)
     assert third.evaluation_id != first.evaluation_id
     assert evaluator.registry.db["evaluations"].count == 2
+
+
+def test_duplicates_in_one_batch_run_once(evaluator, relu_problem):
+    results = evaluator.evaluate_many(
+        [(RELU_KERNEL, relu_problem), (_REFORMATTED, relu_problem), (RELU_KERNEL, relu_problem)]
+    )
+    assert [r.cached for r in results] == [False, True, True]
+    assert len({r.evaluation_id for r in results}) == 1 and all(r.status == Status.ok for r in results)
+    assert evaluator.registry.db["evaluations"].count == 1

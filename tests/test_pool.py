@@ -97,3 +97,15 @@ def test_gpus_option_refused_for_a_cpu_backend(fast_config):
 
     with pytest.raises(ConfigError, match="--gpus applies to GPU backends"):
         Evaluator(fast_config.model_copy(update={"gpus": [0]}))
+
+
+def test_a_forged_comparison_is_caught_by_the_parents_samples(pool, relu_problem):
+    forger = relu_problem.solution.replace("return out", "return out * 2") + (
+        "\n\nimport tritongym.core.compare as _compare\n"
+        "_real = _compare.compare_output\n"
+        "_compare.compare_output = lambda i, out, ref, tol: _real(i, ref, ref, tol)  # 'matches', always\n"
+    )
+    evidence = pool.run(task_for(relu_problem, forger), timeout_s=120)
+    assert evidence.error is None
+    outputs = [o for t in evidence.trials for o in t.outputs]
+    assert outputs and all(o.mismatched > 0 and "sampled elements differ" in o.note for o in outputs)

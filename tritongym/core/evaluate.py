@@ -117,6 +117,18 @@ class Evaluator:
                 results[i] = early
                 if on_result:
                     on_result(early)
+        # the same kernel twice for one problem in a batch (common in RL groups) runs once
+        first_of: dict[tuple[str, str], int] = {}
+        copies: dict[int, list[int]] = {}
+        unique = []
+        for i in pending:
+            key = (items[i][1].key, items[i][0].kernel_id)
+            if key in first_of:
+                copies[first_of[key]].append(i)
+            else:
+                first_of[key], copies[i] = i, []
+                unique.append(i)
+        pending = unique
         workers = self.config.workers or os.cpu_count() or 1
         tasks = {i: self._task(*items[i]) for i in pending}  # here: registry reads stay on this thread
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending) or 1))) as pool:
@@ -130,6 +142,10 @@ class Evaluator:
                 results[i] = self._store(result, candidate, problem)
                 if on_result:
                     on_result(results[i])
+                for j in copies[i]:
+                    results[j] = results[i].model_copy(update={"cached": True})
+                    if on_result:
+                        on_result(results[j])
         return [r for r in results if r is not None]
 
     # --- stages ----------------------------------------------------------------------------------------

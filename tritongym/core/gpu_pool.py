@@ -39,6 +39,7 @@ from tritongym.core.models import (
     ErrorInfo,
     Evidence,
     LaunchRecord,
+    OutputComparison,
     ProfileEntry,
     TimingReport,
     TimingStats,
@@ -380,27 +381,38 @@ class TaskDriver:
             self.timing = timing
             self.pr = data["pr"]
             self.profile = [ProfileEntry.model_validate(p) for p in json.loads(data["profile"])]
-            for trial, outputs in data["timed"]:
-                self.timed_trials.append(self._compare(int(trial), outputs, launches=[], mutated=[]))
+            for trial, n_outputs, outputs in data["timed"]:
+                self.timed_trials.append(self._compare(int(trial), outputs, int(n_outputs), launches=[], mutated=[]))
             timing.timed_outputs_checked = len(self.timed_trials)
         else:
             raise ValueError(f"unexpected frame {kind}")
 
-    def _compare(self, trial: int, outputs: list, launches: list, mutated: list) -> TrialEvidence:
+    def _compare(self, trial: int, sent: list, n_outputs: int, launches: list, mutated: list) -> TrialEvidence:
+        """The worker's comparisons, re-checked at the secret sample positions against the parent's copy."""
         from tritongym.core.compare import compare_output
 
         refs = self.ref_outputs[trial]
         comparisons = []
-        for i, (out, ref) in enumerate(zip(outputs, refs)):
-            value = out["tensor"] if "tensor" in out else {"not_a_tensor": out.get("not_a_tensor", "?")}
-            result = compare_output(i, value, ref["tensor"], self.task.tolerances)
-            if "tensor" in out:
-                result.device, result.ref_device = out["device"], ref["device"]
+        for i, item in enumerate(sent[: len(refs)]):
+            result = OutputComparison.model_validate_json(item["comparison"])
+            ref, sample = refs[i], item["sample"]
+            claims_match = result.exact_type and result.shape == result.ref_shape and result.dtype == result.ref_dtype
+            if sample is not None and ref["values"] is not None:
+                check = compare_output(i, sample, ref["values"], self.task.tolerances)
+                if check.mismatched > 0 or check.shape != check.ref_shape:
+                    result.mismatched = max(result.mismatched, check.mismatched, 1)
+                    result.note = (
+                        f"{check.mismatched} of {check.numel} sampled elements differ from the reference's, "
+                        "whatever the worker's comparison said"
+                    )
+            elif claims_match and result.device == result.ref_device and ref["values"] is not None:
+                result.mismatched = max(result.mismatched, 1)
+                result.note = "no sample of this output came back to check the comparison against"
             comparisons.append(result)
         return TrialEvidence(
             seed=self.task.seeds[trial],
             outputs=comparisons,
-            n_outputs=len(outputs),
+            n_outputs=n_outputs,
             ref_n_outputs=len(refs),
             inputs_unchanged=not mutated,
             mutated_inputs=list(mutated),
@@ -412,7 +424,7 @@ class TaskDriver:
             raise ValueError("candidate outputs arrived before the reference's")
         trials = []
         for t, trial in enumerate(sent[: len(self.ref_outputs)]):
-            evidence = self._compare(t, trial["outputs"], trial["launches"], trial["mutated"])
+            evidence = self._compare(t, trial["outputs"], trial["n_outputs"], trial["launches"], trial["mutated"])
             evidence.candidate_s = trial.get("candidate_s")
             trials.append(evidence)
         return trials

@@ -4,19 +4,23 @@ Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES`
 imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
 `REDY` before any candidate exists.  Then, per task (protocol of DESIGN.md §3):
 
-1. the reference is built under a secret seed and its outputs for every trial are sent to the parent
-   (`REFO`); the parent compares there, so nothing the candidate does later can touch them;
+1. the reference is built under a secret seed and its outputs for every trial computed; a secret random
+   sample of each output's elements (positions and values) goes to the parent (`REFO`);
 2. the reference is timed (GPU lock held, `LOCK`/`GRNT`/`UNLK`) and that timing is sent (`REFT`), also
    before any candidate code is imported;
-3. the candidate is imported, built, bound and run on every trial (`candidate_runner.run_candidate`),
-   its outputs sent (`CAND`); the parent answers `TIME` only if they matched;
+3. the candidate is imported, built, bound and run on every trial (`candidate_runner.run_candidate`);
+   its outputs are compared with the reference's here, on the GPU (full tensors never cross a pipe),
+   and the comparisons are sent with the candidate's values at the sampled positions (`CAND`).  The
+   parent re-checks those samples against the ones it got before the import, so a candidate that
+   forges the comparison is caught unless it also computes the right answer; the parent answers
+   `TIME` only if everything matched;
 4. under the GPU lock: the candidate is timed, the reference re-timed (a slower second reference means
-   the candidate sabotaged the baseline), a few forwards profiled; sent as `TIMD` with the outputs of
-   the timed calls, which the parent checks too;
+   the candidate sabotaged the baseline), a few forwards profiled; sent as `TIMD` with the comparisons
+   (and samples) of the outputs of the timed calls;
 5. `DONE` carries the rest of the evidence (stage, error).
 
-Everything after step 3 comes from a process the candidate has run in, which is why the verdict on
-outputs is made from data sent before, and why the pool recycles workers (by default after every task).
+Everything after step 3 comes from a process the candidate has run in, which is why the parent keeps
+its own samples, and why the pool gives every candidate a fresh worker by default.
 """
 
 from __future__ import annotations
@@ -86,15 +90,38 @@ def driver_version() -> str | None:
     return words[0] if words else None
 
 
-def _sendable(value, device_text: str | None = None):
-    """An output as the parent compares it: a CPU tensor with the device it was on, or a type name."""
+SAMPLE_SIZE = 4096
+
+
+def sample_reference(refs: list, generator) -> tuple[list, list]:
+    """Secret random positions per output, and what the parent gets: those positions and the values."""
     import torch
 
-    if type(value) is torch.Tensor:
-        return {"tensor": value.detach().cpu(), "device": device_text or str(value.device)}
-    if isinstance(value, dict) and "not_a_tensor" in value:
-        return value
-    return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
+    positions, sent = [], []
+    for ref in refs:
+        n = ref.numel() if type(ref) is torch.Tensor else 0
+        where = torch.randint(0, n, (min(SAMPLE_SIZE, n),), device=ref.device, generator=generator) if n else None
+        positions.append(where)
+        values = ref.detach().reshape(-1)[where].cpu() if where is not None else None
+        sent.append({"positions": where.cpu() if where is not None else None, "values": values})
+    return positions, sent
+
+
+def judge_outputs(outs: list, refs: list, positions: list, tolerances) -> list[dict]:
+    """Each output compared with the reference's, plus its values at the secret positions."""
+    import torch
+
+    from tritongym.core.compare import compare_output
+
+    judged = []
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        comparison = compare_output(i, out, ref, tolerances)
+        sample = None
+        comparable = type(out) is torch.Tensor and out.shape == ref.shape and out.dtype == ref.dtype
+        if comparable and out.device == ref.device and positions[i] is not None:
+            sample = out.detach().reshape(-1)[positions[i]].cpu()
+        judged.append({"comparison": comparison.model_dump_json(), "sample": sample})
+    return judged
 
 
 def tensor_bytes(values) -> int:
@@ -187,7 +214,10 @@ class GPUWorker:
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
         lap("reference")
-        self.channel.send("REFO", frames.tensors_to_bytes([[_sendable(o) for o in outs] for outs in ref_outputs]))
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(task.init_seed ^ 0x5EED)
+        positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
+        self.channel.send("REFO", frames.tensors_to_bytes(list(samples)))
         lap("send_reference")
 
         def ref_forward(xs):
@@ -211,14 +241,20 @@ class GPUWorker:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
         keep: dict = {}
         report = run_candidate(task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep)
-        if self.cuda:
-            torch.cuda.synchronize()  # device-wide: work a candidate left running on a side stream is finished
-        for inputs, sent in zip(trial_inputs, report["trials"]):
-            after = sent.pop("inputs_after")
-            sent["mutated"] = [
-                i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
-            ]
-            sent["outputs"] = [_sendable(o) for o in sent["outputs"]]
+        evidence.stage = "run"
+        try:
+            if self.cuda:
+                torch.cuda.synchronize()  # device-wide: work a candidate left on a side stream is finished
+            for t, (inputs, sent) in enumerate(zip(trial_inputs, report["trials"])):
+                after = sent.pop("inputs_after")
+                sent["mutated"] = [
+                    i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
+                ]
+                outs = sent.pop("outputs")
+                sent["n_outputs"] = len(outs)
+                sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances)
+        except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
+            raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         lap("candidate")
         self.channel.send("CAND", frames.tensors_to_bytes(report))
         lap("send_candidate")
@@ -259,7 +295,10 @@ class GPUWorker:
             "timing": timing.model_dump_json(),
             "pr": pr,
             "profile": json.dumps([p.model_dump() for p in profile]),
-            "timed": [(trial, [_sendable(o) for o in flatten_outputs(outs)]) for trial, outs in last],
+            "timed": [
+                (trial, len(flat), judge_outputs(flat, ref_outputs[trial], positions[trial], task.tolerances))
+                for trial, flat in ((trial, flatten_outputs(outs)) for trial, outs in last)
+            ],
         }
         self.channel.send("TIMD", frames.tensors_to_bytes(payload))
         lap("send_timing")
