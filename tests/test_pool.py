@@ -109,3 +109,17 @@ def test_a_forged_comparison_is_caught_by_the_parents_samples(pool, relu_problem
     assert evidence.error is None
     outputs = [o for t in evidence.trials for o in t.outputs]
     assert outputs and all(o.mismatched > 0 and "sampled elements differ" in o.note for o in outputs)
+
+
+def test_workers_are_forked_warm_from_the_zygote_or_spawned_without_it(pool, relu_problem):
+    worker = pool._take()  # a ready worker, forked by the zygote: no process of its own to spawn
+    try:
+        assert worker.proc is None and worker.zygote is pool.zygote and worker.info["startup_s"] < 30
+    finally:
+        pool.ready.put(worker)
+    plain = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, use_zygote=False))
+    try:
+        evidence = plain.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+        assert evidence.error is None and evidence.stage == "done"
+    finally:
+        plain.close()

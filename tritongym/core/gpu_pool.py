@@ -21,11 +21,13 @@ imported (reference outputs, first reference timing); see `gpu_worker`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -59,15 +61,98 @@ class PoolOptions:
     max_tasks: int = 1
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0
+    use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-class Worker:
-    """One worker process and the thread that reads its frames into a queue."""
+class Zygote:
+    """The pool's handle on its fork server (`tritongym.core.zygote`): spawn requests and exit statuses."""
 
-    def __init__(self, gpu: str, options: PoolOptions) -> None:
+    def __init__(self, options: PoolOptions) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="tritongym-zygote-")
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = _worker_env(self.tmp, options.extra_env)
+        env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+        with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-m", "tritongym.core.zygote", str(child.fileno())],
+                pass_fds=[child.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.tmp,
+                env=env,
+                start_new_session=True,
+            )
+        child.close()
+        self.cond = threading.Condition()
+        self.ready = False
+        self.dead = False
+        self.pids: dict[int, int] = {}
+        self.exits: dict[int, int] = {}
+        self._ids = itertools.count()
+        self._send_lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self.sock.recv(1 << 16)
+            except OSError:
+                message = b""
+            with self.cond:
+                if not message:
+                    self.dead = True
+                else:
+                    data = json.loads(message)
+                    if data.get("ready"):
+                        self.ready = True
+                    elif "exited" in data:
+                        self.exits[data["exited"]] = data["status"]
+                    else:
+                        self.pids[data["id"]] = data["pid"]
+                self.cond.notify_all()
+            if not message:
+                return
+
+    def spawn(self, fd: int, request: dict, timeout: float) -> int | None:
+        """Fork a worker serving on `fd`; its pid, or None when the zygote is not (or no longer) there."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.ready or self.dead, timeout) or self.dead:
+                return None
+        ident = next(self._ids)
+        try:
+            with self._send_lock:
+                socket.send_fds(self.sock, [json.dumps({**request, "id": ident}).encode()], [fd])
+        except OSError:
+            return None
+        with self.cond:
+            self.cond.wait_for(lambda: ident in self.pids or self.dead, timeout)
+            return self.pids.pop(ident, None)
+
+    def exit_status(self, pid: int, timeout: float = 5.0) -> int | None:
+        with self.cond:
+            self.cond.wait_for(lambda: pid in self.exits or self.dead, timeout)
+            return self.exits.pop(pid, None)
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Worker:
+    """One worker process (forked by the zygote, or spawned directly) and the thread reading its frames."""
+
+    def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None) -> None:
         self.gpu = gpu
         self.tasks = 0
+        self.zygote = zygote
+        self.proc: subprocess.Popen | None = None
         self.tmp = tempfile.mkdtemp(prefix="tritongym-gpu-")
         self.log_path = os.path.join(self.tmp, "worker.log")
         env = _worker_env(self.tmp, options.extra_env)
@@ -77,27 +162,40 @@ class Worker:
             env["TRITON_INTERPRET"] = "1"
         else:
             env["CUDA_VISIBLE_DEVICES"] = gpu
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.core.gpu_worker", self.log_path, device],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                cwd=self.tmp,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
+        pid = None
+        if zygote is not None:
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            request = {"cwd": self.tmp, "env": env, "log": self.log_path, "device": device}
+            pid = zygote.spawn(theirs.fileno(), request, options.start_timeout_s)
+            theirs.close()
+            if pid is None:
+                mine.close()
+            else:
+                self.sock = mine
+                self.pid, self.read_fd, self.write_fd = pid, mine.fileno(), mine.fileno()
+        if pid is None:  # no zygote, or it failed: start the worker from scratch
+            self.zygote = None
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-s", "-m", "tritongym.core.gpu_worker", self.log_path, device],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    cwd=self.tmp,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            self.pid, self.read_fd, self.write_fd = self.proc.pid, self.proc.stdout.fileno(), self.proc.stdin.fileno()
         self.frames: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.info: dict = {}
 
     def _read(self) -> None:
-        fd = self.proc.stdout.fileno()
         try:
             while True:
-                frame = frames.receive(fd)
+                frame = frames.receive(self.read_fd)
                 if frame is None:
                     self.frames.put(("EOF", b"the worker closed its output"))
                     return
@@ -107,7 +205,7 @@ class Worker:
 
     def send(self, kind: str, payload: bytes = b"") -> bool:
         try:
-            frames.send(self.proc.stdin.fileno(), kind, payload)
+            frames.send(self.write_fd, kind, payload)
             return True
         except (OSError, ValueError):
             return False
@@ -120,14 +218,19 @@ class Worker:
 
     def rss_mb(self) -> float:
         try:
-            with open(f"/proc/{self.proc.pid}/statm") as f:
+            with open(f"/proc/{self.pid}/statm") as f:
                 return int(f.read().split()[1]) * _PAGE / (1 << 20)
         except (OSError, ValueError, IndexError):
             return 0.0
 
     def death(self) -> str:
         """Why the process ended, in words."""
-        code = self.proc.wait()
+        if self.proc is not None:
+            code = self.proc.wait()
+        else:
+            code = self.zygote.exit_status(self.pid) if self.zygote else None
+            if code is None:
+                return "the worker died before reporting a result"
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed, e.g. out of memory)"}.get(name, "")
@@ -144,14 +247,19 @@ class Worker:
             return ""
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        for kill in (os.killpg, os.kill):  # a forked worker may not have its own session yet
+            try:
+                kill(self.pid, signal.SIGKILL)
+                break
+            except (ProcessLookupError, PermissionError):
+                continue
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        else:
+            self.sock.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
@@ -170,6 +278,7 @@ class WorkerPool:
         # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
+        self.zygote = Zygote(options) if options.use_zygote else None
         for gpu in options.gpus:
             for _ in range(options.workers_per_gpu):
                 self._spawn(gpu)
@@ -182,7 +291,7 @@ class WorkerPool:
     def _start_worker(self, gpu: str) -> None:
         if self.closed:
             return
-        worker = Worker(gpu, self.options)
+        worker = Worker(gpu, self.options, self.zygote)
         with self._guard:
             self._live.add(worker)
         frame = worker.next_frame(self.options.start_timeout_s)
@@ -235,6 +344,8 @@ class WorkerPool:
         for worker in workers:
             worker.send("EXIT")
             worker.kill()
+        if self.zygote is not None:
+            self.zygote.close()
 
     # --- one task --------------------------------------------------------------------------------------
 

@@ -305,14 +305,13 @@ class GPUWorker:
         evidence.stage = "done"
 
 
-def main() -> None:
-    log_path, device_name = sys.argv[1], sys.argv[2]
-    out_fd = os.dup(1)
+def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
+    """Warm up, say `REDY` (or `FAIL`), then run tasks until told to exit; never returns."""
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     os.close(log_fd)
-    channel = Channel(0, out_fd)
+    channel = Channel(in_fd, out_fd)
     limits = WorkerTask(problem_name="", problem_source="", file_mb=int(os.environ.get("TRITONGYM_FILE_MB", "64")))
     apply_limits(limits)  # no address-space limit: CUDA's virtual reservations need it (the pool watches RSS)
     try:
@@ -320,10 +319,14 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - a worker that cannot start says why, then exits
         channel.send_json("FAIL", {"kind": type(exc).__name__, "message": str(exc)[:2000]})
         os._exit(1)
-    channel.send_json("REDY", {**worker.ready_info(), "startup_s": round(time.monotonic() - STARTED, 3)})
+    channel.send_json("REDY", {**worker.ready_info(), "startup_s": round(time.monotonic() - started, 3)})
     while True:
         _, payload = channel.expect("TASK")
         worker.run(WorkerTask.model_validate_json(payload))
+
+
+def main() -> None:
+    serve(0, os.dup(1), sys.argv[1], sys.argv[2], STARTED)
 
 
 if __name__ == "__main__":
