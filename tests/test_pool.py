@@ -123,3 +123,37 @@ def test_workers_are_forked_warm_from_the_zygote_or_spawned_without_it(pool, rel
         assert evidence.error is None and evidence.stage == "done"
     finally:
         plain.close()
+
+
+def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
+    import threading
+    import time
+
+    from tritongym.core.gpu_pool import GPULock
+
+    lock, events = GPULock(), []
+    lock.acquire(exclusive=False)
+    lock.acquire(exclusive=False)  # two workers' correctness trials at once
+
+    def timer():
+        lock.acquire(exclusive=True)
+        events.append("timing")
+        lock.release(exclusive=True)
+
+    def late_sharer():
+        lock.acquire(exclusive=False)
+        events.append("late sharer")
+        lock.release(exclusive=False)
+
+    t = threading.Thread(target=timer)
+    t.start()
+    time.sleep(0.2)
+    late = threading.Thread(target=late_sharer)
+    late.start()
+    time.sleep(0.2)
+    assert events == []  # the timer waits for the sharers; the late sharer waits behind the timer
+    lock.release(exclusive=False)
+    lock.release(exclusive=False)
+    t.join(5)
+    late.join(5)
+    assert events == ["timing", "late sharer"]

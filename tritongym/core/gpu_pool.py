@@ -3,9 +3,10 @@
 * `workers_per_gpu` worker processes per GPU are kept alive, each started ahead of need (torch imported,
   CUDA initialised, the profiler loaded) so a candidate never waits for a cold start; a replacement is
   started in the background the moment one retires;
-* import, compilation and the correctness trials of several candidates run side by side on one GPU;
-  only timing takes the GPU's lock, granted by this process to one worker per GPU at a time (a worker
-  cannot take it on its own, and a worker killed while holding it releases it);
+* import, compilation and the correctness trials of several candidates run side by side on one GPU
+  (they take the GPU's lock shared); timing takes it exclusively, so no other worker's kernels run while
+  a sample is taken.  This process grants the lock (`SHAR`/`LOCK`, then `UNLK`); a worker killed while
+  holding it releases it;
 * a worker retires after `max_tasks` tasks (default 1: every candidate gets a fresh process, so nothing
   one candidate did to torch or Triton can reach the next), after any error (a CUDA error poisons the
   context) and of course when it dies;
@@ -63,6 +64,37 @@ class PoolOptions:
     start_timeout_s: float = 180.0
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
     extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class GPULock:
+    """Per-GPU readers-writer lock, writer first: correctness work of many workers shares the GPU, timing
+    has it alone (no other worker's kernels run while a sample is taken), and a waiting timer stops new
+    sharers from starting so it waits at most for the ones already running."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.readers = 0
+        self.writer = False
+        self.waiting_writers = 0
+
+    def acquire(self, exclusive: bool) -> None:
+        with self.cond:
+            if exclusive:
+                self.waiting_writers += 1
+                self.cond.wait_for(lambda: not self.writer and not self.readers)
+                self.waiting_writers -= 1
+                self.writer = True
+            else:
+                self.cond.wait_for(lambda: not self.writer and not self.waiting_writers)
+                self.readers += 1
+
+    def release(self, exclusive: bool) -> None:
+        with self.cond:
+            if exclusive:
+                self.writer = False
+            else:
+                self.readers -= 1
+            self.cond.notify_all()
 
 
 class Zygote:
@@ -268,7 +300,7 @@ class WorkerPool:
 
     def __init__(self, options: PoolOptions) -> None:
         self.options = options
-        self.locks = {gpu: threading.Lock() for gpu in options.gpus}
+        self.locks = {gpu: GPULock() for gpu in options.gpus}
         self.ready: queue.Queue[Worker] = queue.Queue()
         self.failures: list[str] = []
         self.closed = False
@@ -378,7 +410,7 @@ class TaskDriver:
         self.pool, self.worker, self.task = pool, worker, task
         self.timeout_s = timeout_s
         self.lock = pool.locks[worker.gpu]
-        self.holding = False
+        self.holding: str | None = None
         self.ref_outputs: list | None = None
         self.reference_before = None
         self.timing: TimingReport | None = None
@@ -428,8 +460,8 @@ class TaskDriver:
                 if kind == "EOF":
                     self.worker.kill()
                     return self._crash("WorkerCrashed", self.worker.death(), started), True
-                if kind == "LOCK":
-                    waited = self._acquire(deadline)
+                if kind in ("LOCK", "SHAR"):
+                    waited = self._acquire(exclusive=kind == "LOCK")
                     deadline += waited
                     self.worker.send("GRNT")
                 elif kind == "UNLK":
@@ -446,18 +478,19 @@ class TaskDriver:
         finally:
             self._release()
 
-    def _acquire(self, deadline: float) -> float:
+    def _acquire(self, exclusive: bool) -> float:
         began = time.monotonic()
-        self.lock.acquire()
-        self.holding = True
+        self._release()  # one hold at a time: a second request replaces the first
+        self.lock.acquire(exclusive)
+        self.holding = "exclusive" if exclusive else "shared"
         waited = time.monotonic() - began
         self.lock_wait_s += waited
         return waited
 
     def _release(self) -> None:
         if self.holding:
-            self.holding = False
-            self.lock.release()
+            self.lock.release(self.holding == "exclusive")
+            self.holding = None
 
     def _handle(self, kind: str, payload: bytes) -> None:
         if kind == "REFO" and self.ref_outputs is None:

@@ -70,9 +70,12 @@ class Channel:
         return frame
 
     @contextlib.contextmanager
-    def gpu(self):
-        """Hold the GPU exclusively (the parent grants it to one worker per GPU at a time)."""
-        self.send("LOCK")
+    def gpu(self, exclusive: bool = True, needed: bool = True):
+        """Hold the GPU: exclusively for timing, shared for correctness work (the parent grants both)."""
+        if not needed:
+            yield
+            return
+        self.send("LOCK" if exclusive else "SHAR")
         self.expect("GRNT")
         try:
             yield
@@ -204,19 +207,22 @@ class GPUWorker:
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
-        ref_model, init_inputs = build_reference(task, reference, self.device)
-        trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
-        ref_outputs = []
-        try:
-            with torch.no_grad():
-                for inputs in trial_inputs:
-                    ref_outputs.append(flatten_outputs(ref_model(*clone_all(inputs))))
-        except Exception as exc:
-            raise StageError("problem", error_info(exc)) from None
+        with self.channel.gpu(exclusive=False, needed=self.cuda):
+            ref_model, init_inputs = build_reference(task, reference, self.device)
+            trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
+            ref_outputs = []
+            try:
+                with torch.no_grad():
+                    for inputs in trial_inputs:
+                        ref_outputs.append(flatten_outputs(ref_model(*clone_all(inputs))))
+            except Exception as exc:
+                raise StageError("problem", error_info(exc)) from None
+            generator = torch.Generator(device=self.device)
+            generator.manual_seed(task.init_seed ^ 0x5EED)
+            positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
+            if self.cuda:
+                torch.cuda.synchronize()
         lap("reference")
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(task.init_seed ^ 0x5EED)
-        positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
         self.channel.send("REFO", frames.tensors_to_bytes(list(samples)))
         lap("send_reference")
 
@@ -240,21 +246,26 @@ class GPUWorker:
         if self.cuda and task.gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
         keep: dict = {}
-        report = run_candidate(task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep)
-        evidence.stage = "run"
-        try:
-            if self.cuda:
-                torch.cuda.synchronize()  # device-wide: work a candidate left on a side stream is finished
-            for t, (inputs, sent) in enumerate(zip(trial_inputs, report["trials"])):
-                after = sent.pop("inputs_after")
-                sent["mutated"] = [
-                    i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
-                ]
-                outs = sent.pop("outputs")
-                sent["n_outputs"] = len(outs)
-                sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances)
-        except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
-            raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
+        with self.channel.gpu(exclusive=False, needed=self.cuda):
+            report = run_candidate(
+                task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep
+            )
+            evidence.stage = "run"
+            try:
+                if self.cuda:
+                    torch.cuda.synchronize()  # device-wide: work a candidate left on a side stream is finished
+                for t, (inputs, sent) in enumerate(zip(trial_inputs, report["trials"])):
+                    after = sent.pop("inputs_after")
+                    sent["mutated"] = [
+                        i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
+                    ]
+                    outs = sent.pop("outputs")
+                    sent["n_outputs"] = len(outs)
+                    sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances)
+                if self.cuda:
+                    torch.cuda.synchronize()
+            except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
+                raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         lap("candidate")
         self.channel.send("CAND", frames.tensors_to_bytes(report))
         lap("send_candidate")
