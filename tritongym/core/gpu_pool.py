@@ -326,7 +326,23 @@ class WorkerPool:
         worker = Worker(gpu, self.options, self.zygote)
         with self._guard:
             self._live.add(worker)
-        frame = worker.next_frame(self.options.start_timeout_s)
+        deadline = time.monotonic() + self.options.start_timeout_s
+        held = False
+        while True:  # the warm-up takes the GPU lock shared for its GPU work
+            frame = worker.next_frame(deadline - time.monotonic())
+            if frame is not None and frame[0] == "SHAR" and not held:
+                self.locks[gpu].acquire(exclusive=False)
+                held = worker.send("GRNT")
+                if not held:
+                    self.locks[gpu].release(exclusive=False)
+                continue
+            if frame is not None and frame[0] == "UNLK" and held:
+                self.locks[gpu].release(exclusive=False)
+                held = False
+                continue
+            break
+        if held:
+            self.locks[gpu].release(exclusive=False)
         if frame is not None and frame[0] == "REDY":
             worker.info = json.loads(frame[1])
             self.info = self.info or worker.info

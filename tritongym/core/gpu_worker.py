@@ -150,10 +150,14 @@ class GPUWorker:
             from tritongym.core.gpu_profile import warm_profiler
             from tritongym.core.timing import Timer
 
-            torch.cuda.set_device(self.device)
-            torch.empty(1, device=self.device)
-            self.timer = Timer(self.device)
-            warm_profiler()
+            # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
+            # they never overlap another worker's timing
+            with channel.gpu(exclusive=False):
+                torch.cuda.set_device(self.device)
+                torch.empty(1, device=self.device)
+                self.timer = Timer(self.device)
+                warm_profiler()
+                torch.cuda.synchronize()
             name = torch.cuda.get_device_properties(self.device).name
             self.fingerprint = local_fingerprint(name, driver=driver_version(), cuda=torch.version.cuda)
         else:
