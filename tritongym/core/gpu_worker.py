@@ -168,7 +168,6 @@ class GPUWorker:
         return {
             "fingerprint": self.fingerprint.model_dump(),
             "l2_bytes": self.timer.l2_bytes if self.timer else None,
-            "eager_overhead_ms": self.timer.eager_overhead_ms if self.timer else None,
         }
 
     def run(self, task: WorkerTask) -> None:

@@ -79,7 +79,7 @@ class Timer:
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
         self.flush_buffer = torch.empty(2 * self.l2_bytes // 4, dtype=torch.int32, device=device)
         self.capture_stream = torch.cuda.Stream(device)
-        self.eager_overhead_ms = self._calibrate_eager()
+        self.eager_overhead_ms: float | None = None  # measured when first needed, with the GPU held alone
 
     def flush(self) -> None:
         self.flush_buffer.zero_()
@@ -215,6 +215,9 @@ class Timer:
         return [s.elapsed_time(e) / calls for s, e in pairs]
 
     def _sample_eager(self, forward, sets, estimate_ms, rep_ms, options):
+        # calibrated here, under the exclusive GPU lock: measured while other processes' kernels run, the
+        # empty window would include their time and the subtraction would erase real work
+        self.eager_overhead_ms = self._calibrate_eager()
         n = self._sample_count(estimate_ms, rep_ms, options)
         pairs = []
         for _ in range(n):
