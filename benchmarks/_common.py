@@ -130,13 +130,6 @@ def median_ms(fn: Callable[[], object], device: str) -> float:
     return statistics.median(times)
 
 
-def close_evaluator(evaluator) -> None:
-    """Stop a tritongym Evaluator's warm workers (`Evaluator.close`, else `Backend.close`, where they exist)."""
-    close = getattr(evaluator, "close", None) or getattr(evaluator.backend, "close", None)
-    if callable(close):
-        close()
-
-
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """A table on standard output: rich when available, else aligned plain text."""
     cells = [["" if v is None else str(v) for v in row] for row in rows]

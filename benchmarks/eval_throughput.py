@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from _common import close_evaluator, fmt, print_table
+from _common import fmt, print_table
 from baseline_harness import run_baseline
 from candidate_set import CORRECT_VARIANTS, build_candidate_set, duplicated, interleaved
 
@@ -80,7 +80,7 @@ def run_tritongym(
             results += evaluator.evaluate_many(pairs, on_result=progress)
             wall_s += time.perf_counter() - started
     finally:
-        close_evaluator(evaluator)
+        evaluator.close()
     statuses = Counter(r.status.value for r in results)
     return {
         "summary": {

@@ -38,7 +38,6 @@ import torch
 from _common import (
     bind_weights,
     build_model,
-    close_evaluator,
     fmt,
     load_module,
     load_reference,
@@ -100,7 +99,7 @@ def evaluate_runs(
             print(f"time budget of {budget_s:g} s: stopping after {run} runs", flush=True)
             break
         if run and fresh_workers:
-            close_evaluator(evaluator)
+            evaluator.close()
         pairs = [(Candidate(source=p.solution or "", origin=f"solution:{p.name}"), p) for p in problems]
         if sequential:
             for candidate, problem in pairs:
@@ -137,7 +136,7 @@ def summarise(name: str, results: list[EvaluationResult], bench: dict) -> dict:
     do_bench_ms, ref_do_bench_ms = bench["do_bench_ms"], bench["ref_do_bench_ms"]
     ratio = median_runtime / do_bench_ms if median_runtime and do_bench_ms else None
     judged = ratio is not None and do_bench_ms > JUDGED_ABOVE_MS
-    timings = [getattr(r, "timing", None) for r in ok]
+    timings = [r.timing for r in ok]
     modes = Counter(f"{t.candidate.mode}/{t.candidate.l2}" for t in timings if t is not None and t.candidate)
     sources = Counter(t.reference_source for t in timings if t is not None and t.reference is not None)
     return {
@@ -225,7 +224,7 @@ def main() -> None:
                 evaluator, problems, args.runs, args.sequential, not args.keep_workers, args.time_budget or None
             )
         finally:
-            close_evaluator(evaluator)
+            evaluator.close()
         evaluated_s = time.perf_counter() - run_started
 
         device = "cpu" if evaluator.backend.device_type == "cpu" else "cuda"

@@ -112,9 +112,9 @@ def fork_candidate(
     task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device, private_fds: list[int]
 ) -> tuple[dict | None, str]:
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
-    import signal
-
     import torch
+
+    from tritongym.core.sandbox import exit_text
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -143,12 +143,4 @@ def fork_candidate(
             return torch.load(io.BytesIO(data), weights_only=True), ""
         except Exception as exc:  # noqa: BLE001 - whatever the child sent, it is the candidate's fault
             return None, f"the candidate process sent a malformed report ({type(exc).__name__})"
-    if os.WIFSIGNALED(status):
-        sig = signal.Signals(os.WTERMSIG(status)).name
-        hint = {
-            "SIGSEGV": " (segmentation fault)",
-            "SIGXCPU": " (CPU time limit exceeded)",
-            "SIGKILL": " (killed, e.g. out of memory)",
-        }.get(sig, "")
-        return None, f"the candidate process was killed by {sig}{hint}"
-    return None, f"the candidate process exited with code {os.WEXITSTATUS(status)} before reporting a result"
+    return None, exit_text("the candidate process", os.waitstatus_to_exitcode(status))

@@ -48,7 +48,7 @@ from tritongym.core.models import (
     TimingStats,
     TrialEvidence,
 )
-from tritongym.core.sandbox import _worker_env
+from tritongym.core.sandbox import _worker_env, exit_text, log_tail
 from tritongym.core.worker_task import WorkerTask
 
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
@@ -64,6 +64,13 @@ class PoolOptions:
     start_timeout_s: float = 180.0
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
     extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def _gpu_env(tmp: str, options: PoolOptions) -> dict[str, str]:
+    """The sandbox's stripped environment, plus what the CUDA driver and Triton's compiler may need."""
+    env = _worker_env(tmp, options.extra_env)
+    env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+    return env
 
 
 class GPULock:
@@ -103,8 +110,7 @@ class Zygote:
     def __init__(self, options: PoolOptions) -> None:
         self.tmp = tempfile.mkdtemp(prefix="tritongym-zygote-")
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = _worker_env(self.tmp, options.extra_env)
-        env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+        env = _gpu_env(self.tmp, options)
         with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-s", "-m", "tritongym.core.zygote", str(child.fileno())],
@@ -187,8 +193,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.tmp = tempfile.mkdtemp(prefix="tritongym-gpu-")
         self.log_path = os.path.join(self.tmp, "worker.log")
-        env = _worker_env(self.tmp, options.extra_env)
-        env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+        env = _gpu_env(self.tmp, options)
         device = "cpu" if gpu == "cpu" else "cuda:0"
         if gpu == "cpu":
             env["TRITON_INTERPRET"] = "1"
@@ -263,20 +268,10 @@ class Worker:
             code = self.zygote.exit_status(self.pid) if self.zygote else None
             if code is None:
                 return "the worker died before reporting a result"
-        if code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed, e.g. out of memory)"}.get(name, "")
-            return f"the worker was killed by {name}{hint}"
-        return f"the worker exited with code {code} before reporting a result"
+        return exit_text("the worker", code)
 
     def log_tail(self, limit: int = 4000) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - limit))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return log_tail(self.log_path, limit)
 
     def kill(self) -> None:
         for kill in (os.killpg, os.kill):  # a forked worker may not have its own session yet

@@ -32,7 +32,7 @@ import sys
 import time
 
 from tritongym.core import frames
-from tritongym.core.models import ErrorInfo, Evidence, TimingReport
+from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker import (
     StageError,
     apply_limits,
@@ -40,6 +40,7 @@ from tritongym.core.worker import (
     clone_all,
     configure_precision,
     error_info,
+    failures_recorded,
     load_reference,
     make_inputs,
     same_value,
@@ -177,7 +178,7 @@ class GPUWorker:
         os.makedirs(taskdir, exist_ok=True)
         self.recorder.candidate_file = os.path.join(taskdir, "candidate.py")
         self.recorder.own_compiled.clear()
-        try:
+        with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
                 from tritongym.core.worker import run_screen
 
@@ -185,12 +186,6 @@ class GPUWorker:
                 run_screen(task, taskdir, evidence)
             else:
                 self._run(task, taskdir, evidence)
-        except StageError as exc:
-            evidence.stage, evidence.error = exc.stage, exc.info
-        except MemoryError as exc:
-            evidence.error = ErrorInfo(kind="MemoryLimit", message=f"memory limit exceeded: {exc}")
-        except BaseException as exc:  # noqa: BLE001 - a candidate can raise SystemExit or anything else
-            evidence.error = error_info(exc)
         self.channel.send("DONE", evidence.model_dump_json().encode())
 
     def _run(self, task: WorkerTask, taskdir: str, evidence: Evidence) -> None:

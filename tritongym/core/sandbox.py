@@ -66,7 +66,22 @@ def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
+_SIGNAL_HINTS = {
+    "SIGSEGV": " (segmentation fault)",
+    "SIGXCPU": " (CPU time limit exceeded)",
+    "SIGKILL": " (killed, e.g. out of memory)",
+}
+
+
+def exit_text(who: str, returncode: int) -> str:
+    """How a process that sent no result ended, in words (`returncode` as subprocess gives it)."""
+    if returncode < 0:
+        sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+        return f"{who} was killed by {sig}{_SIGNAL_HINTS.get(sig, '')}"
+    return f"{who} exited with code {returncode} before reporting a result"
+
+
+def log_tail(path: str | Path, limit: int = 4000) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -121,7 +136,7 @@ def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str,
             return _crash(
                 "Timeout",
                 f"the candidate did not finish within the time limit of {limits.timeout_s:g} s and was killed",
-                _tail(log_path),
+                log_tail(log_path),
                 time.monotonic() - start,
             )
         finally:
@@ -131,7 +146,7 @@ def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str,
             except (ProcessLookupError, PermissionError):
                 pass
         elapsed = time.monotonic() - start
-        log = _tail(log_path)
+        log = log_tail(log_path)
         return _parse_result(out, nonce, proc.returncode, log, elapsed, limits)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -150,15 +165,8 @@ def _parse_result(out: bytes, nonce: str, returncode: int, log: str, elapsed: fl
             evidence.stdout_tail = log
             evidence.worker_s = elapsed
             return evidence
-    if returncode < 0:
-        sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-        why = f"the worker was killed by {sig}"
-        if sig == "SIGXCPU":
-            why += " (CPU time limit exceeded)"
-        elif sig == "SIGSEGV":
-            why += " (segmentation fault)"
-    else:
-        why = f"the worker exited with code {returncode} before reporting a result"
+    why = exit_text("the worker", returncode)
+    if returncode >= 0:
         if "MemoryError" in log or "can't allocate memory" in log:
             why += f" (memory limit of {limits.memory_mb} MiB exceeded)"
     return _crash("WorkerCrashed", why, log, elapsed)

@@ -20,6 +20,7 @@ seed's inputs, the identity) so degenerate problems are found.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -76,6 +77,20 @@ def error_info(exc: BaseException, filename: str | None = None) -> ErrorInfo:
     text = "".join(traceback.format_list(tb_entries)) + "".join(traceback.format_exception_only(type(exc), exc))
     message = str(exc).strip() or type(exc).__name__
     return ErrorInfo(kind=type(exc).__name__, message=message[:2000], traceback=text[-6000:], line=line)
+
+
+@contextlib.contextmanager
+def failures_recorded(evidence: Evidence):
+    """Whatever the stage raises (a candidate can raise SystemExit or anything else) becomes the evidence's
+    error; the worker always goes on to report."""
+    try:
+        yield
+    except StageError as exc:
+        evidence.stage, evidence.error = exc.stage, exc.info
+    except MemoryError as exc:
+        evidence.error = ErrorInfo(kind="MemoryLimit", message=f"memory limit exceeded: {exc}")
+    except BaseException as exc:  # noqa: BLE001
+        evidence.error = error_info(exc)
 
 
 def load_module(name: str, path: str, source: str) -> ModuleType:
@@ -264,7 +279,7 @@ def main() -> None:
     apply_limits(task)
     workdir = os.getcwd()
     evidence = Evidence()
-    try:
+    with failures_recorded(evidence):
         import torch
 
         from tritongym.core.fingerprint import local_fingerprint
@@ -281,12 +296,6 @@ def main() -> None:
             run_screen(task, workdir, evidence)
         else:
             run_evaluate(task, workdir, evidence, [result_fd])
-    except StageError as exc:
-        evidence.stage, evidence.error = exc.stage, exc.info
-    except MemoryError as exc:
-        evidence.error = ErrorInfo(kind="MemoryLimit", message=f"memory limit exceeded: {exc}")
-    except BaseException as exc:  # noqa: BLE001 - a candidate can raise SystemExit or anything else
-        evidence.error = error_info(exc)
     line = f"TRITONGYM-RESULT {nonce} {evidence.model_dump_json()}\n".encode()
     view = memoryview(line)
     while view:
