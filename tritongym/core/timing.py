@@ -7,8 +7,9 @@ One function, `time_forward`, times the reference and the candidate alike:
   A capture only succeeds when every side stream the forward forks joins back, so the end event waits
   for all of the forward's work; work that escapes the capture is not replayed, and the outputs of the
   timed calls (checked against the reference) are then wrong;
-* a forward faster than `fast_us` is replayed `calls_per_sample` times per sample from one graph, so a
-  ~5 µs launch overhead does not swamp a 10 µs kernel; its calls rotate over enough input copies to
+* a forward whose one-call graph replay takes less than `fast_us` of device time is replayed
+  `calls_per_sample` times per sample from one graph, so a ~5 µs launch overhead does not swamp a 10 µs
+  kernel; its calls rotate over enough input copies to
   exceed the L2 cache where memory allows;
 * slower forwards get the L2 flushed (a buffer twice the L2 size zeroed) before every sample, outside
   the timed window;
@@ -107,10 +108,14 @@ class Timer:
         rep_ms = options.rep_ms if rep_ms is None else rep_ms
         with torch.no_grad():
             estimate_ms = self._warm_up(forward, pristine, options.warmup_ms)
-            fast = estimate_ms * 1000 < options.fast_us
-            calls = 1
+            calls, l2, fast = 1, "flushed", False
             sets = InputSets.make(pristine, 1)
-            l2 = "flushed"
+            graph, outputs, why = self._capture(forward, sets, 1)
+            if graph is not None:
+                # The batching decision uses the device time of one graph replay: an eager estimate
+                # includes host launch time, which is noisy and made a 37 µs kernel flip between modes.
+                estimate_ms = self._graph_estimate(graph)
+                fast = estimate_ms * 1000 < options.fast_us
             if fast:
                 calls = max(2, min(256, math.ceil(options.graph_batch_us / max(estimate_ms * 1000, 1.0))))
                 per_set = max(1, set_bytes(pristine[0]))
@@ -118,7 +123,8 @@ class Timer:
                 count = min(calls, want, 64, max(1, (1 << 30) // per_set))
                 sets = InputSets.make(pristine, count)
                 l2 = "rotated" if count * per_set >= 2 * self.l2_bytes else "warm"
-            graph, outputs, why = self._capture(forward, sets, calls)
+                del graph, outputs
+                graph, outputs, why = self._capture(forward, sets, calls)
             if graph is not None:
                 samples = self._sample_graph(graph, sets, calls, fast, estimate_ms, rep_ms, options)
                 mode = "graph-batched" if fast else "graph"
@@ -175,6 +181,19 @@ class Timer:
             pairs.append((start, end))
         torch.cuda.synchronize()
         return min(s.elapsed_time(e) for s, e in pairs)
+
+    def _graph_estimate(self, graph) -> float:
+        """Median device time of five replays of a one-forward graph, L2 flushed before each."""
+        pairs = []
+        for _ in range(5):
+            self.flush()
+            start, end = _events()
+            start.record()
+            graph.replay()
+            end.record()
+            pairs.append((start, end))
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
     def _capture(self, forward: Forward, sets: InputSets, calls: int):
         """One CUDA graph of `calls` forwards over the buffers; (None, None, why) when it cannot be built."""
