@@ -82,6 +82,10 @@ def run_tritongym(
     finally:
         evaluator.close()
     statuses = Counter(r.status.value for r in results)
+    phases: Counter = Counter()
+    for r in results:
+        if not r.cached:
+            phases.update(r.phases)
     return {
         "summary": {
             "candidates": len(results),
@@ -92,6 +96,7 @@ def run_tritongym(
             "statuses": dict(statuses),
             "cached": sum(r.cached for r in results),
             "worker_evaluations": sum(not r.cached for r in results),
+            "phases_s": {k: round(v, 2) for k, v in phases.most_common()},  # summed over worker evaluations
             "backend": evaluator.backend_name,
             "device": evaluator.device,
             "config": config.model_dump(),
@@ -275,6 +280,8 @@ def main() -> None:
         f"verdicts as designed: (a) {agreement['a_as_designed']}/{len(rows)}"
         + (f", (c) {agreement['c_as_designed']}/{len(compared)}" if compared else "")
     )
+    top = ", ".join(f"{k} {v:.0f}" for k, v in list(a["summary"]["phases_s"].items())[:8])
+    print(f"(a) seconds per stage, summed over workers: {top}")
     if compared:
         print(f"same ok/not-ok verdict in (a) and (c): {agreement['same_verdict']}/{agreement['compared']}")
         for d in agreement["disagreements"]:
