@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, ConfigError, PluginError, ProblemFormatError
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.interfaces import Backend, Reward, RuntimeCheck, StaticCheck
+from tritongym.core.interfaces import Backend, CheckPolicy, Reward, RuntimeCheck, StaticCheck
 from tritongym.core.models import (
     Candidate,
     CheckVerdict,
@@ -80,6 +80,8 @@ class Evaluator:
         self.size = self.backend.default_size if self.config.size == "auto" else self.config.size
         check_names = self.host.names("check") if self.config.checks is None else list(self.config.checks)
         checks = [self.host.create("check", n, (self.config.checks or {}).get(n)) for n in check_names]
+        for check in checks:
+            check.policy = CheckPolicy(precision=self.config.precision)
         self.static_checks = [c for c in checks if isinstance(c, StaticCheck)]
         self.runtime_checks = [c for c in checks if isinstance(c, RuntimeCheck)]
         unknown = set(self.config.reward_options) - set(self.config.rewards)

@@ -86,11 +86,22 @@ class Backend(PluginObject, ABC):
         """Release long-lived resources (warm worker processes); the backend may be used again after."""
 
 
+class CheckPolicy(BaseModel):
+    """What the evaluation allows, as every check sees it (set by the Evaluator from its config)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    precision: Literal["ieee", "tf32"] = "ieee"
+
+
 class Check(PluginObject):
-    """A hack check. Subclass `StaticCheck` or `RuntimeCheck`."""
+    """A hack check. Subclass `StaticCheck` or `RuntimeCheck`.
+
+    `self.policy` holds the evaluation's policy (the precision: TF32 allowed or not), so a check can
+    judge a precision downgrade without being configured twice."""
 
     kind = "check"
     stage: ClassVar[Literal["static", "runtime"]] = "static"
+    policy: CheckPolicy = CheckPolicy()
 
 
 class StaticCheck(Check, ABC):
