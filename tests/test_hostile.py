@@ -219,11 +219,13 @@ def test_forged_result_line_is_ignored_and_noise_is_harmless(evaluator, relu_pro
     then_zeros = prelude(_FAKE_EVIDENCE + _FORGE_WITHOUT_NONCE + "    return torch.zeros_like(x)\n")
     # a forged line as the *last* line on the pipe: only the nonce stops the parent from believing it
     then_exit = prelude(_FAKE_EVIDENCE + _FORGE_WITHOUT_NONCE + "    os._exit(0)\n")
-    noisy = prelude(
+    noisy = prelude(  # noisy on the first call only: every probe call repeating it would fill the log's size cap
         """
     import sys
-    sys.stdout.write("TRITONGYM-RESULT garbage {not json\\n" * 200_000)
-    sys.stderr.write("\\x00\\xff junk " * 200_000)
+    if not getattr(sys, "_tritongym_test_noise_done", False):
+        sys._tritongym_test_noise_done = True
+        sys.stdout.write("TRITONGYM-RESULT garbage {not json\\n" * 200_000)
+        sys.stderr.write("\\x00\\xff junk " * 200_000)
     """
     )
     zeros, exited, chatty = evaluator.evaluate_many([(s, relu_problem) for s in (then_zeros, then_exit, noisy)])
@@ -313,7 +315,8 @@ def test_decoy_kernel_never_launched_is_hacked(evaluator, relu_problem):
     assert result.reward.total == 0
     assert "launches" in result.message and "none of the candidate's own Triton kernels" in result.message
     failed = [c for c in result.checks if not c.passed]
-    assert [c.name for c in failed] == ["launches"] and failed[0].stage == "runtime"
+    assert failed[0].name == "launches" and failed[0].stage == "runtime"  # the basic finding is reported first
+    assert {c.name for c in failed} <= {"launches", "ghost"}  # ghost replay sees the same: no kernel mattered
     assert not any(rec.own for rec in result.launches)
 
 

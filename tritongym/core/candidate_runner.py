@@ -28,7 +28,7 @@ from tritongym.core.worker_task import WorkerTask
 CANDIDATE_MODULE = "tritongym_candidate"
 
 
-def _plain(value):
+def plain_output(value):
     """A tensor output as sent to the judge; anything else only by the name of its type."""
     import torch
 
@@ -38,18 +38,43 @@ def _plain(value):
 
 
 def run_candidate(
-    task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device, keep: dict | None = None
+    task: WorkerTask,
+    workdir: str,
+    recorder,
+    ref_model,
+    init_inputs,
+    trial_inputs,
+    device,
+    keep: dict | None = None,
+    ghost_inputs: list | None = None,
 ) -> dict:
-    """Import the candidate, bind weights, run every trial; returns the report (never raises).
+    """Import the candidate, bind weights, run every trial, then the probes; returns the report (never raises).
 
-    `keep`, when given, receives the bound model (the GPU worker times it afterwards)."""
+    `keep`, when given, receives the bound model and the environment snapshot (the GPU worker times the
+    model afterwards and checks the environment again).  With `ghost_inputs` the probes of `probes.py`
+    run after the trials."""
     import torch
 
+    from tritongym.core import probes
     from tritongym.core.compare import flatten_outputs
-    from tritongym.core.worker import StageError, clone_all, error_info, load_module
+    from tritongym.core.worker import StageError, clone_all, error_info, load_module, same_value
 
     path = os.path.join(workdir, "candidate.py")
-    report: dict = {"stage": "import", "error": None, "bound": [], "unbound": [], "trials": []}
+    report: dict = {
+        "stage": "import",
+        "error": None,
+        "bound": [],
+        "unbound": [],
+        "trials": [],
+        "probes": [],
+        "environment_changes": [],
+        "side_work": [],
+    }
+    environment = probes.environment_snapshot()  # before any candidate code exists
+    side_before = probes.live_side_work()
+    if keep is not None:
+        keep["environment"] = environment
+    snapshots: list[tuple[int, list, list]] = []  # (trial, outputs as returned, copies taken at once)
     try:
         try:
             candidate: ModuleType = load_module(CANDIDATE_MODULE, path, task.candidate_source or "")
@@ -86,18 +111,40 @@ def run_candidate(
             try:
                 with torch.no_grad():
                     out = model(*mine)
+                    flat = flatten_outputs(out)
+                    # copies taken the moment forward returns, in stream order: work still running on a
+                    # side stream or in a thread shows up as a difference from the final outputs
+                    snapshots.append((trial, flat, [_copy(o) for o in flat]))
+                running = probes.live_side_work() - side_before
+                report["side_work"] += probes.describe_side_work(running, f"when forward returned (trial {trial})")
             except Exception as exc:
                 raise StageError("run", error_info(exc, path)) from None
             finally:
                 recorder.phase = None
             report["trials"].append(
                 {
-                    "outputs": [_plain(o) for o in flatten_outputs(out)],
+                    "outputs": [plain_output(o) for o in flat],
                     "inputs_after": [v.detach() if type(v) is torch.Tensor else None for v in mine],
                     "launches": [rec.model_dump() for rec in recorder.records(("trial", trial))],
                     "candidate_s": time.perf_counter() - start,
                 }
             )
+        if report["trials"] and ghost_inputs is not None:
+            last = report["trials"][-1]
+            last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
+            report["probes"] = probes.run_probes(model, recorder, trial_inputs, mine, ghost_inputs)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        for trial, flat, copies in snapshots:
+            for i, (o, c) in enumerate(zip(flat, copies)):
+                if c is not None and not same_value(o, c):
+                    report["side_work"].append(
+                        f"output {i} of trial {trial} was still being written after forward returned "
+                        "(work on a side stream or in a thread that forward did not wait for)"
+                    )
+        running = probes.live_side_work() - side_before
+        report["side_work"] += probes.describe_side_work(running, "after all calls")
+        report["environment_changes"] = probes.environment_changes(environment)
         report["stage"] = "done"
     except StageError as exc:
         report["stage"], report["error"] = exc.stage, exc.info.model_dump()
@@ -108,8 +155,22 @@ def run_candidate(
     return report
 
 
+def _copy(value):
+    import torch
+
+    return value.detach().clone() if type(value) is torch.Tensor else None
+
+
 def fork_candidate(
-    task: WorkerTask, workdir: str, recorder, ref_model, init_inputs, trial_inputs, device, private_fds: list[int]
+    task: WorkerTask,
+    workdir: str,
+    recorder,
+    ref_model,
+    init_inputs,
+    trial_inputs,
+    device,
+    private_fds: list[int],
+    ghost_inputs: list | None = None,
 ) -> tuple[dict | None, str]:
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import torch
@@ -123,7 +184,9 @@ def fork_candidate(
             os.close(read_fd)
             for fd in private_fds:
                 os.close(fd)
-            report = run_candidate(task, workdir, recorder, ref_model, init_inputs, trial_inputs, device)
+            report = run_candidate(
+                task, workdir, recorder, ref_model, init_inputs, trial_inputs, device, ghost_inputs=ghost_inputs
+            )
             buffer = io.BytesIO()
             torch.save(report, buffer)
             view = memoryview(buffer.getvalue())

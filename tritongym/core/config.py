@@ -57,6 +57,9 @@ class EvalConfig(BaseModel):
     rewards: dict[str, float] = Field(default_factory=lambda: {"correctness": 1.0, "speedup": 1.0, "profiling": 1.0})
     reward_options: dict[str, dict] = Field(default_factory=dict)
     workers: int = Field(default=0, ge=0, description="parallel sandboxes for batch runs; 0 = number of CPUs")
+    remeasure_speedup_above: float | None = Field(
+        default=20.0, gt=1, description="a speedup above this is measured again, independently, before it is believed"
+    )
     use_cache: bool = True
 
     def protocol_key(self, check_names: list[str]) -> str:
@@ -68,6 +71,7 @@ class EvalConfig(BaseModel):
             "tolerances": {k: v.model_dump() for k, v in sorted(self.tolerances.items())},
             "checks": sorted(check_names),
             "check_options": self.checks or {},
+            "remeasure_speedup_above": self.remeasure_speedup_above,
         }
         digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
         return f"{PROTOCOL_VERSION}-{digest}"

@@ -82,6 +82,7 @@ class Evaluator:
         checks = [self.host.create("check", n, (self.config.checks or {}).get(n)) for n in check_names]
         for check in checks:
             check.policy = CheckPolicy(precision=self.config.precision)
+        checks.sort(key=lambda c: (c.priority, c.name))
         self.static_checks = [c for c in checks if isinstance(c, StaticCheck)]
         self.runtime_checks = [c for c in checks if isinstance(c, RuntimeCheck)]
         unknown = set(self.config.reward_options) - set(self.config.rewards)
@@ -140,6 +141,7 @@ class Evaluator:
                 candidate, problem = items[i]
                 evidence, started = future.result()
                 self._reconcile_timing(evidence, tasks[i], problem)
+                self._remeasure_if_implausible(evidence, candidate, problem)
                 result = self._judge(candidate, problem, evidence, static[i], started)
                 results[i] = self._store(result, candidate, problem)
                 if on_result:
@@ -382,6 +384,27 @@ class Evaluator:
             timing.roofline_ms = timing.bytes_moved / (timing.bandwidth_gbps * 1e9) * 1e3
             if self.registry is not None and self.registry.bandwidth(self.device_class) is None:
                 self.registry.store_bandwidth(self.device_class, timing.bandwidth_gbps, fingerprint)
+
+    def _remeasure_if_implausible(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> None:
+        """A speedup above `remeasure_speedup_above` is measured again in a fresh task (new seeds, a new
+        worker); the `timing` check then compares the two.  Rare by design, so it runs inline."""
+        cap = self.config.remeasure_speedup_above
+        timing = evidence.timing
+        if cap is None or timing is None or not evidence.runtime_ms or not evidence.ref_runtime_ms:
+            return
+        if evidence.ref_runtime_ms / evidence.runtime_ms <= cap:
+            return
+        task = self._task(candidate, problem)
+        second, _ = self._measure(task)
+        self._reconcile_timing(second, task, problem)
+        failure = status_of_failure(second)
+        if failure is not None:
+            timing.remeasured_status = failure.value
+        elif not judge_trials(second.trials).correct:
+            timing.remeasured_status = Status.incorrect.value
+        else:
+            timing.remeasured_status = Status.ok.value
+            timing.remeasured_ms = second.runtime_ms
 
     def close(self) -> None:
         """Stop the backend's warm workers (the Evaluator stays usable: they restart on demand)."""

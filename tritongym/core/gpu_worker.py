@@ -32,7 +32,9 @@ import sys
 import time
 
 from tritongym.core import frames
+from tritongym.core.launches import tf32_kernels
 from tritongym.core.models import Evidence, TimingReport
+from tritongym.core.probes import compare_probes, environment_changes, reference_probe_outputs
 from tritongym.core.worker import (
     StageError,
     apply_limits,
@@ -41,6 +43,7 @@ from tritongym.core.worker import (
     configure_precision,
     error_info,
     failures_recorded,
+    ghost_seed,
     load_reference,
     make_inputs,
     same_value,
@@ -128,6 +131,29 @@ def judge_outputs(outs: list, refs: list, positions: list, tolerances) -> list[d
     return judged
 
 
+def poison_free_memory(device) -> None:
+    """Fill the caching allocator's free blocks with 0xFF bytes (NaN in every float format).
+
+    The reference's outputs and timing buffers were freed into the allocator's cache; a candidate that
+    returns memory it never wrote would read them and pass as correct.  After this it reads NaN."""
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    held = []
+    try:
+        for segment in torch.cuda.memory_snapshot():
+            if segment.get("device", index) != index:
+                continue
+            for block in segment.get("blocks", []):
+                if block.get("state") == "inactive" and block.get("size", 0) > 0:
+                    held.append(torch.empty(block["size"], dtype=torch.uint8, device=device).fill_(0xFF))
+        torch.cuda.synchronize(device)
+    except RuntimeError:
+        pass  # out of memory while poisoning: what was filled stays filled
+    finally:
+        del held
+
+
 def tensor_bytes(values) -> int:
     import torch
 
@@ -178,6 +204,7 @@ class GPUWorker:
         os.makedirs(taskdir, exist_ok=True)
         self.recorder.candidate_file = os.path.join(taskdir, "candidate.py")
         self.recorder.own_compiled.clear()
+        self.recorder.own_kernels.clear()
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
                 from tritongym.core.worker import run_screen
@@ -220,6 +247,13 @@ class GPUWorker:
             positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
             if self.cuda:
                 torch.cuda.synchronize()
+            ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)
+            try:
+                probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
+            except Exception as exc:
+                raise StageError("problem", error_info(exc)) from None
+            if self.cuda:
+                torch.cuda.synchronize()
         lap("reference")
         self.channel.send("REFO", frames.tensors_to_bytes(list(samples)))
         lap("send_reference")
@@ -245,13 +279,20 @@ class GPUWorker:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
         keep: dict = {}
         with self.channel.gpu(exclusive=False, needed=self.cuda):
+            if self.cuda:
+                poison_free_memory(self.device)
             report = run_candidate(
-                task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep
+                task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep, ghost_inputs
             )
+            probe_records = report.pop("probes")
+            evidence.environment_changes = list(report.pop("environment_changes"))
+            evidence.side_work = list(report.pop("side_work"))
+            evidence.tf32_kernels = tf32_kernels(self.recorder.own_kernels)
             evidence.stage = "run"
             try:
                 if self.cuda:
                     torch.cuda.synchronize()  # device-wide: work a candidate left on a side stream is finished
+                evidence.probes = compare_probes(probe_records, probe_refs, ref_outputs, task.tolerances)
                 for t, (inputs, sent) in enumerate(zip(trial_inputs, report["trials"])):
                     after = sent.pop("inputs_after")
                     sent["mutated"] = [
@@ -300,6 +341,9 @@ class GPUWorker:
         except Exception as exc:
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         timing.candidate = cand_stats
+        if "environment" in keep:  # a patch made (or undone) during timing is still a patch
+            later = [c for c in environment_changes(keep["environment"]) if c not in evidence.environment_changes]
+            evidence.environment_changes += later
         payload = {
             "timing": timing.model_dump_json(),
             "pr": pr,

@@ -101,6 +101,7 @@ class Check(PluginObject):
 
     kind = "check"
     stage: ClassVar[Literal["static", "runtime"]] = "static"
+    priority: ClassVar[int] = 50  # checks run (and the first failure is reported) in this order: basic first
     policy: CheckPolicy = CheckPolicy()
 
 

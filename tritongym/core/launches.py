@@ -5,6 +5,9 @@ interpreter at class level, so `@triton.jit`, `@triton.autotune` and `@triton.he
 seen, however the candidate calls them.  A launch is attributed to the candidate when the kernel's
 function was defined in the candidate's file; only launches made while the candidate's forward runs are
 recorded (`phase` is set by the worker).
+
+While `ghost` is set (the ghost-replay probe), launches of the candidate's own kernels are recorded but
+skipped: the call returns at once, so an output that still matches the reference did not come from them.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ class LaunchRecorder:
     def __init__(self, candidate_file: str) -> None:
         self.candidate_file = candidate_file
         self.phase: Any = None  # e.g. ("trial", 3); None while the reference or harness runs
+        self.ghost = False  # skip the candidate's own launches (ghost replay)
         self._counts: dict[Any, Counter] = {}
         self._grids: dict[tuple[Any, str], str] = {}
         self._compiled: dict[tuple[Any, str], str] = {}
         self.own_compiled: set[str] = set()  # compiled names of the candidate's kernels, for the profiler
+        self.own_kernels: dict[str, Any] = {}  # compiled name -> compiled kernel (its PTX shows its precision)
 
     def install(self) -> None:
         import triton.runtime.jit as jit
@@ -44,6 +49,10 @@ class LaunchRecorder:
         recorder = self
 
         def run(kernel, *args, grid=None, warmup=False, **kwargs):
+            if recorder.ghost and not warmup and recorder.is_own(kernel):
+                if recorder.phase is not None:
+                    recorder._record(kernel, grid, None)
+                return None
             compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             if not warmup and recorder.phase is not None:
                 recorder._record(kernel, grid, compiled)
@@ -52,11 +61,14 @@ class LaunchRecorder:
         run._tritongym_recorder = self  # type: ignore[attr-defined]
         return run
 
+    def is_own(self, kernel) -> bool:
+        code = getattr(getattr(kernel, "fn", None), "__code__", None)
+        return code is not None and code.co_filename == self.candidate_file
+
     def _record(self, kernel, grid, compiled) -> None:
         fn = getattr(kernel, "fn", None)
-        code = getattr(fn, "__code__", None)
         name = getattr(fn, "__name__", type(kernel).__name__)
-        own = code is not None and code.co_filename == self.candidate_file
+        own = self.is_own(kernel)
         key = (name, own)
         self._counts.setdefault(self.phase, Counter())[key] += 1
         self._grids.setdefault((self.phase, name), grid if isinstance(grid, str) else _grid_text(grid))
@@ -65,6 +77,7 @@ class LaunchRecorder:
             self._compiled.setdefault((self.phase, name), compiled_name)
             if own:
                 self.own_compiled.add(compiled_name)
+                self.own_kernels.setdefault(compiled_name, compiled)
 
     def records(self, phase: Any) -> list[LaunchRecord]:
         counts = self._counts.get(phase, Counter())
@@ -84,3 +97,16 @@ def _grid_text(grid) -> str:
     if isinstance(grid, tuple):
         return str(tuple(int(g) if isinstance(g, int) else str(g) for g in grid))
     return "callable" if callable(grid) else str(grid)
+
+
+def tf32_kernels(own_kernels: dict[str, Any]) -> list[str]:
+    """Names of compiled kernels whose PTX multiplies in TF32 (`mma`/`wgmma` with `.tf32` operands)."""
+    found = []
+    for name, compiled in own_kernels.items():
+        asm = getattr(compiled, "asm", None)
+        ptx = asm.get("ptx", "") if isinstance(asm, dict) else ""
+        if isinstance(ptx, bytes):
+            ptx = ptx.decode(errors="replace")
+        if any(op in line and ".tf32" in line for line in ptx.splitlines() for op in ("mma", "wgmma")):
+            found.append(name)
+    return sorted(found)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "1"
+PROTOCOL_VERSION = "2"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 
@@ -192,6 +192,8 @@ class TimingReport(_Model):
     bandwidth_gbps: float | None = None  # the device's measured copy bandwidth (read + write)
     roofline_ms: float | None = None  # bytes_moved / bandwidth: no honest kernel is much faster
     timed_outputs_checked: int = 0
+    remeasured_ms: float | None = None  # a second, independent timing of a candidate whose speedup was suspect
+    remeasured_status: str | None = None  # that second evaluation's status
     notes: list[str] = Field(default_factory=list)
 
 
@@ -205,6 +207,21 @@ class TrialEvidence(_Model):
     launches: list[LaunchRecord] = Field(default_factory=list)
     candidate_s: float | None = None
     reference_s: float | None = None
+
+
+class ProbeCall(_Model):
+    """One probe call of the candidate beyond the trials (`core/probes.py`), compared on the trusted side.
+
+    `outputs` compare with the reference's for the same inputs, except for `repeat`, whose outputs are
+    compared with the `refresh` call's (the candidate must agree with itself)."""
+
+    probe: str  # mode:grad+train, mode:no_grad+eval, mode:grad+eval, refresh, repeat, ghost
+    trial: int  # whose inputs it used; -1 = inputs no other call saw
+    outputs: list[OutputComparison] = Field(default_factory=list)
+    n_outputs: int = 0
+    ref_n_outputs: int = 0
+    launches: list[LaunchRecord] = Field(default_factory=list)
+    error: str = ""  # the call raised this
 
 
 class Evidence(_Model):
@@ -222,6 +239,10 @@ class Evidence(_Model):
     timing: TimingReport | None = None
     timed_trials: list[TrialEvidence] = Field(default_factory=list)  # outputs of timed calls, compared
     controls: dict[str, list[TrialEvidence]] = Field(default_factory=dict)
+    probes: list[ProbeCall] = Field(default_factory=list)
+    environment_changes: list[str] = Field(default_factory=list)  # what the candidate replaced or flipped
+    side_work: list[str] = Field(default_factory=list)  # threads, processes, outputs still being written
+    tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
     fingerprint: Fingerprint | None = None
     stdout_tail: str = ""
     worker_s: float | None = None

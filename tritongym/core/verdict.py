@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritongym.core.models import Evidence, Status, TrialEvidence
+from tritongym.core.models import Evidence, ProbeCall, Status, TrialEvidence
 
 _MEMORY_HINTS = ("MemoryError", "MemoryLimit", "can't allocate memory", "out of memory", "OutOfMemory")
 
@@ -98,3 +98,13 @@ def status_of_failure(evidence: Evidence) -> Status | None:
     if evidence.stage == "import" or error.kind in ("CompilationError", "CompileTimeAssertionFailure"):
         return Status.compile_error
     return Status.runtime_error
+
+
+def probe_outputs_match(call: ProbeCall) -> OutputJudgement:
+    """A probe call's outputs judged like a trial's (count, exact type, shape, dtype, values)."""
+    if call.error:
+        return OutputJudgement(False, f"the call raised {call.error}")
+    trial = TrialEvidence(seed=0, outputs=call.outputs, n_outputs=call.n_outputs, ref_n_outputs=call.ref_n_outputs)
+    judged = judge_trials([trial])
+    judged.message = judged.message.replace("trial 0 (seed 0), ", "").replace("trial 0 (seed 0): ", "")
+    return judged

@@ -152,6 +152,11 @@ def make_inputs(reference: ModuleType, seed: int, device):
     return [to_device(v, device) for v in reference.get_inputs()]
 
 
+def ghost_seed(task: WorkerTask) -> int:
+    """Seed of the ghost probe's inputs: secret (derived from the init seed) and unlike any trial's."""
+    return (task.init_seed * 2654435761 + 0x6057) % (2**31)
+
+
 def build_reference(task: WorkerTask, reference: ModuleType, device):
     """Build `Model` (seeded) before any candidate code is imported, so the candidate cannot break it."""
     import torch
@@ -172,6 +177,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.candidate_runner import fork_candidate
     from tritongym.core.compare import compare_output, flatten_outputs
     from tritongym.core.launches import LaunchRecorder
+    from tritongym.core.probes import compare_probes, reference_probe_outputs
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -191,9 +197,14 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
         trials.append((seed, inputs, ref_out))
+    ghost_inputs = make_inputs(reference, ghost_seed(task), device)
+    try:
+        probe_refs = reference_probe_outputs(ref_model, [t[1] for t in trials], ghost_inputs)
+    except Exception as exc:
+        raise StageError("problem", error_info(exc)) from None
     evidence.stage = "import"
     report, why = fork_candidate(
-        task, workdir, recorder, ref_model, init_inputs, [t[1] for t in trials], device, private_fds
+        task, workdir, recorder, ref_model, init_inputs, [t[1] for t in trials], device, private_fds, ghost_inputs
     )
     if report is None:
         evidence.stage = "run"
@@ -215,6 +226,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
                 candidate_s=sent["candidate_s"],
             )
         )
+    evidence.probes = compare_probes(report["probes"], probe_refs, [t[2] for t in trials], task.tolerances)
+    evidence.environment_changes = [str(c) for c in report["environment_changes"]]
+    evidence.side_work = [str(c) for c in report["side_work"]]
     evidence.stage = report["stage"]
     if report["error"] is not None:
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))

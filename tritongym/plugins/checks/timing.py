@@ -6,6 +6,9 @@
 * A candidate faster than the memory roofline (bytes any implementation must read and write / the
   device's measured copy bandwidth) cannot be doing the work it claims; it is flagged as implausible.
   The roofline is only applied where the L2 cache was cold for the measurement.
+* A speedup above the evaluation's `remeasure_speedup_above` is measured again by the Evaluator in a
+  fresh task (new inputs, a new worker); a second measurement that fails, or that differs from the first
+  by more than `remeasure_tolerance`, means the first cannot be believed.
 
 Both judge numbers the backend gathered; on a backend without timing (`triton-cpu`) the check passes.
 """
@@ -23,6 +26,7 @@ class TimingIntegrityCheck(RuntimeCheck):
     """The reference did not get slower after the candidate ran, and no speed beats the memory roofline."""
 
     name = "timing"
+    priority = 90
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -31,6 +35,11 @@ class TimingIntegrityCheck(RuntimeCheck):
         )
         roofline_margin: float = Field(
             default=0.8, gt=0, le=1, description="flag a runtime below this fraction of the roofline time"
+        )
+        remeasure_tolerance: float = Field(
+            default=0.25,
+            gt=0,
+            description="largest relative difference between a suspect timing and its re-measurement",
         )
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
@@ -59,6 +68,25 @@ class TimingIntegrityCheck(RuntimeCheck):
                     stage="runtime",
                     reason=f"implausibly fast: {runtime:.4g} ms is below the memory roofline of "
                     f"{timing.roofline_ms:.4g} ms ({timing.bytes_moved} bytes at {timing.bandwidth_gbps:.0f} GB/s)",
+                )
+        if timing.remeasured_status is not None:
+            speedup = (evidence.ref_runtime_ms or 0) / runtime if runtime else 0
+            if timing.remeasured_ms is None:
+                return CheckVerdict(
+                    name=self.name,
+                    passed=False,
+                    stage="runtime",
+                    reason=f"a speedup of {speedup:.1f}x was measured again in a fresh task and that evaluation was "
+                    f"{timing.remeasured_status}: the result does not reproduce",
+                )
+            drift = abs(timing.remeasured_ms / runtime - 1)
+            if drift > self.options.remeasure_tolerance:
+                return CheckVerdict(
+                    name=self.name,
+                    passed=False,
+                    stage="runtime",
+                    reason=f"a speedup of {speedup:.1f}x was measured again in a fresh task: {runtime:.4g} ms then "
+                    f"{timing.remeasured_ms:.4g} ms ({drift:.0%} apart): the timing does not reproduce",
                 )
         return CheckVerdict(name=self.name, passed=True, stage="runtime", reason="reference stable, above roofline")
 

@@ -1,0 +1,92 @@
+"""The runtime probes' machinery (core/probes.py), piece by piece; the hacks they catch are in tests/hacks/."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tritongym.core import probes
+from tritongym.core.launches import tf32_kernels
+
+
+def test_a_replaced_callable_or_flipped_flag_is_an_environment_change(monkeypatch):
+    import torch
+
+    before = probes.environment_snapshot()
+    assert probes.environment_changes(before) == []
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", not torch.backends.cudnn.allow_tf32)
+    changes = probes.environment_changes(before)
+    assert "time.perf_counter was replaced" in changes
+    assert "torch.allclose was replaced" in changes
+    assert any(c.startswith("torch.backends.cudnn.allow_tf32 changed from") for c in changes)
+
+
+def test_a_thread_still_running_is_side_work():
+    before = probes.live_side_work()
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, name="leftover", daemon=True)
+    worker.start()
+    try:
+        found = probes.describe_side_work(probes.live_side_work() - before, "after forward")
+        assert found == ["a Python thread (leftover) was still running after forward"]
+    finally:
+        stop.set()
+        worker.join()
+    assert probes.live_side_work() - before == set()
+
+
+_TF32_PTX = """
+.visible .entry matmul_kernel(
+    mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4};
+"""
+_IEEE_PTX = """
+.visible .entry matmul_kernel(
+    fma.rn.f32 %f5, %f6, %f7, %f5;
+    cvt.rna.tf32.f32 %r9, %f9;
+"""
+
+
+class _Compiled:
+    """What Triton's CompiledKernel exposes for this purpose: its assembly by stage."""
+
+    def __init__(self, ptx: str) -> None:
+        self.asm = {"ptx": ptx}
+
+
+def test_tf32_products_are_found_in_ptx_and_plain_fma_is_not():
+    kernels = {"mm_tf32": _Compiled(_TF32_PTX), "mm_ieee": _Compiled(_IEEE_PTX), "interpreted": object()}
+    assert tf32_kernels(kernels) == ["mm_tf32"]
+
+
+def test_the_pool_worker_runs_every_probe(relu_problem):
+    """The GPU worker's path, run on the CPU: probes come back compared, an honest kernel passes them all."""
+    from tritongym.core.gpu_pool import PoolOptions, WorkerPool
+    from tritongym.core.tolerances import tolerances_for
+    from tritongym.core.verdict import probe_outputs_match
+    from tritongym.core.worker_task import WorkerTask
+
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        task = WorkerTask(
+            problem_name=relu_problem.name,
+            problem_source=relu_problem.source,
+            sizes=relu_problem.sizes,
+            candidate_source=relu_problem.solution,
+            device="cpu",
+            seeds=[1, 2, 3],
+            init_seed=5,
+            tolerances=tolerances_for("ieee", {}),
+        )
+        evidence = pool.run(task, timeout_s=120)
+    finally:
+        pool.close()
+    assert evidence.error is None, evidence.error
+    names = [call.probe for call in evidence.probes]
+    assert names == ["mode:grad+train", "mode:no_grad+eval", "mode:grad+eval", "refresh", "repeat", "ghost"]
+    for call in evidence.probes:
+        matches = probe_outputs_match(call).correct
+        assert matches == (call.probe != "ghost"), (call.probe, probe_outputs_match(call).message)
+        assert any(rec.own for rec in call.launches)
+    assert evidence.environment_changes == [] and evidence.side_work == []
