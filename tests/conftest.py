@@ -26,6 +26,18 @@ def _isolated_plugins(monkeypatch):
     reset_host()
 
 
+@pytest.fixture(scope="session")
+def sandbox_checks() -> dict[str, dict]:
+    """Every runtime check plus `structure`: the static source policy switched off, so a test of the sandbox
+    or of a runtime probe reaches the worker with code the policy would refuse (os, streams, patches)."""
+    host = PluginHost(load_entry_points=False)
+    return {
+        name: {}
+        for name in host.names("check")
+        if name == "structure" or host.get("check", name).cls.stage == "runtime"
+    }
+
+
 @pytest.fixture
 def registry(tmp_path) -> Registry:
     reg = Registry(tmp_path / "registry.db")

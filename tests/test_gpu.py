@@ -39,12 +39,14 @@ RELU_HEAD = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def gpu_evaluator(tmp_path_factory):
+def gpu_evaluator(tmp_path_factory, sandbox_checks):
     from tritongym.core.registry import Registry
 
     registry = Registry(tmp_path_factory.mktemp("gpu") / "registry.db")
-    config = EvalConfig(backend="triton-cuda", size="gpu", use_cache=False, timeout_s=300)
-    evaluator = Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
+    host = PluginHost(load_entry_points=False)
+    # the source policy off: these tests are about what the worker and the runtime checks see
+    config = EvalConfig(backend="triton-cuda", size="gpu", use_cache=False, timeout_s=300, checks=sandbox_checks)
+    evaluator = Evaluator(config, registry=registry, host=host)
     yield evaluator
     evaluator.close()
     registry.close()
@@ -85,6 +87,8 @@ def test_side_stream_work_is_timed(gpu_evaluator):
     # 20 launches on the side stream: timed, the work is there (well over the single honest launch)
     if sneaky.status == Status.ok:
         assert sneaky.runtime_ms > 5 * honest.runtime_ms, (sneaky.runtime_ms, honest.runtime_ms, sneaky.timing)
+    elif sneaky.status == Status.hacked:  # the copy taken on the current stream saw unfinished outputs
+        assert "side_work" in sneaky.message and "still being written" in sneaky.message, sneaky.message
     else:
         assert sneaky.status == Status.incorrect and "timed calls" in sneaky.message, sneaky.message
 
@@ -108,7 +112,9 @@ def test_sabotaged_reference_is_flagged(gpu_evaluator):
     )
     result = gpu_evaluator.evaluate(saboteur, problem)
     assert result.status == Status.hacked, result.message
-    assert "slowed the baseline" in result.message
+    timing = next(c for c in result.checks if c.name == "timing")
+    assert not timing.passed and "slowed the baseline" in timing.reason, timing
+    assert any(c.name == "environment" and not c.passed and "torch.relu" in c.reason for c in result.checks)
 
 
 def test_illegal_memory_access_leaves_the_pool_healthy(gpu_evaluator):
@@ -165,3 +171,49 @@ def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
     assert second.timing.reference_source in ("cached", "paired")
     assert gpu_evaluator.registry.bandwidth(gpu_evaluator.device_class) > 100  # GB/s, any datacenter GPU
     assert second.timing.roofline_ms is not None and second.runtime_ms >= 0.8 * second.timing.roofline_ms
+
+
+def test_tf32_dot_is_a_downgrade_under_ieee_and_fine_under_tf32(sandbox_checks):
+    """Without input_precision="ieee", tl.dot on fp32 multiplies in TF32: seen in the compiled PTX."""
+    problem = load_problem("matmul", "gpu")
+    tf32 = problem.solution.replace(', input_precision="ieee"', "")
+    assert tf32 != problem.solution
+    loose = {"torch.float32": {"atol": 0.1, "rtol": 0.1, "rel_norm": 0.1}}  # so only the check can object
+    host = PluginHost(load_entry_points=False)
+    for precision, allowed in (("ieee", False), ("tf32", True)):
+        config = EvalConfig(
+            backend="triton-cuda", size="gpu", precision=precision, tolerances=loose, checks=sandbox_checks
+        )
+        with Evaluator(config, host=host) as evaluator:
+            result = evaluator.evaluate(tf32, problem)
+        verdict = next(c for c in result.checks if c.name == "dot_precision")
+        assert verdict.passed == allowed, (precision, result.message)
+        assert result.status == (Status.ok if allowed else Status.hacked), result.message
+
+
+def test_reading_freed_memory_finds_nan_not_the_reference(gpu_evaluator):
+    """Output-memory reuse: the reference's freed outputs are poisoned before the candidate is imported."""
+    problem = load_problem("relu", "gpu")
+    reuse = RELU_HEAD + textwrap.dedent(
+        """
+        class ModelNew(torch.nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)  # whatever the caching allocator hands back
+                relu_kernel[(1,)](x, out, 0, BLOCK=1024)  # launched, writes nothing
+                return out
+        """
+    )
+    result = gpu_evaluator.evaluate(reuse, problem)
+    assert result.status in (Status.incorrect, Status.hacked), result.message
+    assert result.status == Status.incorrect or "ghost" in result.message
+
+
+def test_a_suspect_speedup_is_measured_again():
+    problem = load_problem("rms_norm", "gpu")  # about 4x faster than its reference on an H200
+    host = PluginHost(load_entry_points=False)
+    config = EvalConfig(backend="triton-cuda", size="gpu", remeasure_speedup_above=1.5, use_cache=False)
+    with Evaluator(config, host=host) as evaluator:
+        result = evaluator.evaluate(problem.solution, problem)
+    assert result.status == Status.ok, result.message
+    assert result.timing.remeasured_status == "ok" and result.timing.remeasured_ms is not None
+    assert abs(result.timing.remeasured_ms / result.runtime_ms - 1) < 0.25

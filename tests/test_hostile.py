@@ -56,6 +56,13 @@ def line_of(source: str, needle: str) -> int:
     return hits[0]
 
 
+@pytest.fixture
+def fast_config(fast_config, sandbox_checks):
+    """The sandbox is under test here, so the static source policy (which would refuse `import os` and
+    friends before any worker runs) is off; `structure` and every runtime check stay on."""
+    return fast_config.model_copy(update={"checks": sandbox_checks})
+
+
 def evaluator_with(registry: Registry | None, fast_config, **overrides) -> Evaluator:
     config = fast_config.model_copy(update=overrides)
     return Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
@@ -368,7 +375,7 @@ def test_reseeding_does_not_reproduce_unbound_weights(evaluator, linear_problem)
 
 
 def test_registry_survives_hostile_batch(registry, fast_config, relu_problem):
-    evaluator = evaluator_with(registry, fast_config, timeout_s=5)
+    evaluator = evaluator_with(registry, fast_config, timeout_s=20)
     good = evaluator.evaluate(RELU_KERNEL, relu_problem)
     assert good.status == Status.ok, explain(good)
     hostile = [
