@@ -79,6 +79,7 @@ def test_failing_candidate_exits_1(tmp_path, write):
         (["eval", "{cand}", "--problem", "relu", "--backend", "triton-tpu"], "no backend named 'triton-tpu'"),
         (["eval", "{cand}", "--problem", "relu", "--config", "{config}"], "trials"),
         (["run", "--only", "nope"], "no such problem"),
+        (["eval", "{cand}", "--problem", "relu", "--skip-check", "no_such_check"], "skip_checks names no registered"),
     ],
 )
 def test_errors_are_one_line_and_json_on_request(tmp_path, write, args, needle):
@@ -175,3 +176,16 @@ def test_run_records_a_run_and_prints_a_table(tmp_path, write):
     assert bad.exit_code == 1
     data = json.loads(bad.stdout)
     assert data["ok"] == 0 and data["results"][0]["status"] == "incorrect"
+
+
+def test_skip_check_switches_one_check_off(tmp_path, write):
+    """`import os` is refused by the source policy; with `forbidden` skipped the same kernel runs and is ok."""
+    cand = write("os_user.py", "import os\n" + RELU_KERNEL)
+    db = str(tmp_path / "r.db")
+    refused = json.loads(invoke("eval", str(cand), "-p", "relu", "--registry", db, "--trials", "2", "--json").stdout)
+    assert refused["status"] == "rejected" and "forbidden" in refused["message"]
+    argv = ["eval", str(cand), "-p", "relu", "--registry", db, "--trials", "2", "--skip-check", "forbidden", "--json"]
+    allowed = invoke(*argv)
+    assert allowed.exit_code == 0, allowed.stdout
+    data = json.loads(allowed.stdout)
+    assert data["status"] == "ok" and "forbidden" not in {c["name"] for c in data["checks"]}

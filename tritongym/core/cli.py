@@ -59,6 +59,10 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even i
 GpusOpt = Annotated[
     str | None, typer.Option("--gpus", help="GPU indices for triton-cuda, comma separated, e.g. 0,1 [default: all].")
 ]
+SkipCheckOpt = Annotated[
+    list[str] | None,
+    typer.Option("--skip-check", help="Switch this check off (repeatable); `tritongym plugins` lists them."),
+]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes [default: CPUs].")]
 
 
@@ -145,6 +149,7 @@ def eval_command(
     trials: TrialsOpt = None,
     timeout: TimeoutOpt = None,
     gpus: GpusOpt = None,
+    skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
@@ -159,6 +164,7 @@ def eval_command(
         trials=trials,
         timeout_s=timeout,
         gpus=_gpu_list(gpus),
+        skip_checks=skip_check or None,
         use_cache=False if no_cache else None,
     )
     result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
@@ -189,6 +195,7 @@ def run_command(
     timeout: TimeoutOpt = None,
     workers: WorkersOpt = None,
     gpus: GpusOpt = None,
+    skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
@@ -204,6 +211,7 @@ def run_command(
         timeout_s=timeout,
         workers=workers,
         gpus=_gpu_list(gpus),
+        skip_checks=skip_check or None,
         use_cache=False if no_cache else None,
     )
     progress = Progress(

@@ -54,6 +54,9 @@ class EvalConfig(BaseModel):
     checks: dict[str, dict] | None = Field(
         default=None, description="check name -> options; None = every registered check"
     )
+    skip_checks: list[str] = Field(
+        default_factory=list, description="check names switched off (after `checks` selected the rest)"
+    )
     rewards: dict[str, float] = Field(default_factory=lambda: {"correctness": 1.0, "speedup": 1.0, "profiling": 1.0})
     reward_options: dict[str, dict] = Field(default_factory=dict)
     workers: int = Field(default=0, ge=0, description="parallel sandboxes for batch runs; 0 = number of CPUs")

@@ -79,6 +79,11 @@ class Evaluator:
         self.device_class = self.backend.device_class(self.device)
         self.size = self.backend.default_size if self.config.size == "auto" else self.config.size
         check_names = self.host.names("check") if self.config.checks is None else list(self.config.checks)
+        unknown_skips = sorted(set(self.config.skip_checks) - set(self.host.names("check")))
+        if unknown_skips:
+            known = ", ".join(self.host.names("check"))
+            raise ConfigError(f"skip_checks names no registered check: {', '.join(unknown_skips)} (known: {known})")
+        check_names = [n for n in check_names if n not in self.config.skip_checks]
         checks = [self.host.create("check", n, (self.config.checks or {}).get(n)) for n in check_names]
         for check in checks:
             check.policy = CheckPolicy(precision=self.config.precision)

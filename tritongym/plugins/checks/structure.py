@@ -9,29 +9,9 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
+from tritongym.core.ast_scan import jit_functions
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
-
-
-def _decorator_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    return [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef)
-        and any(_decorator_name(d).split(".")[-1] == "jit" for d in node.decorator_list)
-    ]
 
 
 class StructureCheck(StaticCheck):

@@ -1,0 +1,274 @@
+"""`forbidden`: no process, file, network, thread, native-code or interpreter-internals access.
+
+A kernel needs torch for tensors and triton for kernels, nothing else that can reach outside the
+computation.  Everything here is a way to escape or fool the judge rather than to compute: spawning
+processes, reading files (the reference, the registry), unpickling (runs code), loading native code,
+threads that outlive the timed call, walking frames to find the worker's result channel, and `eval`-style
+dynamic code that hides all of the above from the other static checks.  The worker's sandbox is the
+second line of defence; this check gives the model the reason while it can still fix its answer.
+
+The rules look at what a name *resolves to*, so `from os import path as p`, `x = os; x.system(...)`,
+`getattr(torch, "_C")` and `__builtins__.open` are caught like `import os` and `open`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tritongym import hookimpl
+from tritongym.core.ast_scan import Finding, SourceScan, finding, literal_getattr, scan, verdict
+from tritongym.core.interfaces import StaticCheck
+from tritongym.core.models import Candidate, CheckVerdict, Problem
+
+_WHY = {
+    "access to processes and the operating system": "subprocess os posix nt pty tty termios fcntl resource signal "
+    "platform ptrace atexit faulthandler",
+    "file access": "io _io pathlib shutil tempfile glob fileinput mmap zipfile tarfile gzip bz2 lzma sqlite3 dbm "
+    "torch.load torch.save torch.from_file torch.serialization numpy.load numpy.save numpy.savez numpy.fromfile "
+    "numpy.memmap numpy.loadtxt numpy.genfromtxt numpy.lib.format",
+    "network access": "socket socketserver ssl select selectors urllib http requests httpx aiohttp ftplib smtplib "
+    "telnetlib xmlrpc webbrowser torch.hub",
+    "threads, subprocesses and event loops": "threading _thread multiprocessing concurrent asyncio "
+    "torch.multiprocessing torch.distributed",
+    "native code or another kernel language": "ctypes _ctypes cffi numpy.ctypeslib cupy pycuda cuda numba "
+    "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.library torch._library "
+    "torch.cuda.cudart torch.cuda.jiterator",
+    "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
+    "inspect dis traceback types code codeop pdb bdb trace tracemalloc sysconfig site pyximport unittest "
+    "torch.jit.load torch._C torch._dynamo torch._inductor torch._ops torch._guards torch._functorch torch._prims "
+    "torch._higher_order_ops torch.compile triton.knobs",
+    "unpickling, which runs arbitrary code": "pickle _pickle cPickle copyreg marshal shelve dill "
+    "cloudpickle joblib torch.package",
+}
+DEFAULT_MODULES: dict[str, str] = {module: why for why, names in _WHY.items() for module in names.split()}
+"""Forbidden module (or dotted attribute) -> the kind of access it gives, shown in the message."""
+
+_BUILTIN_CALLS = {
+    "open": "file access",
+    "exec": "dynamic code execution",
+    "eval": "dynamic code execution",
+    "compile": "dynamic code execution",
+    "__import__": "dynamic imports",
+    "globals": "access to module namespaces",
+    "locals": "access to frame namespaces",
+    "vars": "access to object namespaces",
+    "breakpoint": "the debugger",
+    "input": "reading stdin",
+    "help": "the interactive help system (it can start a pager process)",
+    "exit": "exiting the interpreter",
+    "quit": "exiting the interpreter",
+}
+_DYNAMIC_ATTRIBUTE_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
+_DYNAMIC_ATTRIBUTE_HELPERS = {"operator.attrgetter", "operator.methodcaller"}
+INTROSPECTION_ATTRIBUTES = frozenset(
+    "f_back f_globals f_locals f_code f_builtins f_trace gi_frame gi_code cr_frame cr_code ag_frame ag_code "
+    "tb_frame tb_next __traceback__ co_code co_consts co_names __globals__ __code__ __closure__ __builtins__ "
+    "__subclasses__ __bases__ __base__ __mro__ mro __dict__ __reduce__ __reduce_ex__ __getstate__ __setstate__ "
+    "__getattribute__ __import__ __loader__ __spec__ __defaults__ __kwdefaults__ __self__ __func__ "
+    "__wrapped__".split()
+)
+"""Attributes that reach frames, code objects, namespaces, the class hierarchy or pickling hooks."""
+_HOOK_METHODS = {"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__del__"}
+_MODULE_HOOKS = {"__getattr__", "__dir__"}
+_FORMAT_TRAVERSAL = re.compile(r"\{[^{}]*\.(__\w+__|f_\w+|gi_\w+|tb_\w+|co_\w+)")
+"""`"{0.__globals__}".format(f)`: str.format walks attributes too."""
+_ESCAPE = "a way out of the sandbox or around the judge"
+_MODULE_FIX = "compute with torch tensors and triton kernels only"
+_TYPE_FIX = "return the plain tensor your kernel wrote"
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class ForbiddenOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow_modules: list[str] = Field(
+        default_factory=list, description="modules to allow although forbidden by default (and their submodules)"
+    )
+    extra_modules: list[str] = Field(default_factory=list, description="further modules to forbid")
+
+    @field_validator("allow_modules", "extra_modules")
+    @classmethod
+    def _dotted_names(cls, names: list[str]) -> list[str]:
+        bad = [n for n in names if not _NAME_RE.match(n)]
+        if bad:
+            raise ValueError(f"not dotted module names: {', '.join(map(repr, bad))}")
+        return names
+
+
+class ForbiddenCheck(StaticCheck):
+    """No OS, file, network, thread, native-code or introspection access; no eval/exec/open."""
+
+    name = "forbidden"
+    Options: ClassVar[type[BaseModel]] = ForbiddenOptions
+
+    def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        facts = scan(tree)
+        modules = dict(DEFAULT_MODULES)
+        modules.update({m: "access this evaluation forbids (extra_modules)" for m in self.options.extra_modules})
+        found: list[Finding] = []
+        for node in facts.nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found += self._imports(node, modules)
+            elif isinstance(node, ast.Name | ast.Attribute) or literal_getattr(node):
+                if _outermost_load(node, facts):
+                    found += self._module_use(node, facts, modules) + _builtin_use(node, facts)
+                found += _introspection(node)
+            if isinstance(node, ast.Call):
+                found += _dynamic_call(node, facts)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found += _hook_definition(node, facts)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found += _format_traversal(node)
+        return verdict(self.name, found)
+
+    def _blocked(self, path: str, modules: dict[str, str]) -> str | None:
+        """Why `path` is forbidden, or None; an allowed prefix at least as specific as the rule wins."""
+        parts = path.split(".")
+        if parts[0].startswith("tritongym"):
+            return "the judge's own code and the reference"
+        rule = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
+        if rule is None:
+            return None
+        specific = range(rule.count(".") + 1, len(parts) + 1)
+        allowed = any(".".join(parts[:n]) in self.options.allow_modules for n in specific)
+        return None if allowed else modules[rule]
+
+    def _imports(self, node: ast.Import | ast.ImportFrom, modules: dict[str, str]) -> list[Finding]:
+        if isinstance(node, ast.Import):
+            paths = [alias.name for alias in node.names]
+        elif node.level:
+            paths = []  # a candidate is one file: a relative import fails to import on its own
+        else:
+            paths = [f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"] or [node.module]
+        return [
+            finding(
+                node,
+                f"module `{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})",
+                _MODULE_FIX,
+            )
+            for path in paths
+            if (why := self._blocked(path, modules))
+        ]
+
+    def _module_use(self, node: ast.AST, facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
+        """`os.system`, `x.system` after `x = os`, `torch.utils.cpp_extension.load_inline`, `torch._C...`."""
+        path = facts.resolve(node)
+        if path is None or path.startswith("builtins."):
+            return []
+        why = self._blocked(path, modules)
+        if not why:
+            return []
+        return [
+            finding(
+                node,
+                f"`{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})",
+                _MODULE_FIX,
+            )
+        ]
+
+
+def _outermost_load(node: ast.AST, facts: SourceScan) -> bool:
+    """A read of a whole attribute chain (`a.b.c`, not its `a.b`), not a store into a name."""
+    parent = facts.parents.get(node)
+    inner = (isinstance(parent, ast.Attribute) and parent.value is node) or (
+        literal_getattr(parent) and parent.args[0] is node
+    )
+    return not inner and not isinstance(getattr(node, "ctx", None), ast.Store | ast.Del)
+
+
+def _builtin_use(node: ast.AST, facts: SourceScan) -> list[Finding]:
+    """`open`, `eval`, `__builtins__`, a reference to `exec` kept under another name, `setattr` as a value."""
+    path = facts.resolve(node) or ""
+    if not (path == "builtins" or path.startswith("builtins.")):
+        return []
+    builtin = path.removeprefix("builtins.")
+    found = []
+    if builtin in _BUILTIN_CALLS:
+        rule = f"`{builtin}` gives {_BUILTIN_CALLS[builtin]}, which a kernel never needs"
+        found.append(finding(node, rule, "remove it and write the computation out"))
+    parent = facts.parents.get(node)
+    if builtin in _DYNAMIC_ATTRIBUTE_CALLS and not (isinstance(parent, ast.Call) and parent.func is node):
+        rule = f"`{builtin}` passed around as a value reads or writes attributes by computed names"
+        found.append(finding(node, rule, "write the attribute literally (`obj.name`)"))
+    if isinstance(node, ast.Name) and node.id == "__builtins__":
+        found.append(finding(node, "`__builtins__` exposes every builtin by name", "use builtins directly by name"))
+    return found
+
+
+def _introspection(node: ast.AST) -> list[Finding]:
+    """Frame, code-object, namespace and class-hierarchy attributes, read or written, and `__class__` stores."""
+    if isinstance(node, ast.Attribute):
+        attribute = node.attr
+    elif literal_getattr(node):
+        attribute = node.args[1].value
+    else:
+        return []
+    if attribute in INTROSPECTION_ATTRIBUTES:
+        rule = (
+            f"`.{attribute}` reaches frames, code objects, namespaces or the class hierarchy "
+            "(introspection can find and forge the judge's state)"
+        )
+        return [finding(node, rule, "remove it; nothing in a kernel needs it")]
+    if attribute == "__class__" and isinstance(getattr(node, "ctx", None), ast.Store | ast.Del):
+        return [finding(node, "assigning `__class__` swaps an object's type behind the judge's back", _TYPE_FIX)]
+    return []
+
+
+def _format_traversal(node: ast.Constant) -> list[Finding]:
+    if not _FORMAT_TRAVERSAL.search(node.value):
+        return []
+    rule = "a format string that walks into interpreter attributes (`{x.__globals__}`) is introspection"
+    return [finding(node, rule, "remove it; nothing in a kernel needs it")]
+
+
+def _dynamic_call(node: ast.Call, facts: SourceScan) -> list[Finding]:
+    """getattr & co. with a computed name, operator.attrgetter alike, and 3-argument `type()`."""
+    path = facts.resolve(node.func) or ""
+    helper = path.removeprefix("builtins.")
+    literal = [a for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if (path.startswith("builtins.") and helper in _DYNAMIC_ATTRIBUTE_CALLS) or path in _DYNAMIC_ATTRIBUTE_HELPERS:
+        names = node.args[1:2] if helper in _DYNAMIC_ATTRIBUTE_CALLS else node.args
+        if not names or any(not (isinstance(a, ast.Constant) and isinstance(a.value, str)) for a in names):
+            return [
+                finding(
+                    node,
+                    f"`{helper.split('.')[-1]}` with a computed attribute name hides which attribute is used "
+                    "from every check",
+                    "write the attribute literally (`obj.name`)",
+                )
+            ]
+        if any(a.value == "__class__" for a in literal) and helper in ("setattr", "delattr"):
+            return [finding(node, "setting `__class__` swaps an object's type behind the judge's back", _TYPE_FIX)]
+    if path == "builtins.type" and len(node.args) == 3:
+        return [
+            finding(
+                node,
+                "`type(name, bases, namespace)` builds a class at run time, out of sight of the static checks",
+                "write a `class` statement",
+            )
+        ]
+    return []
+
+
+def _hook_definition(node: ast.FunctionDef | ast.AsyncFunctionDef, facts: SourceScan) -> list[Finding]:
+    parent = facts.parents.get(node)
+    if node.name in _HOOK_METHODS or (node.name in _MODULE_HOOKS and isinstance(parent, ast.Module)):
+        return [
+            finding(
+                node,
+                f"defining `{node.name}` runs code at pickling, garbage-collection or attribute-lookup time, "
+                "outside the call being judged",
+                "remove it",
+                code=f"def {node.name}",
+            )
+        ]
+    return []
+
+
+@hookimpl
+def register_checks(register):
+    register(ForbiddenCheck)
