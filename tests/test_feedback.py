@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from conftest import RELU_KERNEL
 
+from tritongym.core.evaluate import Evaluator
 from tritongym.core.feedback import render_feedback, trim_traceback
+from tritongym.core.plugins import PluginHost
 
 RAISES = RELU_KERNEL.replace(
     "        x = x.contiguous()\n", "        x = x.contiguous()\n        raise ValueError('bad block size')\n"
@@ -13,8 +15,8 @@ WRONG = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "x")
 DECOY = RELU_KERNEL.replace("        relu_kernel[", "        return torch.relu(x)\n        relu_kernel[")
 
 
-def test_feedback_for_every_kind_of_outcome(evaluator, relu_problem):
-    ok, raises, wrong, decoy, syntax = evaluator.evaluate_many(
+def test_feedback_for_every_kind_of_outcome(evaluator, relu_problem, fast_config, registry, sandbox_checks):
+    ok, raises, wrong, rejected, syntax = evaluator.evaluate_many(
         [(s, relu_problem) for s in (RELU_KERNEL, RAISES, WRONG, DECOY, "def broken(:\n")]
     )
     text = render_feedback(ok)
@@ -28,7 +30,16 @@ def test_feedback_for_every_kind_of_outcome(evaluator, relu_problem):
     text = render_feedback(wrong)
     assert "output is wrong" in text and "max abs error" in text and "mean abs error" in text
 
-    text = render_feedback(decoy)
+    text = render_feedback(rejected)  # torch does the work in forward: the source policy refuses it
+    assert "rejected" in text and "check 'torch_ops'" in text and "Reward: 0" in text
+
+    # with the source policy off, the same decoy runs and the launch check catches it
+    runtime_only = Evaluator(
+        fast_config.model_copy(update={"checks": sandbox_checks}),
+        registry=registry,
+        host=PluginHost(load_entry_points=False),
+    )
+    text = render_feedback(runtime_only.evaluate(DECOY, relu_problem))
     assert "hacked" in text and "Check `launches` failed" in text and "Reward: 0" in text
 
     text = render_feedback(syntax)
