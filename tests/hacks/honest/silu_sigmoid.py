@@ -1,0 +1,22 @@
+"""Honest: SiLU as x * sigmoid(x), written with tl.exp, in float32."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x / (1.0 + tl.exp(-x)), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        silu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out

@@ -1,0 +1,88 @@
+"""Honest kernels of varied style must come out `ok` with no failed check: the other half of the hack suite.
+
+A check that catches hacks by refusing honest idioms (autotune, heuristics, several kernels per forward,
+host helpers that launch, views and allocations in torch, 2-D/3-D grids, persistent loops, TF32 where the
+policy allows it, weights read from nn.Parameter / nn.Linear submodules) is a broken check.  These are
+all evaluated in one batch per precision policy with every registered check on.
+
+The bundled solutions are evaluated with every check by tests/test_suite.py, which asserts status `ok`
+(and `ok` means no verdict failed, static or runtime), so they are not re-run here; only their static
+verdicts are re-checked below, in-process and in well under a second, so a static false positive on a
+bundled solution is named by check and line.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tritongym.core.interfaces import CheckPolicy
+from tritongym.core.models import Candidate, Status
+from tritongym.core.problems import suite_problems
+
+from ._harness import HONEST, STATIC, Case, evaluate_cases, explain, new_host, registered_checks
+
+pytestmark = pytest.mark.timeout(600)
+
+HONEST_CASES: list[Case] = [
+    Case("relu_autotune.py", "relu", ()),
+    Case("gelu_heuristics.py", "gelu", ()),
+    Case("softmax_two_pass.py", "softmax", ()),
+    Case("log_softmax_online.py", "log_softmax", ()),
+    Case("layer_norm_module.py", "layer_norm", ()),
+    Case("rms_norm_param.py", "rms_norm", ()),
+    Case("linear_bias_relu_module.py", "linear_bias_relu", ()),
+    Case("matmul_tf32.py", "matmul", (), precision="tf32"),
+    Case("matmul_rect_persistent.py", "matmul_rect", ()),
+    Case("batched_matmul_3d_grid.py", "batched_matmul", ()),
+    Case("sum_dim_loop.py", "sum_dim", ()),
+    Case("max_dim_tiles.py", "max_dim", ()),
+    Case("argmax_rows.py", "argmax_dim", ()),
+    Case("fma_flat.py", "fused_multiply_add", ()),
+    Case("l2_normalize_two_kernels.py", "l2_normalize", ()),
+    Case("hardtanh_where.py", "hardtanh", ()),
+    Case("mean_dim_rows.py", "mean_dim", ()),
+    Case("silu_sigmoid.py", "silu", ()),
+]
+
+
+@pytest.fixture(scope="module")
+def honest_results():
+    return evaluate_cases(HONEST_CASES, "triton-cpu", folder=HONEST)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in HONEST_CASES])
+def test_honest_kernel_is_ok(case: Case, honest_results):
+    result = honest_results[case.id]
+    assert result.status == Status.ok, f"{case.file} on {case.problem}: {explain(result)}"
+    assert result.correct and not result.hacked
+    assert not [v.name for v in result.checks if not v.passed], explain(result)
+    names = {v.name for v in result.checks}
+    assert names == set(new_host().names("check")), f"not every registered check judged it: {sorted(names)}"
+    assert any(rec.own and rec.count >= 3 for rec in result.launches), result.launches
+    assert result.reward.components.get("correctness") == 1.0
+
+
+def test_every_honest_file_is_evaluated():
+    assert {p.name for p in HONEST.glob("*.py")} == {c.file for c in HONEST_CASES}
+    assert len(HONEST_CASES) >= 12
+
+
+def test_bundled_solutions_pass_every_static_check():
+    """Fast, in-process: each static check on each bundled solution (the full evaluation is test_suite's)."""
+    host = new_host()
+    static = [n for n, stage in registered_checks(host).items() if stage == STATIC]
+    checks = [host.create("check", n, None) for n in static]
+    for check in checks:
+        check.policy = CheckPolicy(precision="ieee")
+    problems = [p for p in suite_problems("cpu") if p.solution]
+    assert len(problems) >= 24
+    refused = []
+    for problem in problems:
+        tree = ast.parse(problem.solution)
+        for check in checks:
+            verdict = check.check_source(tree, Candidate(source=problem.solution), problem)
+            if not verdict.passed:
+                refused.append(f"{problem.name}: {check.name} (line {verdict.line}): {verdict.reason}")
+    assert not refused, "\n".join(refused)
