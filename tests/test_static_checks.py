@@ -146,6 +146,13 @@ HOSTILE = [
     ("forbidden", "type-3-args", in_forward("C = type('C', (object,), {})  # <-"), "relu", "ieee"),
     (
         "forbidden",
+        "global-module-hook",
+        in_forward("", "from torch.nn.modules.module import register_module_forward_hook  # <-"),
+        "relu",
+        "ieee",
+    ),
+    (
+        "forbidden",
         "pickle-hook",
         "class Evil:\n    def __reduce__(self):  # <-\n        return (print, ())\n",
         "relu",
@@ -564,6 +571,17 @@ HOSTILE = [
             "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
             "        def fix(module, args, output):\n            return torch.relu(args[0])  # <-\n\n"
             "        self.register_forward_hook(fix)\n\n",
+        ),
+        "relu",
+        "ieee",
+    ),
+    (
+        "torch_ops",
+        "lambda-hook-in-init",
+        RELU_KERNEL.replace(
+            "class ModelNew(torch.nn.Module):\n",
+            "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.register_forward_hook(lambda m, args, out: torch.relu(args[0]))  # <-\n\n",
         ),
         "relu",
         "ieee",

@@ -87,6 +87,16 @@ def jit_functions(tree: ast.Module) -> list[FunctionNode]:
     ]
 
 
+def is_main_guard(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`, a block that never runs when the judge imports the candidate."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
+        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts
+    )
+
+
 def snippet(node: ast.AST, limit: int = 70) -> str:
     """Source text of a node, shortened for a one-line message."""
     try:

@@ -29,6 +29,7 @@ class FallbackCheck(StaticCheck):
     """No try/except or suppressing with-block around a kernel launch that carries on after a failure."""
 
     name = "fallback"
+    priority = 40
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         facts = scan(tree)

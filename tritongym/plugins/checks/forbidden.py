@@ -41,6 +41,13 @@ _WHY = {
     "inspect dis traceback types code codeop pdb bdb trace tracemalloc sysconfig site pyximport unittest "
     "torch.jit.load torch._C torch._dynamo torch._inductor torch._ops torch._guards torch._functorch torch._prims "
     "torch._higher_order_ops torch.compile triton.knobs",
+    "hooks on every module, the reference's included": " ".join(
+        f"torch.nn.modules.module.register_module_{hook}"
+        for hook in (
+            "forward_hook forward_pre_hook backward_hook full_backward_hook full_backward_pre_hook "
+            "buffer_registration_hook module_registration_hook parameter_registration_hook"
+        ).split()
+    ),
     "unpickling, which runs arbitrary code": "pickle _pickle cPickle copyreg marshal shelve dill "
     "cloudpickle joblib torch.package",
 }
@@ -103,6 +110,7 @@ class ForbiddenCheck(StaticCheck):
     """No OS, file, network, thread, native-code or introspection access; no eval/exec/open."""
 
     name = "forbidden"
+    priority = 20
     Options: ClassVar[type[BaseModel]] = ForbiddenOptions
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import Finding, SourceScan, finding, scan, verdict
+from tritongym.core.ast_scan import Finding, SourceScan, finding, is_main_guard, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 
@@ -31,6 +31,7 @@ class InheritanceCheck(StaticCheck):
     """ModelNew subclasses torch.nn.Module and never uses the reference's Model."""
 
     name = "inheritance"
+    priority = 30
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         facts = scan(tree)
@@ -45,7 +46,7 @@ class InheritanceCheck(StaticCheck):
 def _uses_of_model(facts: SourceScan) -> list[Finding]:
     exempt: set[ast.AST] = set()
     for node in facts.tree.body:
-        if _is_main_guard(node) or (isinstance(node, ast.ClassDef) and node.name == REFERENCE_CLASS):
+        if is_main_guard(node) or (isinstance(node, ast.ClassDef) and node.name == REFERENCE_CLASS):
             exempt.update(ast.walk(node))
     return [
         finding(
@@ -60,15 +61,6 @@ def _uses_of_model(facts: SourceScan) -> list[Finding]:
         and isinstance(node.ctx, ast.Load)
         and node not in exempt
     ]
-
-
-def _is_main_guard(node: ast.stmt) -> bool:
-    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)):
-        return False
-    parts = [node.test.left, *node.test.comparators]
-    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
-        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts
-    )
 
 
 def _rebinding(node: ast.AST, facts: SourceScan) -> list[Finding]:

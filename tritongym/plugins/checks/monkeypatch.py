@@ -74,6 +74,7 @@ class MonkeypatchCheck(StaticCheck):
     """No assignment, deletion or setattr on anything reached from an imported module."""
 
     name = "monkeypatch"
+    priority = 30
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         facts = scan(tree)

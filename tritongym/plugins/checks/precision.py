@@ -38,6 +38,8 @@ _SWITCHES = frozenset(
     }
 )
 _CAST_METHODS = {"half": "float16", "bfloat16": "bfloat16"}
+_AUTOCAST = "autocast"
+"""The family of `torch.autocast` & co.: allowed when the reference uses float16 or bfloat16 itself."""
 _DTYPE_FIX = "compute in the reference's dtype (accumulate in float32) and return that dtype"
 _TF32_FIX = 'keep float32 arithmetic exact: use tl.dot(..., input_precision="ieee") and leave TF32 off'
 
@@ -79,6 +81,7 @@ class PrecisionCheck(StaticCheck):
     """No TF32 under the ieee policy and no float16/bfloat16/float8 the reference does not use."""
 
     name = "precision"
+    priority = 50
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         facts = scan(tree)
@@ -110,6 +113,8 @@ def _same_type_table_entry(node: ast.AST, family: str, facts: SourceScan) -> boo
 
 
 def _family_of(node: ast.AST, facts: SourceScan) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # {"fp16": tl.float16}
+        return low_precision_family(node.value)
     path = facts.resolve(node)
     if path is not None and path.startswith(("torch.", "triton.")):
         return low_precision_family(path)
@@ -117,40 +122,53 @@ def _family_of(node: ast.AST, facts: SourceScan) -> str | None:
 
 
 def _downcasts(facts: SourceScan, allowed: frozenset[str]) -> list[Finding]:
-    prose = facts.docstrings
     found = []
     for node in facts.nodes:
-        family, what, autocast = None, "", False
-        if isinstance(node, ast.Name | ast.Attribute):
-            parent = facts.parents.get(node)
-            if isinstance(parent, ast.Attribute) and parent.value is node:
-                continue  # the outer chain decides
-            path = facts.resolve(node) or ""
-            family, what = _family_of(node, facts), f"`{path}`"
-            if family is None and path.startswith("torch.") and {"autocast", "amp"} & set(path.split(".")):
-                family, what, autocast = "float16", f"`{path}` (autocast runs matmuls in float16/bfloat16)", True
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CAST_METHODS:
-            if facts.resolve(node.func) is None:  # a method call on a value, not a module function
-                family, what = _CAST_METHODS[node.func.attr], f"`.{node.func.attr}()`"
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
-            family, what = low_precision_family(node.value.strip()), f'"{node.value}"'
-        elif isinstance(node, ast.alias) and isinstance(facts.parents.get(node), ast.ImportFrom):
-            module = facts.parents[node].module or ""
-            if module.startswith(("torch", "triton")):
-                family, what = low_precision_family(node.name), f"`{module}.{node.name}`"
-        if family is None or family in allowed or (autocast and allowed & {"float16", "bfloat16"}):
+        mention = _low_precision_mention(node, facts)
+        if mention is None:
+            continue
+        family, what = mention
+        if family in allowed or (family == _AUTOCAST and allowed & {"float16", "bfloat16"}):
             continue
         if _in_comparison(node, facts) or _same_type_table_entry(node, family, facts):
             continue
+        arithmetic = "float16 or bfloat16" if family == _AUTOCAST else family
         found.append(
             finding(
                 node,
-                f"{what} means {family} arithmetic, below the precision of the reference, which never uses "
-                f"{family} (a precision downgrade)",
+                f"{what} means {arithmetic} arithmetic, below the precision of the reference, which never uses "
+                f"{arithmetic} (a precision downgrade)",
                 _DTYPE_FIX,
             )
         )
     return found
+
+
+def _low_precision_mention(node: ast.AST, facts: SourceScan) -> tuple[str, str] | None:
+    """(family, how it was written) when `node` names a low-precision type or casts to one."""
+    if isinstance(node, ast.Name | ast.Attribute):
+        parent = facts.parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return None  # the outer chain decides
+        path = facts.resolve(node) or ""
+        family = _family_of(node, facts)
+        if family is not None:
+            return family, f"`{path}`"
+        if path.startswith("torch.") and {"autocast", "amp"} & set(path.split(".")):
+            return _AUTOCAST, f"`{path}` (autocast)"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CAST_METHODS:
+        if facts.resolve(node.func) is None:  # a method call on a value, not a module function
+            return _CAST_METHODS[node.func.attr], f"`.{node.func.attr}()`"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in facts.docstrings:
+        family = low_precision_family(node.value.strip())
+        if family is not None:
+            return family, f'"{node.value}"'
+    elif isinstance(node, ast.alias) and isinstance(facts.parents.get(node), ast.ImportFrom):
+        module = facts.parents[node].module or ""
+        family = low_precision_family(node.name) if module.startswith(("torch", "triton")) else None
+        if family is not None:
+            return family, f"`{module}.{node.name}`"
+    return None
 
 
 def _tf32(facts: SourceScan, reference_is_fp32: bool) -> list[Finding]:

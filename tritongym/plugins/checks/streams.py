@@ -45,6 +45,7 @@ class StreamsCheck(StaticCheck):
     """No CUDA streams, events, graphs or stream= launches."""
 
     name = "streams"
+    priority = 30
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         facts = scan(tree)

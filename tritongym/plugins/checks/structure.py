@@ -18,6 +18,7 @@ class StructureCheck(StaticCheck):
     """Candidate defines class ModelNew and at least one @triton.jit kernel."""
 
     name = "structure"
+    priority = 10
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]

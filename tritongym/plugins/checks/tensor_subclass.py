@@ -47,6 +47,7 @@ class TensorSubclassCheck(StaticCheck):
     """No torch.Tensor subclasses, __torch_function__/__torch_dispatch__ hooks or torch modes."""
 
     name = "tensor_subclass"
+    priority = 30
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
         facts = scan(tree)

@@ -27,7 +27,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import CallableNode, SourceScan, finding, scan, snippet, verdict
+from tritongym.core.ast_scan import CallableNode, SourceScan, finding, is_main_guard, scan, snippet, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 from tritongym.core.op_families import canonical_op, families_of, method_op, nn_class_op
@@ -79,6 +79,7 @@ class TorchOpsCheck(StaticCheck):
     """No torch compute in host code that does the reference's work (policy strict/practical/off)."""
 
     name = "torch_ops"
+    priority = 60
     Options: ClassVar[type[BaseModel]] = TorchOpsOptions
 
     def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
@@ -148,8 +149,9 @@ def _forward_functions(facts: SourceScan, cls: ast.ClassDef) -> set[CallableNode
     for current in chain:
         for method in facts.methods(current):
             if method.name == "__init__":
-                # called here: construction; passed on (a hook, a stored callable): may run in forward
+                # called here: construction; passed on (a hook, a stored callable, a lambda): may run in forward
                 roots |= facts.functions_referenced(method.body, calls=False)
+                roots |= {n for n in ast.walk(method) if isinstance(n, ast.Lambda)}
                 used = {
                     facts.classes[n.id] for n in ast.walk(method) if isinstance(n, ast.Name) and n.id in facts.classes
                 }
@@ -158,6 +160,13 @@ def _forward_functions(facts: SourceScan, cls: ast.ClassDef) -> set[CallableNode
                 roots.add(method)
         others = [s for s in current.body if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
         roots |= _callables_in(others, facts)
+    # functions handed to something at module level (a global module hook) may run in any forward
+    module_level = [
+        s
+        for s in facts.tree.body
+        if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not is_main_guard(s)
+    ]
+    roots |= {f for f in facts.functions_referenced(module_level, calls=False) if not facts.is_method(f)}
     names = {c.name for c in chain}
     for node in facts.nodes:  # ModelNew.forward = f, setattr(ModelNew, "forward", f)
         if isinstance(node, ast.Assign) and any(
