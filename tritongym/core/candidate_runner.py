@@ -5,7 +5,10 @@ worker, whose descriptors the child closes first thing.  All it can do is send b
 its `ModelNew` returned for each trial's inputs (plus its inputs afterwards and the Triton launches it
 made); the trusted worker compares those with reference outputs it computed *before* the fork.  A
 candidate that reaches into its own process (frames, globals) can at most lie about itself, never about
-the reference or the comparison.
+the comparison.  It can, however, *read* what the fork copied: the reference model and the reference
+outputs are objects in this process too.  Only the static `forbidden` check (no frames, `gc` or `sys`)
+stands in the way of that today; forking before the reference outputs exist, and binding weights from a
+copy of the state dict rather than the model, would close it.
 
 The report is a dict of plain values and tensors, read back with `torch.load(weights_only=True)`, so it
 cannot smuggle code into the trusted worker either.  Because the two are separate processes, the

@@ -146,7 +146,7 @@ def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs:
         name = record["probe"]
         if name == "repeat":
             earlier = by_name.get("refresh")
-            refs = [o for o in earlier["outputs"]] if earlier else []
+            refs = earlier["outputs"] if earlier else []
         elif name == "refresh":
             refs = trial_refs[record["trial"]]
         else:
