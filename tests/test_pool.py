@@ -157,3 +157,54 @@ def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
     t.join(5)
     late.join(5)
     assert events == ["timing", "late sharer"]
+
+
+def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
+    """Compiling is CPU work: a timing on the same GPU must not wait for it (the lock is retaken after,
+    even when the compiler fails); an exclusive hold is never split."""
+    import os
+
+    import triton.compiler
+
+    from tritongym.core import frames
+    from tritongym.core.gpu_worker import Channel, release_gpu_while_compiling
+
+    monkeypatch.setattr(triton.compiler, "compile", triton.compiler.compile)  # restored after the test
+    to_worker_r, to_worker_w = os.pipe()
+    from_worker_r, from_worker_w = os.pipe()
+    channel = Channel(to_worker_r, from_worker_w)
+    release_gpu_while_compiling(channel)
+    release_gpu_while_compiling(channel)  # idempotent: one wrapper, not two
+    assert triton.compiler.compile._tritongym_channel is channel
+
+    def sent() -> list[str]:
+        import select
+
+        kinds = []
+        while select.select([from_worker_r], [], [], 0)[0]:
+            kinds.append(frames.receive(from_worker_r)[0])
+        return kinds
+
+    for _ in range(2):
+        frames.send(to_worker_w, "GRNT")  # the parent's grants, queued ahead
+    with channel.gpu(exclusive=False):
+        with pytest.raises(Exception):  # noqa: B017 - Triton's own error for a source that is not a kernel
+            triton.compiler.compile("not a kernel source")
+        assert channel.holding == "shared"
+    assert sent() == ["SHAR", "UNLK", "SHAR", "UNLK"]
+    assert channel.compile_s > 0
+
+    channel.unlock_compiles = False  # TimingOptions(unlock_compiles=False): the hold is kept
+    frames.send(to_worker_w, "GRNT")
+    with channel.gpu(exclusive=False):
+        with pytest.raises(Exception):  # noqa: B017
+            triton.compiler.compile("not a kernel source")
+    assert sent() == ["SHAR", "UNLK"]
+    channel.unlock_compiles = True
+
+    frames.send(to_worker_w, "GRNT")
+    with channel.gpu(exclusive=True):
+        with pytest.raises(Exception):  # noqa: B017
+            triton.compiler.compile("not a kernel source")
+        assert channel.holding == "exclusive"
+    assert sent() == ["LOCK", "UNLK"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 
 import pytest
+import torch
 
 from tritongym.core.interfaces import CheckPolicy
 from tritongym.core.models import Candidate, Status
@@ -62,6 +63,24 @@ def test_honest_kernel_is_ok(case: Case, honest_results):
     assert names == set(new_host().names("check")), f"not every registered check judged it: {sorted(names)}"
     assert any(rec.own and rec.count >= 3 for rec in result.launches), result.launches
     assert result.reward.components.get("correctness") == 1.0
+
+
+@pytest.fixture(scope="module")
+def honest_gpu_results():
+    return evaluate_cases(HONEST_CASES, "triton-cuda", folder=HONEST, timeout_s=300)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in HONEST_CASES])
+def test_honest_kernel_is_ok_on_gpu(case: Case, honest_gpu_results):
+    """The GPU adds checks the CPU cannot run (timing, roofline, TF32 in the PTX, freed-memory poisoning,
+    re-measurement): none may refuse an honest kernel, and each gets a speedup."""
+    result = honest_gpu_results[case.id]
+    assert result.status == Status.ok, f"{case.file} on {case.problem}: {explain(result)}"
+    assert not [v.name for v in result.checks if not v.passed], explain(result)
+    assert result.speedup and result.speedup > 0, result.message
+    assert any(rec.own for rec in result.launches), result.launches
 
 
 def test_every_honest_file_is_evaluated():

@@ -58,6 +58,9 @@ class Channel:
 
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd, self.out_fd = in_fd, out_fd
+        self.holding: str | None = None  # "shared" or "exclusive" while the parent has granted the GPU
+        self.compile_s = 0.0  # time spent compiling Triton kernels with the GPU given back
+        self.unlock_compiles = True  # TimingOptions.unlock_compiles of the task in hand
 
     def send(self, kind: str, payload: bytes = b"") -> None:
         frames.send(self.out_fd, kind, payload)
@@ -73,18 +76,64 @@ class Channel:
             raise RuntimeError(f"pool protocol: got {frame[0]}, expected one of {kinds}")
         return frame
 
+    def _take(self, exclusive: bool) -> None:
+        self.send("LOCK" if exclusive else "SHAR")
+        self.expect("GRNT")
+        self.holding = "exclusive" if exclusive else "shared"
+
+    def _give_back(self) -> None:
+        self.send("UNLK")
+        self.holding = None
+
     @contextlib.contextmanager
     def gpu(self, exclusive: bool = True, needed: bool = True):
         """Hold the GPU: exclusively for timing, shared for correctness work (the parent grants both)."""
         if not needed:
             yield
             return
-        self.send("LOCK" if exclusive else "SHAR")
-        self.expect("GRNT")
+        self._take(exclusive)
         try:
             yield
         finally:
-            self.send("UNLK")
+            if self.holding:
+                self._give_back()
+
+    @contextlib.contextmanager
+    def cpu_only(self):
+        """Give a shared hold back while this process works on the CPU alone, then take it again.
+
+        Triton compiles a kernel (seconds of LLVM and ptxas, no GPU work) inside the candidate's first
+        call, which runs under the shared lock; holding it there would make every timing on this GPU wait
+        for other workers' compilers. An exclusive hold is kept: a timing is never split."""
+        if self.holding != "shared" or not self.unlock_compiles:
+            yield
+            return
+        self._give_back()
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.compile_s += time.perf_counter() - began
+            self._take(exclusive=False)
+
+
+def release_gpu_while_compiling(channel: Channel) -> None:
+    """Wrap `triton.compiler.compile` (what every JIT launch calls on a cache miss) in `channel.cpu_only`.
+
+    Triton's JIT looks the function up on `triton.compiler` when a kernel is first specialised, so
+    kernels defined after this call (every candidate's) use the wrapper."""
+    import triton.compiler
+
+    original = triton.compiler.compile
+    if getattr(original, "_tritongym_channel", None) is not None:
+        return
+
+    def compile(*args, **kwargs):
+        with channel.cpu_only():
+            return original(*args, **kwargs)
+
+    compile._tritongym_channel = channel  # type: ignore[attr-defined]
+    triton.compiler.compile = compile
 
 
 def driver_version() -> str | None:
@@ -174,6 +223,7 @@ class GPUWorker:
         self.recorder.install()
         self.timer = None
         if self.cuda:
+            release_gpu_while_compiling(channel)
             from tritongym.core.gpu_profile import warm_profiler
             from tritongym.core.timing import Timer
 
@@ -205,6 +255,8 @@ class GPUWorker:
         self.recorder.candidate_file = os.path.join(taskdir, "candidate.py")
         self.recorder.own_compiled.clear()
         self.recorder.own_kernels.clear()
+        self.channel.compile_s = 0.0
+        self.channel.unlock_compiles = task.timing.unlock_compiles
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
                 from tritongym.core.worker import run_screen
@@ -213,6 +265,8 @@ class GPUWorker:
                 run_screen(task, taskdir, evidence)
             else:
                 self._run(task, taskdir, evidence)
+        if self.channel.compile_s:
+            evidence.phases["compile_unlocked"] = round(self.channel.compile_s, 4)
         self.channel.send("DONE", evidence.model_dump_json().encode())
 
     def _run(self, task: WorkerTask, taskdir: str, evidence: Evidence) -> None:

@@ -185,6 +185,7 @@ class Timer:
     def _graph_estimate(self, graph) -> float:
         """Median device time of five replays of a one-forward graph, L2 flushed before each."""
         pairs = []
+        _preroll()
         for _ in range(5):
             self.flush()
             start, end = _events()
@@ -221,6 +222,7 @@ class Timer:
     def _sample_graph(self, graph, sets, calls, fast, estimate_ms, rep_ms, options) -> list[float]:
         n = self._sample_count(estimate_ms * calls, rep_ms, options)
         pairs = []
+        _preroll()
         for _ in range(n):
             sets.refresh()
             if not fast:
@@ -251,6 +253,18 @@ class Timer:
             pairs.append((start, end))
         torch.cuda.synchronize()
         return [max(s.elapsed_time(e) - self.eager_overhead_ms, 1e-6) for s, e in pairs]
+
+
+PREROLL_CYCLES = 2_000_000  # about 1 ms at the ~2 GHz SM clock of an H100 or H200
+
+
+def _preroll() -> None:
+    """Keep the GPU busy (a spin kernel) while the host enqueues the samples that follow.
+
+    Each sample is start event, replay, end event; if the GPU is idle, a host thread descheduled between
+    them (other workers compile on the same CPUs) leaves a gap inside the timed window.  Once the GPU is
+    behind the host it stays behind, since a sample takes longer on the device than to enqueue."""
+    torch.cuda._sleep(PREROLL_CYCLES)
 
 
 def _events():

@@ -34,6 +34,11 @@ class TimingOptions(BaseModel):
     graph_batch_us: float = Field(default=500.0, gt=0, description="device time one batched sample aims for")
     check_ms: float = Field(default=20.0, gt=0, description="budget of the quick paired reference re-timing")
     profile_calls: int = Field(default=3, ge=0, description="forwards profiled with torch.profiler (0 = no PR)")
+    unlock_compiles: bool = Field(
+        default=True,
+        description="give the shared GPU hold back while Triton compiles (CPU work), so timings on the GPU do "
+        "not wait for other workers' compilers",
+    )
     reconcile_tolerance: float = Field(
         default=0.05, gt=0, description="a cached reference within this relative distance of the paired one is used"
     )
