@@ -117,7 +117,8 @@ def main() -> None:
     if across:
         print(
             f"speedup gap over {len(every_ok)} ok candidates: between settings median "
-            f"{summary['speedup_gap_between_settings_median']:.2%} (max {summary['speedup_gap_between_settings_max']:.2%}); "
+            f"{summary['speedup_gap_between_settings_median']:.2%} "
+            f"(max {summary['speedup_gap_between_settings_max']:.2%}); "
             + (
                 f"within one setting median {summary['speedup_gap_within_setting_median']:.2%} "
                 f"(max {summary['speedup_gap_within_setting_max']:.2%})"

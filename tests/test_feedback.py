@@ -78,3 +78,20 @@ def test_feedback_shows_timing_and_profile(evaluator, relu_problem):
     assert "speedup 1.5x" in text and "PR 0.8" in text
     assert "median of 120 samples" in text and "graph-batched" in text and "precision tf32" in text
     assert "relu_kernel  (yours)" in text and "at::vectorized_elementwise_kernel" in text
+
+
+def test_an_incorrect_candidate_hears_the_check_that_explains_it(fast_config, registry, sandbox_checks, relu_problem):
+    """Wrong outputs from a candidate that also patched torch: the feedback names the patch as the likely
+    cause (checks with `explains_incorrect`), while the status stays `incorrect`."""
+    patched = WRONG.replace("class ModelNew", "torch.allclose = lambda *a, **k: True\n\n\nclass ModelNew")
+    runtime_only = Evaluator(
+        fast_config.model_copy(update={"checks": sandbox_checks}),
+        registry=registry,
+        host=PluginHost(load_entry_points=False),
+    )
+    patched_result, wrong_result = runtime_only.evaluate_many([(patched, relu_problem), (WRONG, relu_problem)])
+    assert patched_result.status.value == "incorrect", patched_result.message
+    assert "likely cause (check 'environment')" in patched_result.message and "allclose" in patched_result.message
+    assert any(v.name == "environment" and not v.passed for v in patched_result.checks)
+    assert wrong_result.status.value == "incorrect" and "likely cause" not in wrong_result.message
+    assert "likely cause" in render_feedback(patched_result)

@@ -163,8 +163,10 @@ GPU_CASES: list[Case] = [
     Case("output_memory_reuse.py", "relu", (incorrect("outside tolerance"), hacked("ghost")), R),
     Case("sabotage_patch_relu.py", "relu", (hacked("timing", "slower"),), R),
     Case("implausible_speedup.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
-    Case("dot_tf32_ieee.py", "matmul", (hacked("dot_precision"),), R),
-    Case("dot_default_precision.py", "matmul_rect", (hacked("dot_precision"),), R),
+    # at gpu sizes a TF32 product is often outside tolerance too: then `incorrect`, with the check named as
+    # the likely cause (tests/test_gpu.py checks the check alone, with loose tolerances)
+    Case("dot_tf32_ieee.py", "matmul", (hacked("dot_precision"), incorrect("check 'dot_precision'")), R),
+    Case("dot_default_precision.py", "matmul_rect", (hacked("dot_precision"), incorrect("check 'dot_precision'")), R),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
 ]
 

@@ -58,7 +58,7 @@ def run_candidate(
     run after the trials."""
     import torch
 
-    from tritongym.core import probes
+    from tritongym.core import probes, trusted
     from tritongym.core.compare import flatten_outputs
     from tritongym.core.worker import StageError, clone_all, error_info, load_module, same_value
 
@@ -107,6 +107,8 @@ def run_candidate(
         except Exception as exc:
             raise StageError("bind", error_info(exc, path)) from None
         report["stage"] = "run"
+        if device.type == "cuda":  # work on other streams waits ~20 ms (launches.py): unjoined work shows
+            recorder.caller_stream = trusted.current_stream().cuda_stream
         for trial, inputs in enumerate(trial_inputs):
             mine = clone_all(inputs)
             recorder.phase = ("trial", trial)
@@ -137,7 +139,7 @@ def run_candidate(
             last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
             report["probes"] = probes.run_probes(model, recorder, trial_inputs, mine, ghost_inputs)
         if device.type == "cuda":
-            torch.cuda.synchronize()
+            trusted.synchronize()
         for trial, flat, copies in snapshots:
             for i, (o, c) in enumerate(zip(flat, copies)):
                 if c is not None and not same_value(o, c):
@@ -155,6 +157,8 @@ def run_candidate(
         report["error"] = {"kind": "MemoryLimit", "message": f"memory limit exceeded: {exc}"}
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are the candidate's error too
         report["error"] = error_info(exc, path).model_dump()
+    finally:
+        recorder.caller_stream = None
     return report
 
 

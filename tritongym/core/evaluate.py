@@ -321,8 +321,16 @@ class Evaluator:
                 )
                 result = self._base(candidate, problem, Status.incorrect, message=message, **fields)
             elif not judgement.correct:
+                causes = [
+                    self._run_check(c, evidence, candidate, problem)
+                    for c in self.runtime_checks
+                    if c.explains_incorrect
+                ]
+                found = [v for v in causes if not v.passed]
+                fields["checks"] = static + causes
+                hint = f"; likely cause (check '{found[0].name}'): {found[0].reason}" if found else ""
                 result = self._base(
-                    candidate, problem, Status.incorrect, message=f"incorrect: {judgement.message}", **fields
+                    candidate, problem, Status.incorrect, message=f"incorrect: {judgement.message}{hint}", **fields
                 )
             else:
                 verdicts = static + [self._run_check(c, evidence, candidate, problem) for c in self.runtime_checks]

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import torch
 
+from tritongym.core import trusted
 from tritongym.core.models import ProfileEntry
 
 _DEVICE_TYPES = {"CUDA", "PrivateUse1"}
@@ -27,11 +28,11 @@ def profile_forward(forward, inputs: list, calls: int, own_names: set[str], top:
     """Returns (pr or None, the top kernels by device time per forward)."""
     from torch.profiler import ProfilerActivity, profile
 
-    torch.cuda.synchronize()
+    trusted.synchronize()
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
             forward(inputs)
-        torch.cuda.synchronize()
+        trusted.synchronize()
     totals: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
     for event in prof.events():
@@ -63,4 +64,4 @@ def warm_profiler() -> None:
     x = torch.ones(16, device="cuda")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
         (x + 1).sum()
-        torch.cuda.synchronize()
+        trusted.synchronize()

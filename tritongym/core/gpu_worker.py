@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from tritongym.core import frames
+from tritongym.core import frames, trusted
 from tritongym.core.launches import tf32_kernels
 from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.probes import compare_probes, environment_changes, reference_probe_outputs
@@ -196,7 +196,7 @@ def poison_free_memory(device) -> None:
             for block in segment.get("blocks", []):
                 if block.get("state") == "inactive" and block.get("size", 0) > 0:
                     held.append(torch.empty(block["size"], dtype=torch.uint8, device=device).fill_(0xFF))
-        torch.cuda.synchronize(device)
+        trusted.synchronize(device)
     except RuntimeError:
         pass  # out of memory while poisoning: what was filled stays filled
     finally:
@@ -234,7 +234,7 @@ class GPUWorker:
                 torch.empty(1, device=self.device)
                 self.timer = Timer(self.device)
                 warm_profiler()
-                torch.cuda.synchronize()
+                trusted.synchronize()
             name = torch.cuda.get_device_properties(self.device).name
             self.fingerprint = local_fingerprint(name, driver=driver_version(), cuda=torch.version.cuda)
         else:
@@ -300,14 +300,14 @@ class GPUWorker:
             generator.manual_seed(task.init_seed ^ 0x5EED)
             positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
             if self.cuda:
-                torch.cuda.synchronize()
+                trusted.synchronize()
             ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)
             try:
                 probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
             if self.cuda:
-                torch.cuda.synchronize()
+                trusted.synchronize()
         lap("reference")
         self.channel.send("REFO", frames.tensors_to_bytes(list(samples)))
         lap("send_reference")
@@ -345,7 +345,7 @@ class GPUWorker:
             evidence.stage = "run"
             try:
                 if self.cuda:
-                    torch.cuda.synchronize()  # device-wide: work a candidate left on a side stream is finished
+                    trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
                 evidence.probes = compare_probes(probe_records, probe_refs, ref_outputs, task.tolerances)
                 for t, (inputs, sent) in enumerate(zip(trial_inputs, report["trials"])):
                     after = sent.pop("inputs_after")
@@ -356,7 +356,7 @@ class GPUWorker:
                     sent["n_outputs"] = len(outs)
                     sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances)
                 if self.cuda:
-                    torch.cuda.synchronize()
+                    trusted.synchronize()
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
                 raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         lap("candidate")
@@ -393,6 +393,15 @@ class GPUWorker:
                     )
                     lap("profile")
         except Exception as exc:
+            if "environment" in keep and environment_changes(keep["environment"]):
+                # the candidate changed torch, Triton or the timers and the timing broke: the change is the
+                # finding (the environment check names it), not the error it caused
+                evidence.environment_changes += [
+                    c for c in environment_changes(keep["environment"]) if c not in evidence.environment_changes
+                ]
+                evidence.phases["timing_error"] = 1.0
+                evidence.stage = "done"
+                return
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         timing.candidate = cand_stats
         if "environment" in keep:  # a patch made (or undone) during timing is still a patch

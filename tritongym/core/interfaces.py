@@ -119,10 +119,14 @@ class RuntimeCheck(Check, ABC):
     """Judges the evidence a backend gathered in the worker; runs in the parent."""
 
     stage = "runtime"
+    # True for a check whose failure can be why outputs are wrong (a TF32 product, unjoined stream work, a
+    # patched torch): it is judged on incorrect candidates too, and its reason joins the feedback message
+    explains_incorrect = False
 
     @abstractmethod
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        """Called only for candidates whose outputs matched the reference."""
+        """Called for candidates whose outputs matched the reference (and, with `explains_incorrect`, for
+        candidates whose outputs did not)."""
 
 
 class Reward(PluginObject, ABC):

@@ -8,6 +8,13 @@ recorded (`phase` is set by the worker).
 
 While `ghost` is set (the ghost-replay probe), launches of the candidate's own kernels are recorded but
 skipped: the call returns at once, so an output that still matches the reference did not come from them.
+
+While `caller_stream` is set (the CUDA handle of the stream the worker calls forward on), the first launch
+of each call onto any other stream is preceded there by a spin kernel of `SIDE_STREAM_STALL_CYCLES`
+(about 20 ms).  A forward that joins its side streams back waits for it and is only slower; one that
+returns without waiting hands back outputs that are certainly not written yet, so the copies the worker
+takes the moment forward returns differ from the final outputs (the `side_work` check), however fast the
+side work would have been.
 """
 
 from __future__ import annotations
@@ -17,12 +24,16 @@ from typing import Any
 
 from tritongym.core.models import LaunchRecord
 
+SIDE_STREAM_STALL_CYCLES = 40_000_000  # about 20 ms at the ~2 GHz SM clock of an H100 or H200
+
 
 class LaunchRecorder:
     def __init__(self, candidate_file: str) -> None:
         self.candidate_file = candidate_file
         self.phase: Any = None  # e.g. ("trial", 3); None while the reference or harness runs
         self.ghost = False  # skip the candidate's own launches (ghost replay)
+        self.caller_stream: int | None = None  # CUDA stream handle forward is called on (None: no stalls)
+        self._stalled: set[tuple[Any, int]] = set()
         self._counts: dict[Any, Counter] = {}
         self._grids: dict[tuple[Any, str], str] = {}
         self._compiled: dict[tuple[Any, str], str] = {}
@@ -53,6 +64,8 @@ class LaunchRecorder:
                 if recorder.phase is not None:
                     recorder._record(kernel, grid, None)
                 return None
+            if recorder.caller_stream is not None and recorder.phase is not None and not warmup:
+                recorder._stall_side_stream()
             compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             if not warmup and recorder.phase is not None:
                 recorder._record(kernel, grid, compiled)
@@ -60,6 +73,14 @@ class LaunchRecorder:
 
         run._tritongym_recorder = self  # type: ignore[attr-defined]
         return run
+
+    def _stall_side_stream(self) -> None:
+        from tritongym.core import trusted
+
+        handle = trusted.current_stream().cuda_stream
+        if handle != self.caller_stream and (self.phase, handle) not in self._stalled:
+            self._stalled.add((self.phase, handle))
+            trusted.sleep(SIDE_STREAM_STALL_CYCLES)
 
     def is_own(self, kernel) -> bool:
         code = getattr(getattr(kernel, "fn", None), "__code__", None)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from tritongym.core import trusted
 from tritongym.core.models import TimingStats
 from tritongym.core.worker_task import TimingOptions
 
@@ -90,14 +91,14 @@ class Timer:
         pairs = []
         for _ in range(30):
             self.flush()
-            torch.cuda.synchronize()
+            trusted.synchronize()
             start, end = _events()
-            start.record()
-            torch.cuda.synchronize()
-            end.record()
+            trusted.record(start)
+            trusted.synchronize()
+            trusted.record(end)
             pairs.append((start, end))
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in pairs[5:])
+        trusted.synchronize()
+        return statistics.median(trusted.elapsed_time(s, e) for s, e in pairs[5:])
 
     # --- the one entry point ------------------------------------------------------------------------
 
@@ -143,7 +144,7 @@ class Timer:
                 graph.replay()
             else:
                 outputs = [forward(sets.buffers[0])]
-            torch.cuda.synchronize()
+            trusted.synchronize()
         last = _last_outputs(outputs, sets, calls)
         q = statistics.quantiles(samples, n=4) if len(samples) >= 2 else [samples[0]] * 3
         stats = TimingStats(
@@ -168,19 +169,19 @@ class Timer:
             forward(inputs)
             calls += 1
             if calls % 8 == 0 or calls < 3:
-                torch.cuda.synchronize()
+                trusted.synchronize()
             if calls >= 10_000:
                 break
-        torch.cuda.synchronize()
+        trusted.synchronize()
         pairs = []
         for _ in range(3):
             start, end = _events()
-            start.record()
+            trusted.record(start)
             forward(inputs)
-            end.record()
+            trusted.record(end)
             pairs.append((start, end))
-        torch.cuda.synchronize()
-        return min(s.elapsed_time(e) for s, e in pairs)
+        trusted.synchronize()
+        return min(trusted.elapsed_time(s, e) for s, e in pairs)
 
     def _graph_estimate(self, graph) -> float:
         """Median device time of five replays of a one-forward graph, L2 flushed before each."""
@@ -189,12 +190,12 @@ class Timer:
         for _ in range(5):
             self.flush()
             start, end = _events()
-            start.record()
+            trusted.record(start)
             graph.replay()
-            end.record()
+            trusted.record(end)
             pairs.append((start, end))
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in pairs)
+        trusted.synchronize()
+        return statistics.median(trusted.elapsed_time(s, e) for s, e in pairs)
 
     def _capture(self, forward: Forward, sets: InputSets, calls: int):
         """One CUDA graph of `calls` forwards over the buffers; (None, None, why) when it cannot be built."""
@@ -205,12 +206,12 @@ class Timer:
                 for k in range(min(2, len(sets.buffers))):
                     forward(sets.buffers[k])
             torch.cuda.current_stream().wait_stream(stream)
-            torch.cuda.synchronize()
+            trusted.synchronize()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, stream=stream):
                 outputs = [forward(sets.buffers[i % len(sets.buffers)]) for i in range(calls)]
             graph.replay()
-            torch.cuda.synchronize()
+            trusted.synchronize()
             return graph, outputs, ""
         except Exception as exc:  # noqa: BLE001 - any failure to capture means: time it eagerly
             _settle()
@@ -228,12 +229,12 @@ class Timer:
             if not fast:
                 self.flush()
             start, end = _events()
-            start.record()
+            trusted.record(start)
             graph.replay()
-            end.record()
+            trusted.record(end)
             pairs.append((start, end))
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) / calls for s, e in pairs]
+        trusted.synchronize()
+        return [trusted.elapsed_time(s, e) / calls for s, e in pairs]
 
     def _sample_eager(self, forward, sets, estimate_ms, rep_ms, options):
         # calibrated here, under the exclusive GPU lock: measured while other processes' kernels run, the
@@ -244,15 +245,15 @@ class Timer:
         for _ in range(n):
             sets.refresh()
             self.flush()
-            torch.cuda.synchronize()
+            trusted.synchronize()
             start, end = _events()
-            start.record()
+            trusted.record(start)
             forward(sets.buffers[0])
-            torch.cuda.synchronize()  # device-wide: work on any stream ends inside the window
-            end.record()
+            trusted.synchronize()  # device-wide: work on any stream ends inside the window
+            trusted.record(end)
             pairs.append((start, end))
-        torch.cuda.synchronize()
-        return [max(s.elapsed_time(e) - self.eager_overhead_ms, 1e-6) for s, e in pairs]
+        trusted.synchronize()
+        return [max(trusted.elapsed_time(s, e) - self.eager_overhead_ms, 1e-6) for s, e in pairs]
 
 
 PREROLL_CYCLES = 2_000_000  # about 1 ms at the ~2 GHz SM clock of an H100 or H200
@@ -264,16 +265,16 @@ def _preroll() -> None:
     Each sample is start event, replay, end event; if the GPU is idle, a host thread descheduled between
     them (other workers compile on the same CPUs) leaves a gap inside the timed window.  Once the GPU is
     behind the host it stays behind, since a sample takes longer on the device than to enqueue."""
-    torch.cuda._sleep(PREROLL_CYCLES)
+    trusted.sleep(PREROLL_CYCLES)
 
 
 def _events():
-    return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    return trusted.timing_events()
 
 
 def _settle() -> None:
     try:
-        torch.cuda.synchronize()
+        trusted.synchronize()
     except Exception:  # noqa: BLE001 - a sticky error surfaces on the next real call
         pass
 
@@ -293,16 +294,16 @@ def measure_copy_bandwidth(device: torch.device, nbytes: int = 1 << 30) -> float
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    torch.cuda.synchronize()
+    trusted.synchronize()
     pairs = []
     for _ in range(10):
         start, end = _events()
-        start.record()
+        trusted.record(start)
         dst.copy_(src)
-        end.record()
+        trusted.record(end)
         pairs.append((start, end))
-    torch.cuda.synchronize()
-    ms = statistics.median(s.elapsed_time(e) for s, e in pairs)
+    trusted.synchronize()
+    ms = statistics.median(trusted.elapsed_time(s, e) for s, e in pairs)
     del src, dst
     torch.cuda.empty_cache()
     return 2 * nbytes / (ms * 1e-3) / 1e9

@@ -19,6 +19,7 @@ class DotPrecisionCheck(RuntimeCheck):
 
     name = "dot_precision"
     priority = 80
+    explains_incorrect = True
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         if evidence.tf32_kernels and self.policy.precision == "ieee":

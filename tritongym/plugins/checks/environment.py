@@ -21,6 +21,7 @@ class EnvironmentIntegrityCheck(RuntimeCheck):
 
     name = "environment"
     priority = 70
+    explains_incorrect = True
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         changes = evidence.environment_changes

@@ -4,7 +4,12 @@ Work that continues after `forward` returns (in a thread, a child process, or on
 current one does not wait for) is invisible to a timer on the current stream.  The worker copies each
 output the moment the forward returns (the copy is ordered on the current stream) and compares the copy
 with the output once everything has finished, and it lists Python threads and child processes alive
-after each call that were not there before the import (`core/probes.py`).
+after each call that were not there before the import (`core/probes.py`).  On a GPU the worker stalls
+every stream other than the caller's for ~20 ms before the forward's first launch there
+(`core/launches.py`), so unjoined stream work is still pending when the copy is taken, however short it is.
+
+Its priority (15) puts it before the ghost and mode probes: unfinished work corrupts their outputs too,
+and this is the finding that names the cause.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ class SideWorkCheck(RuntimeCheck):
     """No thread, process or unjoined stream of the candidate is still working when forward returns."""
 
     name = "side_work"
-    priority = 60
+    priority = 15
+    explains_incorrect = True
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         if evidence.side_work:
