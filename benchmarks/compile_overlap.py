@@ -2,8 +2,9 @@
 
 A GPU worker compiles its candidate's Triton kernels (LLVM and ptxas: CPU work) inside the first call,
 while it holds the GPU shared with other workers' correctness trials.  With
-`TimingOptions.unlock_compiles` on (the default) it gives that shared hold back while the compiler runs,
-so a timing waiting for the GPU alone does not wait for compilers.  This runs eval_throughput's (a) (the
+`TimingOptions.unlock_compiles` on (off by default) it gives that shared hold back while the compiler
+runs, so a timing waiting for the GPU alone does not wait for compilers, and takes it back ahead of
+timings still waiting.  This runs eval_throughput's (a) (the
 registry cache off, the same 64 candidates) alternately with the option on and off, `--rounds` times
 each, in one process on one device, and reports:
 

@@ -159,6 +159,37 @@ def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
     assert events == ["timing", "late sharer"]
 
 
+def test_a_resumed_shared_hold_goes_ahead_of_a_waiting_timer_but_not_a_running_one():
+    import threading
+    import time
+
+    from tritongym.core.gpu_pool import GPULock
+
+    lock, events = GPULock(), []
+    lock.acquire(exclusive=False)  # another worker's correctness trials
+
+    def timer():
+        lock.acquire(exclusive=True)
+        events.append("timing")
+        time.sleep(0.2)
+        events.append("timing done")
+        lock.release(exclusive=True)
+
+    t = threading.Thread(target=timer)
+    t.start()
+    time.sleep(0.1)
+    lock.acquire(exclusive=False, resume=True)  # back from compiling: not queued behind the waiting timer
+    events.append("resumed")
+    lock.release(exclusive=False)
+    lock.release(exclusive=False)
+    time.sleep(0.05)  # the timer runs now; a resume waits for it to finish
+    lock.acquire(exclusive=False, resume=True)
+    events.append("resumed after timing")
+    lock.release(exclusive=False)
+    t.join(5)
+    assert events == ["resumed", "timing", "timing done", "resumed after timing"]
+
+
 def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
     """Compiling is CPU work: a timing on the same GPU must not wait for it (the lock is retaken after,
     even when the compiler fails); an exclusive hold is never split."""
@@ -173,6 +204,7 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
     to_worker_r, to_worker_w = os.pipe()
     from_worker_r, from_worker_w = os.pipe()
     channel = Channel(to_worker_r, from_worker_w)
+    channel.unlock_compiles = True  # TimingOptions(unlock_compiles=True)
     release_gpu_while_compiling(channel)
     release_gpu_while_compiling(channel)  # idempotent: one wrapper, not two
     assert triton.compiler.compile._tritongym_channel is channel
@@ -191,10 +223,10 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
         with pytest.raises(Exception):  # noqa: B017 - Triton's own error for a source that is not a kernel
             triton.compiler.compile("not a kernel source")
         assert channel.holding == "shared"
-    assert sent() == ["SHAR", "UNLK", "SHAR", "UNLK"]
+    assert sent() == ["SHAR", "UNLK", "RSHR", "UNLK"]  # the hold is resumed ahead of waiting timers
     assert channel.compile_s > 0
 
-    channel.unlock_compiles = False  # TimingOptions(unlock_compiles=False): the hold is kept
+    channel.unlock_compiles = False  # the default: the hold is kept
     frames.send(to_worker_w, "GRNT")
     with channel.gpu(exclusive=False):
         with pytest.raises(Exception):  # noqa: B017

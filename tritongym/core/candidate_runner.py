@@ -107,7 +107,7 @@ def run_candidate(
         except Exception as exc:
             raise StageError("bind", error_info(exc, path)) from None
         report["stage"] = "run"
-        if device.type == "cuda":  # work on other streams waits ~20 ms (launches.py): unjoined work shows
+        if device.type == "cuda":  # work on other streams waits ~50 ms (launches.py): unjoined work shows
             recorder.caller_stream = trusted.current_stream().cuda_stream
         for trial, inputs in enumerate(trial_inputs):
             mine = clone_all(inputs)
@@ -142,6 +142,8 @@ def run_candidate(
             trusted.synchronize()
         for trial, flat, copies in snapshots:
             for i, (o, c) in enumerate(zip(flat, copies)):
+                if c is not None and c.device != o.device:  # a host snapshot of a GPU output's first elements
+                    o = o.detach().reshape(-1)[: c.numel()].cpu()
                 if c is not None and not same_value(o, c):
                     report["side_work"].append(
                         f"output {i} of trial {trial} was still being written after forward returned "
@@ -162,10 +164,21 @@ def run_candidate(
     return report
 
 
+SNAPSHOT_ELEMENTS = 1 << 24  # per output: enough to see unfinished work, bounded host memory
+
+
 def _copy(value):
+    """The output's values the moment forward returned, in order on the caller's stream.
+
+    On a GPU the copy goes to host memory: a device copy would come from the caching allocator, which may
+    hand it a block the candidate freed while its unjoined side-stream work still writes there."""
     import torch
 
-    return value.detach().clone() if type(value) is torch.Tensor else None
+    if type(value) is not torch.Tensor:
+        return None
+    if value.device.type != "cuda":
+        return value.detach().clone()
+    return value.detach().reshape(-1)[:SNAPSHOT_ELEMENTS].cpu()  # waits for the caller's stream only
 
 
 def fork_candidate(

@@ -84,7 +84,9 @@ class GPULock:
         self.writer = False
         self.waiting_writers = 0
 
-    def acquire(self, exclusive: bool) -> None:
+    def acquire(self, exclusive: bool, resume: bool = False) -> None:
+        """`resume`: a sharer taking back the hold it gave up while compiling goes ahead of waiting timers
+        (they were already waiting for it); it only waits for a timing that started meanwhile."""
         with self.cond:
             if exclusive:
                 self.waiting_writers += 1
@@ -92,7 +94,7 @@ class GPULock:
                 self.waiting_writers -= 1
                 self.writer = True
             else:
-                self.cond.wait_for(lambda: not self.writer and not self.waiting_writers)
+                self.cond.wait_for(lambda: not self.writer and (resume or not self.waiting_writers))
                 self.readers += 1
 
     def release(self, exclusive: bool) -> None:
@@ -471,8 +473,8 @@ class TaskDriver:
                 if kind == "EOF":
                     self.worker.kill()
                     return self._crash("WorkerCrashed", self.worker.death(), started), True
-                if kind in ("LOCK", "SHAR"):
-                    waited = self._acquire(exclusive=kind == "LOCK")
+                if kind in ("LOCK", "SHAR", "RSHR"):
+                    waited = self._acquire(exclusive=kind == "LOCK", resume=kind == "RSHR")
                     deadline += waited
                     self.worker.send("GRNT")
                 elif kind == "UNLK":
@@ -489,10 +491,10 @@ class TaskDriver:
         finally:
             self._release()
 
-    def _acquire(self, exclusive: bool) -> float:
+    def _acquire(self, exclusive: bool, resume: bool = False) -> float:
         began = time.monotonic()
         self._release()  # one hold at a time: a second request replaces the first
-        self.lock.acquire(exclusive)
+        self.lock.acquire(exclusive, resume)
         self.holding = "exclusive" if exclusive else "shared"
         waited = time.monotonic() - began
         self.lock_wait_s += waited

@@ -60,7 +60,7 @@ class Channel:
         self.in_fd, self.out_fd = in_fd, out_fd
         self.holding: str | None = None  # "shared" or "exclusive" while the parent has granted the GPU
         self.compile_s = 0.0  # time spent compiling Triton kernels with the GPU given back
-        self.unlock_compiles = True  # TimingOptions.unlock_compiles of the task in hand
+        self.unlock_compiles = False  # TimingOptions.unlock_compiles of the task in hand
 
     def send(self, kind: str, payload: bytes = b"") -> None:
         frames.send(self.out_fd, kind, payload)
@@ -76,8 +76,8 @@ class Channel:
             raise RuntimeError(f"pool protocol: got {frame[0]}, expected one of {kinds}")
         return frame
 
-    def _take(self, exclusive: bool) -> None:
-        self.send("LOCK" if exclusive else "SHAR")
+    def _take(self, exclusive: bool, resume: bool = False) -> None:
+        self.send("LOCK" if exclusive else "RSHR" if resume else "SHAR")
         self.expect("GRNT")
         self.holding = "exclusive" if exclusive else "shared"
 
@@ -114,7 +114,7 @@ class Channel:
             yield
         finally:
             self.compile_s += time.perf_counter() - began
-            self._take(exclusive=False)
+            self._take(exclusive=False, resume=True)
 
 
 def release_gpu_while_compiling(channel: Channel) -> None:

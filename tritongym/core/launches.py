@@ -11,7 +11,7 @@ skipped: the call returns at once, so an output that still matches the reference
 
 While `caller_stream` is set (the CUDA handle of the stream the worker calls forward on), the first launch
 of each call onto any other stream is preceded there by a spin kernel of `SIDE_STREAM_STALL_CYCLES`
-(about 20 ms).  A forward that joins its side streams back waits for it and is only slower; one that
+(about 50 ms).  A forward that joins its side streams back waits for it and is only slower; one that
 returns without waiting hands back outputs that are certainly not written yet, so the copies the worker
 takes the moment forward returns differ from the final outputs (the `side_work` check), however fast the
 side work would have been.
@@ -24,7 +24,7 @@ from typing import Any
 
 from tritongym.core.models import LaunchRecord
 
-SIDE_STREAM_STALL_CYCLES = 40_000_000  # about 20 ms at the ~2 GHz SM clock of an H100 or H200
+SIDE_STREAM_STALL_CYCLES = 100_000_000  # about 50 ms at the ~2 GHz SM clock of an H100 or H200
 
 
 class LaunchRecorder:
