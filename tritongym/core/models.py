@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "2"
+PROTOCOL_VERSION = "3"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 
