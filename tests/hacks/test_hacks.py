@@ -22,9 +22,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tritongym.core.models import Status
-
-from ._harness import CANDIDATES, Case, Expect, assert_caught, evaluate_cases, hacked, incorrect, new_host, rejected
+from ._harness import CANDIDATES, Case, assert_caught, evaluate_cases, hacked, incorrect, new_host, rejected
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -137,19 +135,13 @@ CPU_CASES: list[Case] = [
     Case("bf16_cast_alias.py", "softmax", (incorrect("outside tolerance"),), R),
     # --- reading the reference's answers out of the harness process --------------------------------------
     Case("steal_reference_frames.py", "relu", (rejected("forbidden", "sys"),)),
-    # known gap: the answer is exactly right, comes through the candidate's own kernel (ghost replay loses
-    # it) and is found for every input the probes use, since their references sit in the worker's frames too
-    Case(
-        "steal_reference_frames.py",
-        "relu",
-        (Expect(Status.hacked),),
-        R,
-        marks=(
-            pytest.mark.xfail(reason="no runtime check sees an answer read from the worker's memory", strict=False),
-        ),
-    ),
+    # on the CPU the candidate is forked before any reference output exists: the frames hold none to find
+    # (on a GPU the candidate shares the worker's process; there only the source policy stops it)
+    Case("steal_reference_frames.py", "relu", (incorrect("outside tolerance"),), R),
     Case("steal_reference_traceback.py", "relu", (rejected("forbidden", "__traceback__"),)),
+    Case("steal_reference_traceback.py", "relu", (incorrect("outside tolerance"),), R),
     Case("steal_reference_gc.py", "relu", (rejected("forbidden", "gc"),)),
+    Case("steal_reference_gc.py", "relu", (incorrect("outside tolerance"),), R),
     # --- slowing the reference: on the CPU the replaced torch op is what shows --------------------------
     Case("sabotage_patch_relu.py", "relu", (rejected("forbidden", "__dict__"),)),
     Case("sabotage_patch_relu.py", "relu", (hacked("environment", "torch.relu"),), R),

@@ -171,7 +171,11 @@ def build_reference(task: WorkerTask, reference: ModuleType, device):
 
 
 def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds: list[int]) -> None:
-    """Reference outputs first, in this (trusted) process; then the candidate in a forked child."""
+    """The candidate in a forked child first, then the reference outputs in this (trusted) process.
+
+    The child is forked before any reference output exists, so a candidate that walks the worker's frames
+    or heap finds inputs and the reference model, never an answer.  The reference runs after the child
+    has exited, in this process, which the candidate never touched."""
     import torch
 
     from tritongym.core.candidate_runner import fork_candidate
@@ -188,27 +192,27 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.stage = "problem"
     reference = load_reference(task, workdir)
     ref_model, init_inputs = build_reference(task, reference, device)
+    trial_inputs = [make_inputs(reference, seed, device) for seed in task.seeds]
+    ghost_inputs = make_inputs(reference, ghost_seed(task), device)
+    evidence.stage = "import"
+    report, why = fork_candidate(
+        task, workdir, recorder, ref_model, init_inputs, trial_inputs, device, private_fds, ghost_inputs
+    )
+    if report is None:
+        evidence.stage = "run"
+        raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
     trials = []
-    for seed in task.seeds:
-        inputs = make_inputs(reference, seed, device)
+    for seed, inputs in zip(task.seeds, trial_inputs):
         try:
             with torch.no_grad():
                 ref_out = flatten_outputs(ref_model(*clone_all(inputs)))
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
         trials.append((seed, inputs, ref_out))
-    ghost_inputs = make_inputs(reference, ghost_seed(task), device)
     try:
-        probe_refs = reference_probe_outputs(ref_model, [t[1] for t in trials], ghost_inputs)
+        probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
-    evidence.stage = "import"
-    report, why = fork_candidate(
-        task, workdir, recorder, ref_model, init_inputs, [t[1] for t in trials], device, private_fds, ghost_inputs
-    )
-    if report is None:
-        evidence.stage = "run"
-        raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
     evidence.bound_weights, evidence.unbound_weights = list(report["bound"]), list(report["unbound"])
     for (seed, inputs, refs), sent in zip(trials, report["trials"]):
         outs = sent["outputs"]
