@@ -90,3 +90,23 @@ def test_the_pool_worker_runs_every_probe(relu_problem):
         assert matches == (call.probe != "ghost"), (call.probe, probe_outputs_match(call).message)
         assert any(rec.own for rec in call.launches)
     assert evidence.environment_changes == [] and evidence.side_work == []
+
+
+def test_op_trace_counts_aten_ops_leaves_torch_alone_and_skips_triton_internals():
+    """The tracer must not import torch._dynamo (it replaces torch.manual_seed, which the environment
+    check would blame on the candidate), and ops run inside Triton's own code are not the forward's."""
+    import torch
+
+    from tritongym.core.launches import LaunchRecorder
+    from tritongym.core.op_trace import traced_call
+
+    before = {name: id(getattr(torch, name)) for name in ("manual_seed", "relu", "matmul")}
+    x = torch.randn(8, 8)
+    _, ops = traced_call(lambda t: (t @ t).relu().float(), x)
+    assert ops.get("mm") == 1 and ops.get("relu") == 1, ops
+    assert {name: id(getattr(torch, name)) for name in before} == before
+
+    recorder = LaunchRecorder("")
+    recorder.inside_triton = 1  # as while an autotuner benchmarks
+    _, hidden = traced_call(lambda t: t.sum(), x, recorder=recorder)
+    assert hidden == {}

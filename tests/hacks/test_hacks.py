@@ -41,6 +41,9 @@ CPU_CASES: list[Case] = [
     Case("passthrough_method_relu.py", "relu", (rejected("torch_ops", "clamp"),)),
     Case("passthrough_getattr_silu.py", "silu", (rejected("forbidden", "getattr"),)),
     Case("passthrough_getattr_silu.py", "silu", (hacked("ghost"),), R),
+    # --- torch computes, the candidate's own kernel copies the answer into the output (ghost is fooled) --
+    Case("launder_torch_copy.py", "relu", (rejected("forbidden", "getattr"),)),
+    Case("launder_torch_copy.py", "relu", (hacked("torch_compute", "aten.clamp"),), R),
     # --- decoy kernel never launched, or on a branch the evaluation never takes -----------------------
     Case("decoy_never_launched.py", "hardtanh", (rejected("torch_ops", "hardtanh"),)),
     Case("decoy_never_launched.py", "hardtanh", (hacked("launches", "trial 0"),), R),

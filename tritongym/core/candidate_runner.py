@@ -60,6 +60,7 @@ def run_candidate(
 
     from tritongym.core import probes, trusted
     from tritongym.core.compare import flatten_outputs
+    from tritongym.core.op_trace import op_tracer
     from tritongym.core.worker import StageError, clone_all, error_info, load_module, same_value
 
     path = os.path.join(workdir, "candidate.py")
@@ -72,6 +73,7 @@ def run_candidate(
         "probes": [],
         "environment_changes": [],
         "side_work": [],
+        "torch_ops": {},
     }
     environment = probes.environment_snapshot()  # before any candidate code exists
     side_before = probes.live_side_work()
@@ -115,7 +117,11 @@ def run_candidate(
             start = time.perf_counter()
             try:
                 with torch.no_grad():
-                    out = model(*mine)
+                    tracer = op_tracer(recorder)
+                    with tracer:
+                        out = model(*mine)
+                    for op, count in tracer.ops.items():
+                        report["torch_ops"][op] = report["torch_ops"].get(op, 0) + count
                     flat = flatten_outputs(out)
                     # copies taken the moment forward returns, in stream order: work still running on a
                     # side stream or in a thread shows up as a difference from the final outputs

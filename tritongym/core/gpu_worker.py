@@ -283,6 +283,7 @@ class GPUWorker:
 
         from tritongym.core.candidate_runner import run_candidate
         from tritongym.core.compare import flatten_outputs
+        from tritongym.core.op_trace import traced_call
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
@@ -293,7 +294,9 @@ class GPUWorker:
             try:
                 with torch.no_grad():
                     for inputs in trial_inputs:
-                        ref_outputs.append(flatten_outputs(ref_model(*clone_all(inputs))))
+                        raw, ops = traced_call(ref_model, *clone_all(inputs))
+                        evidence.reference_torch_ops = evidence.reference_torch_ops or ops
+                        ref_outputs.append(flatten_outputs(raw))
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
             generator = torch.Generator(device=self.device)
@@ -341,6 +344,7 @@ class GPUWorker:
             probe_records = report.pop("probes")
             evidence.environment_changes = list(report.pop("environment_changes"))
             evidence.side_work = list(report.pop("side_work"))
+            evidence.torch_ops = {str(k): int(v) for k, v in report.pop("torch_ops").items()}
             evidence.tf32_kernels = tf32_kernels(self.recorder.own_kernels)
             evidence.stage = "run"
             try:

@@ -33,6 +33,7 @@ class LaunchRecorder:
         self.phase: Any = None  # e.g. ("trial", 3); None while the reference or harness runs
         self.ghost = False  # skip the candidate's own launches (ghost replay)
         self.caller_stream: int | None = None  # CUDA stream handle forward is called on (None: no stalls)
+        self.inside_triton = 0  # depth of Triton launch/autotune calls: torch ops there are Triton's, not forward's
         self._stalled: set[tuple[Any, int]] = set()
         self._counts: dict[Any, Counter] = {}
         self._grids: dict[tuple[Any, str], str] = {}
@@ -55,6 +56,27 @@ class LaunchRecorder:
             if getattr(original, "_tritongym_recorder", None) is not None:
                 continue
             cls.run = self._wrap(original)
+        try:
+            from triton.runtime.autotuner import Autotuner, Heuristics
+        except ImportError:
+            return
+        for cls in (Autotuner, Heuristics):  # their benchmarking and pre/post hooks run torch ops
+            original = cls.run
+            if getattr(original, "_tritongym_recorder", None) is None:
+                cls.run = self._inside(original)
+
+    def _inside(self, original):
+        recorder = self
+
+        def run(*args, **kwargs):
+            recorder.inside_triton += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                recorder.inside_triton -= 1
+
+        run._tritongym_recorder = self  # type: ignore[attr-defined]
+        return run
 
     def _wrap(self, original):
         recorder = self
@@ -66,7 +88,11 @@ class LaunchRecorder:
                 return None
             if recorder.caller_stream is not None and recorder.phase is not None and not warmup:
                 recorder._stall_side_stream()
-            compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            recorder.inside_triton += 1
+            try:
+                compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                recorder.inside_triton -= 1
             if not warmup and recorder.phase is not None:
                 recorder._record(kernel, grid, compiled)
             return compiled

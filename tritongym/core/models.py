@@ -242,6 +242,8 @@ class Evidence(_Model):
     probes: list[ProbeCall] = Field(default_factory=list)
     environment_changes: list[str] = Field(default_factory=list)  # what the candidate replaced or flipped
     side_work: list[str] = Field(default_factory=list)  # threads, processes, outputs still being written
+    torch_ops: dict[str, int] = Field(default_factory=dict)  # ATen ops the candidate's trials ran (op_trace.py)
+    reference_torch_ops: dict[str, int] = Field(default_factory=dict)  # ...and the reference's forward
     tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
     fingerprint: Fingerprint | None = None
     stdout_tail: str = ""

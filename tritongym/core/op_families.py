@@ -32,6 +32,16 @@ NON_COMPUTE = frozenset(
 )
 """Names never counted as compute: allocation, views, metadata, copies, casts, randomness, dropout."""
 
+ATEN_NON_COMPUTE = frozenset(
+    """
+    to_copy unsafe_view reshape_alias alias lift_fresh lift_fresh_copy local_scalar_dense slice split_with_sizes
+    unsafe_split resize set scalar_tensor copy as_strided sym_size sym_stride sym_numel sym_storage_offset unbind
+    select detach clone zero fill new_empty_strided native_dropout contiguous view_copy expand_copy
+    """.split()
+)
+"""ATen names (leading `_` stripped) of ops that move, alias or make memory: what `.float()`, `x[1:]`,
+`.item()` and `torch.empty` reach the dispatcher as."""
+
 COMPUTE_METHODS = frozenset(
     """
     matmul mm bmm addmm baddbmm addbmm addmv addr mv dot vdot inner outer ger softmax log_softmax logsumexp relu
@@ -184,6 +194,12 @@ def method_op(name: str, module_function: bool = False) -> str | None:
     if not module_function and op not in COMPUTE_METHODS:
         return None
     return _ALIASES.get(op, op)
+
+
+def aten_op(name: str) -> str | None:
+    """Canonical op of an ATen op name seen at run time (`_softmax` -> softmax), None for non-compute."""
+    op = method_op(name, module_function=True)
+    return None if op is None or op in ATEN_NON_COMPUTE else op
 
 
 def nn_class_op(class_name: str) -> str | None:

@@ -53,6 +53,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.checks.determinism",
     "tritongym.plugins.checks.environment",
     "tritongym.plugins.checks.side_work",
+    "tritongym.plugins.checks.torch_compute",
     "tritongym.plugins.checks.dot_precision",
     "tritongym.plugins.checks.timing",
     "tritongym.plugins.rewards.correctness",

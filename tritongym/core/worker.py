@@ -181,6 +181,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.candidate_runner import fork_candidate
     from tritongym.core.compare import compare_output, flatten_outputs
     from tritongym.core.launches import LaunchRecorder
+    from tritongym.core.op_trace import traced_call
     from tritongym.core.probes import compare_probes, reference_probe_outputs
 
     device = torch.device(task.device)
@@ -205,9 +206,11 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     for seed, inputs in zip(task.seeds, trial_inputs):
         try:
             with torch.no_grad():
-                ref_out = flatten_outputs(ref_model(*clone_all(inputs)))
+                raw, ops = traced_call(ref_model, *clone_all(inputs))
+                ref_out = flatten_outputs(raw)
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
+        evidence.reference_torch_ops = evidence.reference_torch_ops or ops
         trials.append((seed, inputs, ref_out))
     try:
         probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
@@ -233,6 +236,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.probes = compare_probes(report["probes"], probe_refs, [t[2] for t in trials], task.tolerances)
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
+    evidence.torch_ops = {str(k): int(v) for k, v in report["torch_ops"].items()}
     evidence.stage = report["stage"]
     if report["error"] is not None:
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))
