@@ -323,7 +323,8 @@ def test_decoy_kernel_never_launched_is_hacked(evaluator, relu_problem):
     assert "launches" in result.message and "none of the candidate's own Triton kernels" in result.message
     failed = [c for c in result.checks if not c.passed]
     assert failed[0].name == "launches" and failed[0].stage == "runtime"  # the basic finding is reported first
-    assert {c.name for c in failed} <= {"launches", "ghost"}  # ghost replay sees the same: no kernel mattered
+    # ghost replay sees the same (no kernel mattered), and the tracer sees torch.relu do the work
+    assert {c.name for c in failed} == {"launches", "ghost", "torch_compute"}
     assert not any(rec.own for rec in result.launches)
 
 
