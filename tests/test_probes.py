@@ -110,3 +110,20 @@ def test_op_trace_counts_aten_ops_leaves_torch_alone_and_skips_triton_internals(
     recorder.inside_triton = 1  # as while an autotuner benchmarks
     _, hidden = traced_call(lambda t: t.sum(), x, recorder=recorder)
     assert hidden == {}
+
+
+def test_environment_changes_after_timing_are_added_once(monkeypatch):
+    """The GPU worker notes patches again after timing (and when a patch broke the timing): no repeats."""
+    import time
+
+    from tritongym.core.gpu_worker import _note_environment_changes
+    from tritongym.core.models import Evidence
+    from tritongym.core.probes import environment_snapshot
+
+    keep = {"environment": environment_snapshot()}
+    evidence = Evidence()
+    assert not _note_environment_changes(evidence, keep)
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    assert _note_environment_changes(evidence, keep) and _note_environment_changes(evidence, keep)
+    assert len(evidence.environment_changes) == 1 and "perf_counter" in evidence.environment_changes[0]
+    assert not _note_environment_changes(evidence, {})  # no snapshot (the candidate never ran): nothing

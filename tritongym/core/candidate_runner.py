@@ -60,7 +60,7 @@ def run_candidate(
 
     from tritongym.core import probes, trusted
     from tritongym.core.compare import flatten_outputs
-    from tritongym.core.op_trace import op_tracer
+    from tritongym.core.op_trace import traced_call
     from tritongym.core.worker import StageError, clone_all, error_info, load_module, same_value
 
     path = os.path.join(workdir, "candidate.py")
@@ -117,10 +117,8 @@ def run_candidate(
             start = time.perf_counter()
             try:
                 with torch.no_grad():
-                    tracer = op_tracer(recorder)
-                    with tracer:
-                        out = model(*mine)
-                    for op, count in tracer.ops.items():
+                    out, ops = traced_call(model, *mine, recorder=recorder)
+                    for op, count in ops.items():  # a plain dict: the report is loaded with weights_only
                         report["torch_ops"][op] = report["torch_ops"].get(op, 0) + count
                     flat = flatten_outputs(out)
                     # copies taken the moment forward returns, in stream order: work still running on a

@@ -397,20 +397,15 @@ class GPUWorker:
                     )
                     lap("profile")
         except Exception as exc:
-            if "environment" in keep and environment_changes(keep["environment"]):
+            if _note_environment_changes(evidence, keep):
                 # the candidate changed torch, Triton or the timers and the timing broke: the change is the
                 # finding (the environment check names it), not the error it caused
-                evidence.environment_changes += [
-                    c for c in environment_changes(keep["environment"]) if c not in evidence.environment_changes
-                ]
                 evidence.phases["timing_error"] = 1.0
                 evidence.stage = "done"
                 return
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         timing.candidate = cand_stats
-        if "environment" in keep:  # a patch made (or undone) during timing is still a patch
-            later = [c for c in environment_changes(keep["environment"]) if c not in evidence.environment_changes]
-            evidence.environment_changes += later
+        _note_environment_changes(evidence, keep)  # a patch made (or undone) during timing is still a patch
         payload = {
             "timing": timing.model_dump_json(),
             "pr": pr,
@@ -423,6 +418,15 @@ class GPUWorker:
         self.channel.send("TIMD", frames.tensors_to_bytes(payload))
         lap("send_timing")
         evidence.stage = "done"
+
+
+def _note_environment_changes(evidence: Evidence, keep: dict) -> bool:
+    """Add what changed since the pre-import snapshot to the evidence; whether anything has changed."""
+    if "environment" not in keep:
+        return False
+    changes = environment_changes(keep["environment"])
+    evidence.environment_changes += [c for c in changes if c not in evidence.environment_changes]
+    return bool(changes)
 
 
 def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
