@@ -37,6 +37,23 @@ def test_a_thread_still_running_is_side_work():
     assert probes.live_side_work() - before == set()
 
 
+def test_a_new_thread_reusing_a_finished_threads_ident_is_still_side_work():
+    # The C library hands a finished thread's pthread handle (Python's ident) to the next thread.
+    finished = threading.Thread(target=lambda: None)
+    finished.start()
+    before = probes.live_side_work() | {("thread", finished.ident, finished.native_id)}
+    finished.join()
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, name="leftover", daemon=True)
+    worker.start()
+    try:
+        found = probes.describe_side_work(probes.live_side_work() - before, "after forward")
+        assert found == ["a Python thread (leftover) was still running after forward"]
+    finally:
+        stop.set()
+        worker.join()
+
+
 _TF32_PTX = """
 .visible .entry matmul_kernel(
     mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4};

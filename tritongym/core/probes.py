@@ -258,9 +258,14 @@ def environment_changes(before: dict[str, object]) -> list[str]:
     return changes
 
 
-def live_side_work() -> set[tuple[str, int]]:
-    """Python threads and child processes alive now (native threads of torch and CUDA are not counted)."""
-    alive = {("thread", t.ident or 0) for t in threading.enumerate() if t.is_alive()}
+def live_side_work() -> set[tuple]:
+    """Python threads and child processes alive now (native threads of torch and CUDA are not counted).
+
+    A thread is keyed by its kernel thread id as well as its Python ident: the ident is the
+    pthread handle, which the C library hands straight to the next thread once one ends, so a
+    thread started after the snapshot could otherwise pass for one that had already finished.
+    """
+    alive: set[tuple] = {("thread", t.ident or 0, t.native_id or 0) for t in threading.enumerate() if t.is_alive()}
     for task in _tasks():
         try:
             with open(f"/proc/self/task/{task}/children") as f:
@@ -277,10 +282,10 @@ def _tasks() -> list[str]:
         return []
 
 
-def describe_side_work(new: set[tuple[str, int]], when: str) -> list[str]:
+def describe_side_work(new: set[tuple], when: str) -> list[str]:
     names = {t.ident: t.name for t in threading.enumerate()}
     out = []
-    for kind, ident in sorted(new):
+    for kind, ident, *_ in sorted(new):
         if kind == "thread":
             out.append(f"a Python thread ({names.get(ident, ident)}) was still running {when}")
         else:
