@@ -133,8 +133,7 @@ def _print_result(result: EvaluationResult) -> None:
             f"runtime {result.runtime_ms:.4g} ms, reference {_fmt(result.ref_runtime_ms, '.4g')} ms, "
             f"speedup {_fmt(result.speedup)}, PR {_fmt(result.pr)}"
         )
-    parts = ", ".join(f"{k} {v:.3g}" for k, v in result.reward.components.items())
-    out.print(f"reward {result.reward.total:.3g} ({parts})")
+    out.print(f"reward {result.reward.describe()}", highlight=False, markup=False)
     if result.error and result.error.traceback and result.status != Status.timeout:
         err.print(result.error.traceback.rstrip(), highlight=False, markup=False)
 

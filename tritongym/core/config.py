@@ -6,11 +6,23 @@ A config file is TOML whose top-level keys are these fields, for example
     trials = 5
     timeout_s = 60
     rewards = { correctness = 1.0, speedup = 1.0, profiling = 1.0 }
+    hack_penalty = 0.0
+    [reward_options.speedup]
+    cap = 3.0
     [checks.structure]
     [backend_options]
     threads = 2
 
 Every name and option is validated (unknown keys are errors) before any worker starts.
+
+Rewards: `rewards` names reward plugins with weights, and the turn reward is the weighted sum of their
+components. The default `{correctness = 1, speedup = 1, profiling = 1}` is Dr. Kernel's
+R = C + C·min(speedup, 3) + C·PR (both speed terms are already gated on correctness); halve every weight
+for the released recipe. A component the result has no measurement for (speed and PR on `triton-cpu`,
+which neither times nor profiles) is recorded as absent with its reason and adds nothing, rather than a
+zero that looks like a judgement. A turn a check found hacked earns `hack_penalty` whatever its
+components say. Rewards are not part of the cache key: a cached verdict is re-scored with the current
+rewards.
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
 
 from tritongym.core.errors import ConfigError
 from tritongym.core.models import PROTOCOL_VERSION
@@ -57,8 +69,17 @@ class EvalConfig(BaseModel):
     skip_checks: list[str] = Field(
         default_factory=list, description="check names switched off (after `checks` selected the rest)"
     )
-    rewards: dict[str, float] = Field(default_factory=lambda: {"correctness": 1.0, "speedup": 1.0, "profiling": 1.0})
-    reward_options: dict[str, dict] = Field(default_factory=dict)
+    rewards: dict[str, FiniteFloat] = Field(
+        default_factory=lambda: {"correctness": 1.0, "speedup": 1.0, "profiling": 1.0},
+        description="reward name -> weight; the turn reward is the weighted sum of the present components",
+    )
+    reward_options: dict[str, dict] = Field(
+        default_factory=dict, description="reward name -> its options, e.g. {speedup = {cap = 3, log = true}}"
+    )
+    hack_penalty: FiniteFloat = Field(
+        default=0.0,
+        description="the reward of a turn a check found hacked, replacing the weighted sum; typically 0 or -1",
+    )
     workers: int = Field(default=0, ge=0, description="parallel sandboxes for batch runs; 0 = number of CPUs")
     remeasure_speedup_above: float | None = Field(
         default=20.0, gt=1, description="a speedup above this is measured again, independently, before it is believed"

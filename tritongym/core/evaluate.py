@@ -8,6 +8,8 @@ this thread alone talks to the registry.
 from __future__ import annotations
 
 import ast
+import math
+import numbers
 import os
 import secrets
 import time
@@ -187,7 +189,10 @@ class Evaluator:
                 problem.key, candidate.kernel_id, self.backend_name, self.device_class, self.protocol
             )
             if hit is not None:
-                hit.reward = self._score(hit)
+                reward = self._score(hit)
+                if reward != hit.reward:  # scored under other rewards: the row follows the current scoring
+                    hit.reward = reward
+                    self.registry.store_reward(hit)
                 hit.duration_s = time.perf_counter() - started
                 return hit, []
         try:
@@ -430,16 +435,37 @@ class Evaluator:
         self.close()
 
     def _score(self, result: EvaluationResult) -> RewardBreakdown:
-        components, weights = {}, {}
+        """The configured rewards on one result: the weighted sum of the present components, or the hack
+        penalty for a hacked turn. A reward that raises, or returns anything but a finite number or None,
+        is a broken plugin: the error names it rather than letting a bad number into training."""
+        components: dict[str, float] = {}
+        weights: dict[str, float] = {}
+        absent: dict[str, str] = {}
         for name, (weight, reward) in self.rewards.items():
+            weights[name] = weight
             try:
-                components[name] = float(reward.score(result))
+                value = reward.score(result)
+                reason = reward.absent_reason(result) if value is None else ""
             except Exception as exc:
                 plugin = self.host.get("reward", name).plugin
                 raise PluginError(f"reward '{name}' (plugin '{plugin}') raised {type(exc).__name__}: {exc}") from exc
-            weights[name] = weight
+            if value is None:
+                absent[name] = str(reason)
+                continue
+            if not isinstance(value, numbers.Real) or not math.isfinite(value):
+                plugin = self.host.get("reward", name).plugin
+                raise PluginError(
+                    f"reward '{name}' (plugin '{plugin}') returned {value!r}; a reward's score must be a finite "
+                    "number, or None when the result lacks the measurement it needs"
+                )
+            components[name] = float(value)
+        if result.hacked:
+            penalty = self.config.hack_penalty
+            return RewardBreakdown(
+                total=penalty, components=components, weights=weights, absent=absent, penalty=penalty
+            )
         total = sum(weights[n] * components[n] for n in components)
-        return RewardBreakdown(total=total, components=components, weights=weights)
+        return RewardBreakdown(total=total, components=components, weights=weights, absent=absent)
 
     def _store(self, result: EvaluationResult, candidate: Candidate, problem: Problem) -> EvaluationResult:
         if self.registry is not None:

@@ -89,6 +89,5 @@ def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30, max
             f"{rec.kernel} x{rec.count}" + ("" if rec.own else " (not yours)") for rec in result.launches[:8]
         )
         parts.append(f"Triton kernels launched across {result.trials} trials: {shown}.")
-    components = ", ".join(f"{name} {value:.3g}" for name, value in result.reward.components.items())
-    parts.append(f"Reward: {result.reward.total:.3g}" + (f" ({components})." if components else "."))
+    parts.append(f"Reward: {result.reward.describe()}.")
     return "\n\n".join(p for p in parts if p)

@@ -182,3 +182,12 @@ def m006_timing_facts(db: sqlite_utils.Database) -> None:
     db["device_bandwidth"].create(
         {"device_class": str, "copy_gbps": float, "fingerprint": str, "measured_at": str}, pk="device_class"
     )
+
+
+@migration
+def m007_reward_components(db: sqlite_utils.Database) -> None:
+    # The whole reward beside its total, as JSON {total, components, weights, absent, penalty}: estimators
+    # and reports need the components (and which were absent, and why), not only the sum. Rows stored
+    # before this migration keep "{}" until they are stored again.
+    db["evaluations"].add_column("reward_components", str, not_null_default="{}")
+    db["turns"].add_column("reward_components", str, not_null_default="{}")

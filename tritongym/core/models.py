@@ -88,9 +88,33 @@ class CheckVerdict(_Model):
 
 
 class RewardBreakdown(_Model):
+    """The turn reward and what it is made of, as configured (`EvalConfig.rewards`).
+
+    `total` is the weighted sum of the present `components`; a component whose measurement the result does
+    not carry (speed and PR on a backend that does not time) is in `absent`, with the reason, instead of
+    `components`, so that a missing measurement never reads as a zero.  For a turn a check found hacked,
+    `total` is the configured hack penalty, recorded in `penalty`, and the components are still kept."""
+
     total: float = 0.0
     components: dict[str, float] = Field(default_factory=dict)
     weights: dict[str, float] = Field(default_factory=dict)
+    absent: dict[str, str] = Field(default_factory=dict, description="component name -> why it was not scored")
+    penalty: float | None = Field(default=None, description="the hack penalty that replaced the total, if any")
+
+    def describe(self) -> str:
+        """One line for people and models, e.g. `1 (correctness 1; speedup absent: not timed on ...)`."""
+        parts = []
+        if self.penalty is not None:
+            parts.append("hack penalty")
+        if self.components:
+            parts.append(", ".join(f"{name} {value:.3g}" for name, value in self.components.items()))
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in self.absent.items():
+            by_reason.setdefault(reason, []).append(name)
+        for reason, names in by_reason.items():
+            listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+            parts.append(f"{listed} absent: {reason}")
+        return f"{self.total:.3g}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 class Fingerprint(_Model):

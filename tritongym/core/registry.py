@@ -19,7 +19,7 @@ import sqlite_utils
 
 from tritongym.core.errors import RegistryError
 from tritongym.core.migrations import migrate
-from tritongym.core.models import Candidate, EvaluationResult, Problem
+from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 
 DEFAULT_REGISTRY = "registry.db"
 
@@ -31,6 +31,11 @@ def default_registry_path() -> Path:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _reward_columns(reward: RewardBreakdown) -> dict:
+    """The total for SQL queries and the whole breakdown (components, weights, absent, penalty) as JSON."""
+    return {"reward": reward.total, "reward_components": reward.model_dump_json()}
 
 
 class Registry:
@@ -115,7 +120,7 @@ class Registry:
                 "ref_runtime_ms": result.ref_runtime_ms,
                 "speedup": result.speedup,
                 "pr": result.pr,
-                "reward": result.reward.total,
+                **_reward_columns(result.reward),
                 "message": result.message,
                 "created_at": now,
                 "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
@@ -128,6 +133,27 @@ class Registry:
             else:
                 evaluation_id = self.db["evaluations"].insert(row).last_pk
         return int(evaluation_id)
+
+    def store_reward(self, result: EvaluationResult) -> None:
+        """Record a stored evaluation's new reward (a cached verdict re-scored under other rewards), in the
+        columns and in the stored result alike."""
+        if result.evaluation_id is None:
+            raise RegistryError("store_reward needs a result read from the registry (it has no evaluation_id)")
+        with self._transaction():
+            self.db["evaluations"].update(
+                result.evaluation_id,
+                {
+                    **_reward_columns(result.reward),
+                    "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
+                },
+            )
+
+    def reward_of(self, evaluation_id: int) -> RewardBreakdown | None:
+        """The reward breakdown stored with an evaluation; None for no such row or one stored before the
+        breakdown was recorded."""
+        rows = list(self.db.query("SELECT reward_components FROM evaluations WHERE id = ?", [evaluation_id]))
+        raw = rows[0]["reward_components"] if rows else None
+        return RewardBreakdown.model_validate_json(raw) if raw and raw != "{}" else None
 
     # --- queries ---------------------------------------------------------------------------------------
 
@@ -268,7 +294,7 @@ class Registry:
                         "problem_key": result.problem_key,
                         "kernel_id": result.kernel_id,
                         "evaluation_id": result.evaluation_id,
-                        "reward": result.reward.total,
+                        **_reward_columns(result.reward),
                         "prompt": prompt,
                         "response": response,
                         "created_at": _now(),

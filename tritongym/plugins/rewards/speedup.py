@@ -1,12 +1,14 @@
 """`speedup`: C · min(T_reference / T_kernel, cap), cap 3 as in Dr. Kernel.
 
-Zero when there is no timing (the CPU backend measures none), so a CPU run never rewards speed it did
-not see.
+Absent (not zero) when the result carries no timing: the CPU backend measures none, so a CPU run neither
+rewards nor punishes speed it did not see, and the reward says so.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import Reward
@@ -14,20 +16,56 @@ from tritongym.core.models import EvaluationResult
 
 
 class SpeedupOptions(BaseModel):
+    """How a measured speedup becomes a reward.
+
+    - `cap` (default 3, Dr. Kernel's): speedups above it count as it, so a lucky or noisy fast measurement
+      cannot dominate a group's advantages.
+    - `lower` (default none): speedups below it count as it, so a very slow but correct kernel is not
+      pushed further down than a moderately slow one. Must be above 0 and below `cap`.
+    - `log` (default false): the component is ln(clipped speedup), so a 2x slowdown costs as much as a 2x
+      speedup earns and a kernel as fast as the reference scores 0. The logarithm needs a floor: without
+      `lower`, speedups are clipped from below at 1 / `cap`, which makes the range symmetric,
+      [-ln cap, ln cap].
+    """
+
     model_config = ConfigDict(extra="forbid")
     cap: float = Field(default=3.0, gt=0, description="speedups above this count as this")
+    lower: float | None = Field(
+        default=None, gt=0, description="speedups below this count as this; none = no floor (1/cap with log)"
+    )
+    log: bool = Field(default=False, description="score ln(clipped speedup) instead of the clipped speedup")
+
+    @model_validator(mode="after")
+    def _lower_below_cap(self) -> SpeedupOptions:
+        if self.lower is not None and self.lower >= self.cap:
+            raise ValueError(f"lower ({self.lower:g}) must be below cap ({self.cap:g})")
+        if self.log and self.lower is None and self.cap <= 1:
+            raise ValueError("log needs cap above 1 (its floor is 1/cap) or an explicit lower")
+        return self
 
 
 class SpeedupReward(Reward):
-    """Correct-gated speedup over the reference, clipped at `cap` (default 3)."""
+    """Correct-gated speedup over the reference, clipped to [lower, cap] (cap 3), optionally as a log."""
 
     name = "speedup"
     Options = SpeedupOptions
 
-    def score(self, result: EvaluationResult) -> float:
-        if not result.honest_and_correct or not result.speedup:
+    def score(self, result: EvaluationResult) -> float | None:
+        if not result.honest_and_correct:
             return 0.0
-        return min(result.speedup, self.options.cap)
+        if result.speedup is None:
+            return None
+        opts = self.options
+        lower = opts.lower if opts.lower is not None else (1.0 / opts.cap if opts.log else None)
+        clipped = min(result.speedup, opts.cap)
+        if lower is not None:
+            clipped = max(clipped, lower)
+        return math.log(clipped) if opts.log else clipped
+
+    def absent_reason(self, result: EvaluationResult) -> str:
+        if result.runtime_ms is not None and result.ref_runtime_ms is None:
+            return f"reference not timed on backend '{result.backend}'"
+        return f"not timed on backend '{result.backend}'"
 
 
 @hookimpl
