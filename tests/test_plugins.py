@@ -175,7 +175,7 @@ def test_cli_plugins_json_lists_builtins_and_file_plugins(tmp_path):
     rows = json.loads(result.stdout)
     names = {(r["kind"], r["name"]) for r in rows}
     assert ("backend", "triton-cpu") in names and ("reward", "kernel-id") in names
-    assert all(set(r) == {"kind", "name", "plugin", "doc"} for r in rows)
+    assert all(set(r) == {"kind", "name", "plugin", "doc", "options"} for r in rows)
 
 
 EVERY_HOOK_PLUGIN = """

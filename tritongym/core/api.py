@@ -12,16 +12,18 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from tritongym.core.config import EvalConfig, load_config
-from tritongym.core.errors import CandidateFileError, ProblemNotFound
+from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound
 from tritongym.core.evaluate import Evaluator, trial_seeds
+from tritongym.core.learning import LearningConfig, LearningSignalBuilder, load_learning_config, read_turn_rows
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
 from tritongym.core.problems import load_problem, load_problems
 from tritongym.core.registry import Registry
 from tritongym.core.screen import ScreenResult, screen_problem
+from tritongym.core.turn_batch import TurnBatch
 
 MAX_CANDIDATE_BYTES = 1 << 20
 
@@ -197,3 +199,65 @@ def registry_stats(registry: RegistryArg = None) -> dict:
     """`tritongym registry stats`."""
     reg = open_registry(registry) or Registry()
     return reg.stats()
+
+
+class TurnAdvantage(BaseModel):
+    """One turn's learning signal, as `tritongym advantages` prints it."""
+
+    group: int
+    trajectory: int
+    turn: int
+    reward: float
+    advantage: float
+    kept: bool
+    kept_tokens: int
+    policy_tokens: int
+
+
+class AdvantageReport(BaseModel):
+    estimator: str
+    filters: list[str]
+    rows: list[TurnAdvantage]
+    metrics: dict[str, float]
+
+
+def advantages(
+    turns: str | Path | Sequence,
+    config: LearningConfig | str | Path | dict | None = None,
+    step: int = 0,
+    extra_plugins: Sequence[str] = (),
+) -> AdvantageReport:
+    """Advantages and keep decisions for a batch of turns (a JSONL path or `TurnRow`s/dicts): what a
+    training step would learn from them under `config` (`tritongym advantages`)."""
+    if isinstance(config, LearningConfig):
+        learning = config
+    elif isinstance(config, dict):
+        learning = load_learning_config(None, **config)
+    else:
+        learning = load_learning_config(config)
+    builder = LearningSignalBuilder(learning, host=get_host(extra_plugins))
+    rows = read_turn_rows(turns) if isinstance(turns, (str, Path)) else list(turns)
+    try:
+        batch = TurnBatch.from_rows(rows)
+    except (ValueError, ValidationError) as exc:
+        raise ConfigError(f"turns do not form a batch: {exc}") from None
+    signal = builder.build(batch, step=step)
+    return AdvantageReport(
+        estimator=learning.estimator,
+        filters=list(learning.filters),
+        rows=[
+            TurnAdvantage(
+                group=int(batch.group[i]),
+                trajectory=int(batch.trajectory[i]),
+                turn=int(batch.turn[i]),
+                reward=float(batch.reward[i]),
+                advantage=float(signal.row_advantages[i]),
+                kept=bool(signal.row_keep[i]),
+                kept_tokens=int(signal.mask[i].sum()),
+                policy_tokens=int(batch.tokens[i].sum()),
+            )
+            for i in range(batch.rows)
+            if bool(batch.valid[i])
+        ],
+        metrics=signal.metrics,
+    )

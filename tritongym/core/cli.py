@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tritongym.core import api
-from tritongym.core.errors import TritonGymError
+from tritongym.core.errors import ConfigError, TritonGymError
 from tritongym.core.models import EvaluationResult, Status
 
 app = typer.Typer(
@@ -302,18 +302,79 @@ def best_command(
 
 @app.command("plugins")
 @command
-def plugins_command(plugin: PluginOpt = None, as_json: JsonOpt = False):
-    """List every registered backend, check, reward, estimator, sample filter and engine."""
+def plugins_command(
+    plugin: PluginOpt = None,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="Only this kind: backend, check, reward, estimator, sample_filter, engine."),
+    ] = None,
+    as_json: JsonOpt = False,
+):
+    """List every registered backend, check, reward, estimator, sample filter and engine, with options."""
     registered = api.plugins(plugin or ())
+    kinds = sorted({r.kind for r in registered} | {"backend", "check", "reward", "estimator", "sample_filter"})
+    if kind is not None:
+        if kind not in kinds:
+            raise ConfigError(f"unknown kind '{kind}' (valid choices: {', '.join(kinds)})")
+        registered = [r for r in registered if r.kind == kind]
     if as_json:
-        _emit_json([{"kind": r.kind, "name": r.name, "plugin": r.plugin, "doc": r.doc} for r in registered])
+        _emit_json(
+            [
+                {"kind": r.kind, "name": r.name, "plugin": r.plugin, "doc": r.doc, "options": r.options}
+                for r in registered
+            ]
+        )
         return
     table = Table()
-    for col in ("kind", "name", "plugin", "doc"):
+    for col in ("kind", "name", "plugin", "doc", "options"):
         table.add_column(col, overflow="fold")
     for r in registered:
-        table.add_row(r.kind, r.name, r.plugin, escape(r.doc))
+        options = ", ".join(f"{o['name']}={'(required)' if o['required'] else o['default']!r}" for o in r.options)
+        table.add_row(r.kind, r.name, r.plugin, escape(r.doc), escape(options))
     out.print(table)
+
+
+@app.command("advantages")
+@command
+def advantages_command(
+    turns: Annotated[Path, typer.Argument(help="JSONL of turns, one TurnRow object per line.")],
+    config: ConfigOpt = None,
+    estimator: Annotated[str | None, typer.Option("--estimator", "-e", help="Advantage estimator.")] = None,
+    filters: Annotated[
+        list[str] | None, typer.Option("--filter", "-f", help="Sample filter, default options (repeatable).")
+    ] = None,
+    step: Annotated[int, typer.Option("--step", help="Training step: the filters draw from seed + step.")] = 0,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the filters' generator.")] = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Show what a training step would learn from a batch of turns: advantage and keep flag per turn."""
+    overrides: dict = {"estimator": estimator, "seed": seed}
+    if filters:
+        overrides["filters"] = {name: {} for name in filters}
+    from tritongym.core.learning import load_learning_config
+
+    learning = load_learning_config(config, **overrides)
+    report = api.advantages(turns, learning, step=step, extra_plugins=plugin or ())
+    if as_json:
+        _emit_json(report.model_dump())
+        return
+    filters_text = ", ".join(report.filters) or "none"
+    table = Table(title=f"estimator {report.estimator}, filters {filters_text}")
+    for col in ("group", "trajectory", "turn", "reward", "advantage", "kept", "tokens kept"):
+        table.add_column(col, justify="right")
+    for r in report.rows:
+        table.add_row(
+            str(r.group),
+            str(r.trajectory),
+            str(r.turn),
+            f"{r.reward:.4g}",
+            f"{r.advantage:+.4g}",
+            "yes" if r.kept else "[magenta]no[/]",
+            f"{r.kept_tokens}/{r.policy_tokens}",
+        )
+    out.print(table)
+    out.print(", ".join(f"{k} {v:.4g}" for k, v in sorted(report.metrics.items())), highlight=False)
 
 
 @problems_app.command("list")

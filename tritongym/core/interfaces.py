@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tritongym.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    import torch
+
     from tritongym.core.models import (
         Candidate,
         CheckVerdict,
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
         Problem,
     )
     from tritongym.core.sandbox import SandboxLimits
+    from tritongym.core.turn_batch import Advantages, FilterDecision, TurnBatch
     from tritongym.core.worker_task import WorkerTask
 
 
@@ -135,20 +138,38 @@ class Reward(PluginObject, ABC):
     kind = "reward"
 
     @abstractmethod
-    def score(self, result: EvaluationResult) -> float:
-        """Look at nothing but the evaluation result."""
+    def score(self, result: EvaluationResult) -> float | None:
+        """Look at nothing but the evaluation result.
+
+        Return None when the result carries no measurement this component needs (a correct kernel on a
+        backend that does not time or profile): the component is then recorded as absent, with
+        `absent_reason`, rather than as a zero that looks like a judgement."""
+
+    def absent_reason(self, result: EvaluationResult) -> str:
+        """Why `score` returned None for this result; shown beside the reward."""
+        return f"not measured by backend '{result.backend}'"
 
 
-class AdvantageEstimator(PluginObject):
-    """Turns the rewards of a group of rollouts into per-token advantages."""
+class AdvantageEstimator(PluginObject, ABC):
+    """Turns the rewards of a batch of turns into advantages (per row, or per token)."""
 
     kind = "estimator"
 
+    @abstractmethod
+    def estimate(self, batch: TurnBatch) -> Advantages:
+        """Rows with `valid` False get 0 and are in no group; only rows with `batch.baseline` True enter a
+        baseline (the host clears it for rejected rows when the run says they do not count)."""
 
-class SampleFilter(PluginObject):
+
+class SampleFilter(PluginObject, ABC):
     """Decides which samples keep their gradient (and with what weight)."""
 
     kind = "sample_filter"
+    level: ClassVar[str] = "turn"  # the usual level of its decisions; the decision states its own
+
+    @abstractmethod
+    def decide(self, batch: TurnBatch, rng: torch.Generator) -> FilterDecision:
+        """`rng` is the run's seeded generator: the only randomness a filter may use, so runs repeat."""
 
 
 class GenerationEngine(PluginObject):

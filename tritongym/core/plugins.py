@@ -59,6 +59,14 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.rewards.correctness",
     "tritongym.plugins.rewards.speedup",
     "tritongym.plugins.rewards.profiling",
+    "tritongym.plugins.estimators.grpo",
+    "tritongym.plugins.estimators.rloo",
+    "tritongym.plugins.estimators.trloo",
+    "tritongym.plugins.estimators.reinforce",
+    "tritongym.plugins.estimators.mrs",
+    "tritongym.plugins.estimators.prs",
+    "tritongym.plugins.estimators.meaningful_turn",
+    "tritongym.plugins.estimators.low_variance_group",
 )
 """Built-in plugins, registered like any third-party plugin."""
 
@@ -81,6 +89,25 @@ class Registered:
     @property
     def doc(self) -> str:
         return self.cls.summary()
+
+    @property
+    def options(self) -> list[dict]:
+        """The object's options as `tritongym plugins` shows them: name, type, default and description."""
+        out = []
+        for name, info in self.cls.Options.model_fields.items():
+            default = None if info.is_required() else info.get_default(call_default_factory=True)
+            annotation = info.annotation
+            type_name = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+            out.append(
+                {
+                    "name": name,
+                    "type": type_name or str(annotation).replace("typing.", ""),
+                    "default": default,
+                    "required": info.is_required(),
+                    "description": info.description or "",
+                }
+            )
+        return out
 
 
 class PluginHost:
