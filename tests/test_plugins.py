@@ -260,3 +260,27 @@ def test_a_check_that_raises_fails_closed_and_names_its_plugin(tmp_path, relu_pr
     verdicts = {c.name: c for c in result.checks}
     assert verdicts["structure"].passed, "one broken check must not silence the others"
     assert not verdicts["boom"].passed and f"plugin '{path}'" in verdicts["boom"].reason
+
+
+def test_cli_plugins_lists_estimators_and_filters_with_their_options():
+    from typer.testing import CliRunner
+
+    from tritongym.core.cli import app
+
+    result = CliRunner().invoke(app, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {(r["kind"], r["name"]): r for r in json.loads(result.stdout)}
+    for name in ("grpo", "rloo", "trloo", "reinforce"):
+        assert ("estimator", name) in rows
+    for name in ("mrs", "prs", "meaningful-turn", "low-variance-group"):
+        assert ("sample_filter", name) in rows
+    trloo = {o["name"]: o for o in rows[("estimator", "trloo")]["options"]}
+    assert trloo["gamma"]["default"] == 1.0 and trloo["singleton"]["default"] == "return"
+    prs = {o["name"]: o["default"] for o in rows[("sample_filter", "prs")]["options"]}
+    assert prs == {"tau": 0.3, "scale": 0.1, "hard_threshold": False}
+    speedup = {o["name"]: o["default"] for o in rows[("reward", "speedup")]["options"]}
+    assert speedup == {"cap": 3.0, "lower": None, "log": False}
+    table = CliRunner().invoke(app, ["plugins", "--kind", "sample_filter"])
+    assert table.exit_code == 0 and "lower=0.999" in table.stdout and "speedup" not in table.stdout
+    bad = CliRunner().invoke(app, ["plugins", "--kind", "filters"])
+    assert bad.exit_code == 2 and "valid choices" in bad.output
