@@ -19,6 +19,7 @@ from tritongym.core.errors import ConfigError
 if TYPE_CHECKING:
     import torch
 
+    from tritongym.core.generation import Generation, Message, ModelSpec, SamplingOptions
     from tritongym.core.models import (
         Candidate,
         CheckVerdict,
@@ -172,10 +173,34 @@ class SampleFilter(PluginObject, ABC):
         """`rng` is the run's seeded generator: the only randomness a filter may use, so runs repeat."""
 
 
-class GenerationEngine(PluginObject):
-    """Produces rollouts (text plus log-probs) from a model."""
+class GenerationEngine(PluginObject, ABC):
+    """Produces rollouts (text plus per-token log-probs) from a model.
+
+    Life cycle: `start(model, sampling)` once (load the model; may take long), `generate(...)` per batch of
+    turns, `load_weights(...)` after each optimiser step of a trainable engine, `close()` at the end."""
 
     kind = "engine"
+    trainable: ClassVar[bool] = True  # False for engines whose weights the trainer cannot update (HTTP)
+
+    def unavailable_reason(self) -> str | None:
+        """None when this engine can run here, else why not and what to install."""
+        return None
+
+    @abstractmethod
+    def start(self, model: ModelSpec, sampling: SamplingOptions) -> None:
+        """Load the model and tokenizer; called once before any generation."""
+
+    @abstractmethod
+    def generate(self, conversations: list[list[Message]]) -> list[Generation]:
+        """One sampled response per conversation, rendered with the model's chat template; the caller
+        repeats a conversation to get several samples.  Never raises for a model's bad output."""
+
+    def load_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
+        """Replace the engine's weights with the trainer's (same parameter names as the model)."""
+        raise NotImplementedError(f"engine '{self.name}' cannot take weights from a trainer; it is not trainable")
+
+    def close(self) -> None:
+        """Free the model (and any server process)."""
 
 
 KINDS: dict[str, type[PluginObject]] = {

@@ -191,3 +191,20 @@ def m007_reward_components(db: sqlite_utils.Database) -> None:
     # before this migration keep "{}" until they are stored again.
     db["evaluations"].add_column("reward_components", str, not_null_default="{}")
     db["turns"].add_column("reward_components", str, not_null_default="{}")
+
+
+@migration
+def m008_training_turns(db: sqlite_utils.Database) -> None:
+    # Rollout turns of training and test-time runs carry what the learner did with them: the step, the
+    # status (including `no_code`, a turn with nothing to evaluate and so no evaluation row), the
+    # advantage and whether the turn kept its gradient, so a run can be audited turn by turn.
+    for column, kind in (
+        ("problem_name", str),
+        ("step", int),
+        ("status", str),
+        ("message", str),
+        ("advantage", float),
+        ("kept", int),
+    ):
+        db["turns"].add_column(column, kind)
+    db["turns"].create_index(["problem_name", "status"])

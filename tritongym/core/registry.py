@@ -277,31 +277,59 @@ class Registry:
     def add_turn(
         self,
         run_id: int,
-        result: EvaluationResult,
+        result: EvaluationResult | None,
         sample: int = 0,
         turn: int = 1,
         prompt: str = "",
         response: str = "",
+        *,
+        problem: Problem | None = None,
+        step: int | None = None,
+        status: str | None = None,
+        message: str | None = None,
+        reward: RewardBreakdown | None = None,
+        advantage: float | None = None,
+        kept: bool | None = None,
     ) -> int:
+        """Store one turn of a run.  A turn whose response held no code has no `result`: pass the `problem`
+        and a `status`/`message` saying so (its reward is then `reward`, or 0)."""
+        if result is None and problem is None:
+            raise ValueError("a turn without an evaluation result needs the problem it was for")
+        reward = reward if reward is not None else (result.reward if result is not None else RewardBreakdown())
+        row = {
+            "run_id": run_id,
+            "sample": sample,
+            "turn": turn,
+            "problem_key": result.problem_key if result is not None else problem.key,
+            "problem_name": result.problem_id if result is not None else problem.name,
+            "kernel_id": result.kernel_id if result is not None else None,
+            "evaluation_id": result.evaluation_id if result is not None else None,
+            **_reward_columns(reward),
+            "prompt": prompt,
+            "response": response,
+            "step": step,
+            "status": status if status is not None else (result.status.value if result is not None else None),
+            "message": message if message is not None else (result.message if result is not None else ""),
+            "advantage": advantage,
+            "kept": None if kept is None else int(kept),
+            "created_at": _now(),
+        }
         with self._transaction():
-            return int(
-                self.db["turns"]
-                .insert(
-                    {
-                        "run_id": run_id,
-                        "sample": sample,
-                        "turn": turn,
-                        "problem_key": result.problem_key,
-                        "kernel_id": result.kernel_id,
-                        "evaluation_id": result.evaluation_id,
-                        **_reward_columns(result.reward),
-                        "prompt": prompt,
-                        "response": response,
-                        "created_at": _now(),
-                    }
-                )
-                .last_pk
-            )
+            return int(self.db["turns"].insert(row).last_pk)
+
+    def update_turn(self, turn_id: int, **values) -> None:
+        """Fill in what is known only after the whole batch (the advantage, whether the turn was kept)."""
+        allowed = {"advantage", "kept"}
+        if set(values) - allowed:
+            raise ValueError(f"only {sorted(allowed)} of a stored turn can change, not {sorted(set(values) - allowed)}")
+        if "kept" in values and values["kept"] is not None:
+            values["kept"] = int(values["kept"])
+        with self._transaction():
+            self.db["turns"].update(turn_id, values)
+
+    def turns(self, run_id: int) -> list[dict]:
+        """Every stored turn of a run, in the order they were stored."""
+        return list(self.db["turns"].rows_where("run_id = ?", [run_id], order_by="id"))
 
     def finish_run(self, run_id: int) -> None:
         with self._transaction():
