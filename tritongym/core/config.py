@@ -107,16 +107,19 @@ def validation_message(exc: ValidationError, where: str) -> str:
     )
 
 
+def read_toml(path: str | Path) -> dict:
+    """A config file's tables, or a ConfigError naming the file and what is wrong with it."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {path} is not valid TOML: {exc}") from None
+
+
 def load_config(path: str | Path | None = None, **overrides) -> EvalConfig:
     """Read a TOML config (if given) and apply non-None overrides (the CLI's flags)."""
-    data: dict = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except OSError as exc:
-            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config {path} is not valid TOML: {exc}") from None
+    data: dict = read_toml(path) if path is not None else {}
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return EvalConfig.model_validate(data)

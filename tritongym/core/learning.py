@@ -20,8 +20,6 @@ option fails before any rollout is generated) and then, per step:
 from __future__ import annotations
 
 import json
-import math
-import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,12 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tritongym.core.errors import ConfigError, PluginError
 from tritongym.core.interfaces import AdvantageEstimator, SampleFilter
-from tritongym.core.turn_batch import TurnBatch, TurnRow
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from tritongym.core.turn_batch import TurnBatch, TurnRow, fraction
 
 
 class LearningConfig(BaseModel):
@@ -141,7 +134,7 @@ class LearningSignalBuilder:
                 w = decision.weights if decision.level == "token" else decision.weights[:, None]
                 weights = weights * torch.where(batch.tokens, w.to(weights.dtype), torch.ones_like(weights))
             metrics.update({f"{name}/{k}": float(v) for k, v in decision.metrics.items()})
-            metrics[f"{name}/rejected"] = _fraction(rejected, considered)  # the host's count wins a name clash
+            metrics[f"{name}/rejected"] = fraction(rejected, considered)  # the host's count wins a name clash
 
         estimator_batch = batch
         if not self.config.rejected_in_baselines:
@@ -161,8 +154,8 @@ class LearningSignalBuilder:
         mask = token_keep & row_keep[:, None] & batch.tokens
         valid = batch.valid
         metrics.update({f"{self.config.estimator}/{k}": float(v) for k, v in advantages.metrics.items()})
-        metrics["kept_rows"] = _fraction(row_keep & valid, valid)
-        metrics["kept_tokens"] = _fraction(mask, batch.tokens)
+        metrics["kept_rows"] = fraction(row_keep & valid, valid)
+        metrics["kept_tokens"] = fraction(mask, batch.tokens)
         if bool(valid.any()):
             metrics["advantage_mean"] = float(advantages.per_row[valid].mean())
             metrics["advantage_abs_mean"] = float(advantages.per_row[valid].abs().mean())
@@ -176,26 +169,14 @@ class LearningSignalBuilder:
         )
 
 
-def _fraction(part: torch.Tensor, whole: torch.Tensor) -> float:
-    total = int(whole.sum())
-    return float(int((part & whole).sum()) / total) if total else math.nan
-
-
 def load_learning_config(path: str | Path | None = None, **overrides) -> LearningConfig:
     """Read the learning settings from TOML (top-level keys, or a `[learning]` table of a run config) and
     apply non-None overrides (the CLI's flags)."""
-    from tritongym.core.config import validation_message
+    from tritongym.core.config import read_toml, validation_message
 
-    data: dict = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except OSError as exc:
-            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config {path} is not valid TOML: {exc}") from None
-        if isinstance(data.get("learning"), dict):
-            data = data["learning"]
+    data: dict = read_toml(path) if path is not None else {}
+    if isinstance(data.get("learning"), dict):
+        data = data["learning"]
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return LearningConfig.model_validate(data)

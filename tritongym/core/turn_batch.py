@@ -230,6 +230,13 @@ class TurnBatch:
         )
 
 
+def fraction(part: torch.Tensor, whole: torch.Tensor) -> float:
+    """Share of the True entries of `whole` that are also True in `part`; NaN when `whole` has none (a
+    rate over nothing is undefined, not 0, so step logs do not show a filter that saw no rows as idle)."""
+    total = int(whole.sum())
+    return float(int((part & whole).sum()) / total) if total else math.nan
+
+
 @dataclass(frozen=True)
 class Advantages:
     """An estimator's answer: one advantage per row, broadcast to the row's policy tokens, or (for an

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import SampleFilter
-from tritongym.core.turn_batch import FilterDecision, TurnBatch
+from tritongym.core.turn_batch import FilterDecision, TurnBatch, fraction
 
 
 class MRSOptions(BaseModel):
@@ -131,7 +131,7 @@ class MRS(SampleFilter):
         vetoed = torch.zeros_like(batch.valid)
         if opts.veto is not None:
             vetoed = valid & (tokens & (log_ratio < math.log(opts.veto))).any(dim=1)
-            metrics["veto_rejected"] = _fraction(vetoed, valid)
+            metrics["veto_rejected"] = fraction(vetoed, valid)
         present = unit_w[unit_valid]
         metrics["w_mean"] = float(present.mean()) if present.numel() else math.nan
         metrics["w_min"] = float(present.min()) if present.numel() else math.nan
@@ -150,14 +150,9 @@ class MRS(SampleFilter):
 
         w = unit_w[unit]
         out_of_band = valid & ~((w >= opts.lower) & (w <= opts.upper))  # NaN w (inf − inf) is out
-        metrics["band_rejected"] = _fraction(out_of_band, valid)
+        metrics["band_rejected"] = fraction(out_of_band, valid)
         keep = ~(out_of_band | vetoed)  # rows that are not valid are not judged here
         return FilterDecision(keep=keep, level="turn", metrics=metrics)
-
-
-def _fraction(part: torch.Tensor, whole: torch.Tensor) -> float:
-    total = int(whole.sum())
-    return float(int((part & whole).sum()) / total) if total else math.nan
 
 
 @hookimpl

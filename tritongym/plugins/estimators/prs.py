@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import SampleFilter
-from tritongym.core.turn_batch import FilterDecision, TurnBatch
+from tritongym.core.turn_batch import FilterDecision, TurnBatch, fraction
 
 
 class PRSOptions(BaseModel):
@@ -71,16 +71,11 @@ class PRS(SampleFilter):
             kept = draws < keep_prob  # P(u < p) = p for u ~ U[0, 1)
         rejected = profiled & ~kept
         metrics = {
-            "rejected_correct": _fraction(rejected, judged),
-            "unprofiled": _fraction(judged & ~profiled, judged),
+            "rejected_correct": fraction(rejected, judged),
+            "unprofiled": fraction(judged & ~profiled, judged),
             "keep_prob_mean": float(keep_prob[profiled].mean()) if bool(profiled.any()) else math.nan,
         }
         return FilterDecision(keep=~rejected, level="turn", metrics=metrics)
-
-
-def _fraction(part: torch.Tensor, whole: torch.Tensor) -> float:
-    total = int(whole.sum())
-    return float(int((part & whole).sum()) / total) if total else math.nan
 
 
 @hookimpl
