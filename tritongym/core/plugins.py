@@ -67,6 +67,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.estimators.prs",
     "tritongym.plugins.estimators.meaningful_turn",
     "tritongym.plugins.estimators.low_variance_group",
+    "tritongym.plugins.engines.transformers_engine",
 )
 """Built-in plugins, registered like any third-party plugin."""
 
