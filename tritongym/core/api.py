@@ -22,6 +22,7 @@ from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
 from tritongym.core.problems import load_problem, load_problems
 from tritongym.core.registry import Registry
+from tritongym.core.run_config import RunConfig, load_run_config
 from tritongym.core.screen import ScreenResult, screen_problem
 from tritongym.core.turn_batch import TurnBatch
 
@@ -260,4 +261,104 @@ def advantages(
             if bool(batch.valid[i])
         ],
         metrics=signal.metrics,
+    )
+
+
+class RolloutSummary(BaseModel):
+    """What `tritongym rollouts` did: where the trajectories went and how the turns fared."""
+
+    run_id: int | None
+    trajectories_file: str
+    turns: int
+    statuses: dict[str, int]
+    mean_reward: float
+    evaluations: int
+    generate_s: float
+    evaluate_s: float
+
+
+def rollouts(
+    config: RunConfig | str | Path,
+    steps: int = 1,
+    out: str | Path | None = None,
+    registry: RegistryArg = None,
+    extra_plugins: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> RolloutSummary:
+    """Generate and evaluate multi-turn trajectories without training (`tritongym rollouts`); every turn
+    is stored in the registry under a new run and appended to a JSONL file (`out`, default
+    OUTPUT_DIR/trajectories.jsonl)."""
+    from tritongym.core.rollouts import RolloutRunner, write_trajectories
+    from tritongym.core.run_setup import prepare_run
+
+    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    reg = open_registry(registry if registry is not None else run_config.registry)
+    parts = prepare_run(run_config, registry=reg, extra_plugins=extra_plugins, training=False)
+    path = Path(out) if out is not None else run_config.output_dir / "trajectories.jsonl"
+    run_id = reg.start_run("rollouts", run_config.name, run_config.model_dump(mode="json")) if reg else None
+    statuses: dict[str, int] = {}
+    rewards: list[float] = []
+    totals = {"evaluations": 0, "generate_s": 0.0, "evaluate_s": 0.0}
+    try:
+        parts.engine.start(run_config.model, run_config.sampling)
+        runner = RolloutRunner(
+            parts.engine, parts.interaction, parts.evaluator, reg, run_id, run_config.rollout.stop_when_correct
+        )
+        for step in range(steps):
+            batch = runner.collect(parts.problems_for_step(step), run_config.rollout.samples, step, progress)
+            write_trajectories(path, batch.turns)
+            for record in batch.turns:
+                statuses[record.status] = statuses.get(record.status, 0) + 1
+                rewards.append(record.reward.total)
+            totals["evaluations"] += batch.evaluations
+            totals["generate_s"] += batch.generate_s
+            totals["evaluate_s"] += batch.evaluate_s
+    finally:
+        parts.close()
+        if reg is not None and run_id is not None:
+            reg.finish_run(run_id)
+    return RolloutSummary(
+        run_id=run_id,
+        trajectories_file=str(path),
+        turns=len(rewards),
+        statuses=statuses,
+        mean_reward=sum(rewards) / len(rewards) if rewards else 0.0,
+        **totals,
+    )
+
+
+def train(
+    config: RunConfig | str | Path,
+    steps: int | None = None,
+    resume: bool = False,
+    registry: RegistryArg = None,
+    extra_plugins: Sequence[str] = (),
+    on_step: Callable[[dict], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+):
+    """RL training with one config (`tritongym train`): returns a `TrainSummary` (core/training.py)."""
+    from tritongym.core.training import train as run_training
+
+    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    reg = open_registry(registry if registry is not None else run_config.registry)
+    return run_training(
+        run_config, reg, steps=steps, resume=resume, extra_plugins=extra_plugins, on_step=on_step, progress=progress
+    )
+
+
+def sft(
+    config: RunConfig | str | Path,
+    data: Sequence[str | Path] | None = None,
+    output: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+):
+    """Cold-start SFT (`tritongym sft`): returns an `SFTSummary` (core/sft.py)."""
+    from tritongym.core.sft import run_sft
+
+    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    return run_sft(
+        run_config,
+        data=[Path(p) for p in data] if data else None,
+        output=Path(output) if output is not None else None,
+        progress=progress,
     )

@@ -8,21 +8,36 @@ kernel stored); 2 bad input (unknown problem, bad config, broken plugin); 3 the 
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core import api
-from tritongym.core.errors import ConfigError, TritonGymError
+from tritongym.core import api, cli_train
+from tritongym.core.cli_common import (
+    BackendOpt,
+    ConfigOpt,
+    GpusOpt,
+    JsonOpt,
+    NoCacheOpt,
+    PluginOpt,
+    RegistryOpt,
+    SizeOpt,
+    SkipCheckOpt,
+    TimeoutOpt,
+    TrialsOpt,
+    WorkersOpt,
+    _emit_json,
+    command,
+    err,
+    out,
+)
+from tritongym.core.errors import ConfigError
 from tritongym.core.models import EvaluationResult, Status
 
 app = typer.Typer(
@@ -35,58 +50,7 @@ problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_he
 registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True)
 app.add_typer(problems_app, name="problems")
 app.add_typer(registry_app, name="registry")
-
-# Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-PluginOpt = Annotated[
-    list[str] | None,
-    typer.Option("--plugin", help="Load a plugin module or .py file (repeatable; also TRITONGYM_PLUGINS)."),
-]
-RegistryOpt = Annotated[
-    Path | None,
-    typer.Option("--registry", envvar="TRITONGYM_REGISTRY", help="registry.db path [default: ./registry.db]"),
-]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file (see README).")]
-BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Backend name, or 'auto'.")]
-SizeOpt = Annotated[str | None, typer.Option("--size", help="Problem size preset: cpu, gpu or auto.")]
-TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness trials (distinct seeds).")]
-TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
-GpusOpt = Annotated[
-    str | None, typer.Option("--gpus", help="GPU indices for triton-cuda, comma separated, e.g. 0,1 [default: all].")
-]
-SkipCheckOpt = Annotated[
-    list[str] | None,
-    typer.Option("--skip-check", help="Switch this check off (repeatable); `tritongym plugins` lists them."),
-]
-WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes [default: CPUs].")]
-
-
-def _emit_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def command(fn):
-    """Turn user-facing errors into one line (or a JSON object) and a meaningful exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except TritonGymError as exc:
-            if os.environ.get("TRITONGYM_RAISE_ERRORS"):
-                raise
-            if kwargs.get("as_json"):
-                _emit_json({"error": str(exc), "error_type": type(exc).__name__, "exit_code": exc.exit_code})
-            else:
-                err.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
+cli_train.register(app)  # rollouts, train, sft: the commands that load a model
 
 
 def _config(config, **overrides):
@@ -186,7 +150,7 @@ def run_command(
     only: Annotated[list[str] | None, typer.Option("--only", help="Evaluate only this problem (repeatable).")] = None,
     candidates: Annotated[
         Path | None,
-        typer.Option("--candidates", help="Directory of <problem>.py candidates [default: the suite's own solutions]."),
+        typer.Option("--candidates", help="Directory of <problem>.py candidates (default: the suite's own solutions)."),
     ] = None,
     backend: BackendOpt = None,
     size: SizeOpt = None,
@@ -380,7 +344,7 @@ def advantages_command(
 @problems_app.command("list")
 @command
 def problems_list(
-    source: Annotated[str | None, typer.Option("--source", help="Problem source [default: the suite].")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Problem source (default: the suite).")] = None,
     size: Annotated[str, typer.Option("--size", help="Size preset to show.")] = "cpu",
     as_json: JsonOpt = False,
 ):
@@ -435,7 +399,7 @@ def problems_show(
 @problems_app.command("check")
 @command
 def problems_check(
-    source: Annotated[str | None, typer.Argument(help="Problem source [default: the suite].")] = None,
+    source: Annotated[str | None, typer.Argument(help="Problem source (default: the suite).")] = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="Check only this problem (repeatable).")] = None,
     backend: BackendOpt = None,
     size: SizeOpt = None,
@@ -482,3 +446,7 @@ def registry_stats(registry: RegistryOpt = None, as_json: JsonOpt = False):
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""The RL trainer end to end on the CPU: a tiny model, the transformers engine and the triton-cpu backend.
+
+- the full loop (TRLOO + MRS + PRS) for 2 steps on 2 problems, every turn in the registry, checkpoints and
+  `--resume`, metrics, plot and the saved model;
+- learning: with a cheap deterministic reward the mean reward of the last steps is clearly above the first;
+- data-parallel invariance: `accelerate launch` with 2 processes gives the same loss and update as one;
+- the CLI: `tritongym train` and `tritongym rollouts`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from tritongym.core import api  # noqa: E402
+from tritongym.core.generation import TinyModelSpec  # noqa: E402
+from tritongym.core.model_loading import build_tiny_model  # noqa: E402
+from tritongym.core.registry import Registry  # noqa: E402
+from tritongym.core.run_config import RunConfig  # noqa: E402
+
+HERE = Path(__file__).parent
+
+PARSES_REWARD = '''
+"""Learning-test reward: 1 when the extracted code parses (cheap: no worker ever runs), else 0."""
+from tritongym import hookimpl
+from tritongym.core.interfaces import Reward
+from tritongym.core.models import Status
+
+
+class Parses(Reward):
+    name = "parses"
+
+    def score(self, result):
+        return 0.0 if result.status == Status.compile_error else 1.0
+
+
+@hookimpl
+def register_rewards(register):
+    register(Parses)
+'''
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    return build_tiny_model(TinyModelSpec(directory=tmp_path_factory.mktemp("models") / "tiny"))
+
+
+def loop_config(tiny_dir: Path, out: Path, **changes) -> RunConfig:
+    data = {
+        "name": "loop",
+        "output_dir": str(out),
+        "seed": 0,
+        "model": {"path": str(tiny_dir)},
+        "engine": {"name": "transformers", "options": {"device": "cpu", "batch_size": 8}},
+        "sampling": {"temperature": 1.0, "max_tokens": 12, "seed": 1},
+        "interaction": {"max_turns": 2, "assistant_prefill": "```python\n"},
+        "rollout": {"problems": ["relu", "softmax"], "samples": 2, "prompts_per_step": 2},
+        "eval": {"backend": "triton-cpu"},
+        "learning": {"estimator": "trloo", "filters": {"mrs": {}, "prs": {}}},
+        "optim": {"lr": 1e-4, "steps": 2, "micro_batch": 4, "checkpoint_every": 1},
+    }
+    for dotted, value in changes.items():
+        section, key = dotted.split("__")
+        data[section][key] = value
+    return RunConfig.model_validate(data)
+
+
+def test_full_loop_stores_every_turn_checkpoints_and_resumes(tiny_dir, tmp_path):
+    config = loop_config(tiny_dir, tmp_path / "run")
+    registry = Registry(tmp_path / "registry.db")
+    summary = api.train(config, registry=registry)
+
+    assert summary.steps == 2 and summary.resumed_from is None
+    turns = registry.turns(summary.run_id)
+    assert len(turns) == 2 * 2 * 2 * 2  # steps x problems x samples x turns
+    assert {t["step"] for t in turns} == {0, 1}
+    assert {t["problem_name"] for t in turns} == {"relu", "softmax"}
+    for t in turns:
+        assert t["status"] and t["response"] is not None and json.loads(t["prompt"])[0]["role"] == "system"
+        assert t["advantage"] is not None and t["kept"] in (0, 1)
+        assert (t["evaluation_id"] is None) == (t["status"] == "no_code")
+
+    lines = [json.loads(line) for line in Path(summary.metrics_file).read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1]
+    for key in ("reward", "turn1/correct", "turn2/fast@1.2", "mrs/rejected", "prs/rejected", "mismatch_kl", "entropy"):
+        assert key in lines[0], key
+    assert lines[0]["grad_norm"] >= 0 and lines[0]["tokens_per_s"] > 0
+    assert Path(summary.plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "run" / "checkpoints" / "step-2" / "trainer_state.json").is_file()
+
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(summary.model_dir)  # the saved policy loads
+
+    again = api.train(config, registry=registry, steps=3, resume=True)
+    assert again.resumed_from == 2 and again.steps == 3
+    lines = [json.loads(line) for line in Path(again.metrics_file).read_text().splitlines()]
+    assert [m["step"] for m in lines] == [0, 1, 2]
+    assert {t["step"] for t in registry.turns(again.run_id)} == {2}
+
+
+@pytest.fixture
+def parses_plugin(tmp_path) -> str:
+    plugin = tmp_path / "parses.py"
+    plugin.write_text(PARSES_REWARD)
+    return str(plugin)
+
+
+def test_weights_reach_the_engine_after_each_step(tiny_dir, tmp_path, parses_plugin):
+    import torch
+
+    from tritongym.core.run_setup import prepare_run
+    from tritongym.core.trainer import Trainer
+
+    config = loop_config(
+        tiny_dir,
+        tmp_path / "run",
+        optim__lr=1e-2,
+        interaction__max_turns=1,
+        sampling__max_tokens=1,
+        rollout__samples=4,
+        eval__rewards={"parses": 1.0},
+    )
+    parts = prepare_run(config, extra_plugins=[parses_plugin])
+    try:
+        parts.engine.start(config.model, config.sampling)
+        trainer = Trainer(parts)
+        before = {k: v.clone() for k, v in parts.engine.model.state_dict().items()}
+        trainer.train_step()
+        trained = trainer.accelerator.unwrap_model(trainer.model).state_dict()
+        engine = parts.engine.model.state_dict()
+        assert any(not torch.equal(before[k], engine[k]) for k in engine)
+        for name, tensor in engine.items():
+            assert torch.equal(tensor, trained[name].to(tensor.dtype)), name
+    finally:
+        parts.close()
+
+
+def test_reward_rises_with_a_cheap_deterministic_reward(tiny_dir, tmp_path, parses_plugin):
+    """A one-token bandit: after the ```python prefill the model writes one token, rewarded 1 when the code
+    parses.  The policy gradient must raise the parse rate well above where it starts."""
+    short = tmp_path / "templates"
+    short.mkdir()
+    (short / "system.md").write_text("You write Python.\n")
+    (short / "task.md").write_text("Code for $problem_name:\n$reference_code\n")
+    (short / "example.md").write_text("")
+    config = loop_config(
+        tiny_dir,
+        tmp_path / "run",
+        sampling__max_tokens=1,
+        interaction__max_turns=1,
+        interaction__system_template=str(short / "system.md"),
+        interaction__task_template=str(short / "task.md"),
+        interaction__example_file=str(short / "example.md"),
+        rollout__samples=8,
+        eval__rewards={"parses": 1.0},
+        learning__estimator="rloo",
+        learning__filters={},
+        optim__lr=1e-2,
+        optim__steps=10,
+        optim__micro_batch=16,
+        optim__checkpoint_every=100,
+    )
+    rewards: list[float] = []
+    api.train(config, registry=False, extra_plugins=[parses_plugin], on_step=lambda m: rewards.append(m["reward"]))
+    first, last = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
+    assert last > first + 0.2, rewards
+
+
+def test_data_parallel_step_equals_one_process(tiny_dir, tmp_path):
+    """The same global batch, trained by one process and by two under `accelerate launch`: same loss, same
+    gradient norm, same updated weights.  (On a CPU, accelerate's `--cpu --num_processes 2` starts one
+    process unless MPI is set up; `--multi_gpu` launches through torchrun, which on a CPU gives gloo.)"""
+    script = HERE / "scripts" / "dp_train_step.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parent)}
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    subprocess.run([sys.executable, str(script), str(tiny_dir), str(one)], check=True, env=env, timeout=300)
+    accelerate = shutil.which("accelerate") or pytest.skip("the accelerate command is not on PATH")
+    launch = [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    launch += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517"]
+    subprocess.run([*launch, str(script), str(tiny_dir), str(two)], check=True, env=env, timeout=300)
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert (a["world"], b["world"]) == (1, 2)
+    for key in ("loss", "grad_norm", "entropy", "kept_rows", "mrs/rejected", "prs/rejected"):
+        assert b["metrics"][key] == pytest.approx(a["metrics"][key], rel=1e-5, abs=1e-7), key
+    assert 0 < a["metrics"]["kept_rows"] < 1 and a["metrics"]["loss"] != 0
+    import torch
+
+    # Adam's first step is about lr x sign(gradient): compare whole update vectors, not single elements
+    # (where a gradient is ~0, float noise may flip a sign)
+    ua, ub = torch.load(f"{one}.update.pt"), torch.load(f"{two}.update.pt")
+    for name, delta in ua.items():
+        assert delta.norm() > 0, name
+        assert (ub[name] - delta).norm() <= 1e-3 * delta.norm(), name
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tritongym.core.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+
+
+def _write_config(path: Path, tiny_dir: Path, out: Path) -> Path:
+    path.write_text(
+        f"""
+name = "cli"
+output_dir = "{out}"
+[model]
+path = "{tiny_dir}"
+[engine]
+name = "transformers"
+options = {{ device = "cpu" }}
+[sampling]
+max_tokens = 8
+seed = 3
+[interaction]
+max_turns = 1
+assistant_prefill = "```python\\n"
+[rollout]
+problems = ["relu", "softmax"]
+samples = 2
+prompts_per_step = 2
+[eval]
+backend = "triton-cpu"
+[optim]
+steps = 1
+micro_batch = 2
+"""
+    )
+    return path
+
+
+def test_cli_rollouts_and_train(tiny_dir, tmp_path):
+    config = _write_config(tmp_path / "run.toml", tiny_dir, tmp_path / "out")
+    db = str(tmp_path / "registry.db")
+    done = _cli("rollouts", str(config), "--json", "--registry", db, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["turns"] == 4 and sum(summary["statuses"].values()) == 4
+    lines = Path(summary["trajectories_file"]).read_text().splitlines()
+    assert len(lines) == 4 and {json.loads(x)["problem"] for x in lines} == {"relu", "softmax"}
+    assert len(Registry(db).turns(summary["run_id"])) == 4
+
+    done = _cli("train", str(config), "--registry", db, "--set", "optim.lr=0.001", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 steps" in done.stdout and "metrics.png" in done.stdout
+    assert (tmp_path / "out" / "model" / "config.json").is_file()

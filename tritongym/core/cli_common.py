@@ -1,0 +1,67 @@
+"""What every `tritongym` command shares: the consoles, the common options, JSON output and the error wrapper
+that turns a `TritonGymError` into one line (or a JSON object) and its exit code."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tritongym.core.errors import TritonGymError
+
+# Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+PluginOpt = Annotated[
+    list[str] | None,
+    typer.Option("--plugin", help="Load a plugin module or .py file (repeatable; also TRITONGYM_PLUGINS)."),
+]
+RegistryOpt = Annotated[
+    Path | None,
+    typer.Option("--registry", envvar="TRITONGYM_REGISTRY", help="registry.db path (default: ./registry.db)"),
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file (see README).")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Backend name, or 'auto'.")]
+SizeOpt = Annotated[str | None, typer.Option("--size", help="Problem size preset: cpu, gpu or auto.")]
+TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness trials (distinct seeds).")]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
+GpusOpt = Annotated[
+    str | None, typer.Option("--gpus", help="GPU indices for triton-cuda, comma separated, e.g. 0,1 (default: all).")
+]
+SkipCheckOpt = Annotated[
+    list[str] | None,
+    typer.Option("--skip-check", help="Switch this check off (repeatable); `tritongym plugins` lists them."),
+]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes (default: CPUs).")]
+
+
+def _emit_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def command(fn):
+    """Turn user-facing errors into one line (or a JSON object) and a meaningful exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TritonGymError as exc:
+            if os.environ.get("TRITONGYM_RAISE_ERRORS"):
+                raise
+            if kwargs.get("as_json"):
+                _emit_json({"error": str(exc), "error_type": type(exc).__name__, "exit_code": exc.exit_code})
+            else:
+                err.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper

@@ -1,0 +1,177 @@
+"""`tritongym rollouts`, `train` and `sft`: the commands that load a model, all driven by one run config.
+
+Every option here can also be set in the config file; `--set section.key=value` (repeatable) overrides any
+config value without editing the file, e.g. `--set optim.steps=3 --set rollout.samples=2`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tritongym.core import api
+from tritongym.core.cli_common import JsonOpt, PluginOpt, RegistryOpt, _emit_json, command, err, out
+from tritongym.core.config import tomllib
+from tritongym.core.errors import ConfigError
+
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a config value: section.key=value (TOML value; repeatable)."),
+]
+ConfigArg = Annotated[Path, typer.Argument(help="Run config (TOML): model, engine, sampling, rollout, eval, ...")]
+
+
+def parse_overrides(items: list[str] | None) -> dict:
+    """`["optim.steps=3", "sampling.stop=['```']"]` -> {"optim.steps": 3, ...}; a value that is not TOML is
+    taken as a string, so `--set name=demo` works without quotes."""
+    overrides: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set takes section.key=value, e.g. --set optim.steps=3; got {item!r}")
+        try:
+            overrides[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            overrides[key.strip()] = value
+    return overrides
+
+
+def _progress(disable: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=disable or not err.is_terminal,
+    )
+
+
+def rollouts_command(
+    config: ConfigArg,
+    steps: Annotated[int, typer.Option("--steps", help="Batches of prompts to roll out.", min=1)] = 1,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Trajectories JSONL (default: OUTPUT_DIR/trajectories.jsonl).")
+    ] = None,
+    overrides: SetOpt = None,
+    registry: RegistryOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Generate and evaluate multi-turn trajectories without training; every turn goes to the registry."""
+    from tritongym.core.run_config import load_run_config
+
+    run_config = load_run_config(config, parse_overrides(overrides))
+    with _progress(as_json) as bar:
+        task = bar.add_task("turns evaluated", total=None)  # trajectories may end early: no fixed total
+        summary = api.rollouts(
+            run_config,
+            steps=steps,
+            out=out_file,
+            registry=registry,
+            extra_plugins=plugin or (),
+            progress=lambda status: bar.advance(task),
+        )
+    if as_json:
+        _emit_json(summary.model_dump())
+        return
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
+    out.print(
+        f"{summary.turns} turns ({statuses}); mean reward {summary.mean_reward:.3g}; "
+        f"{summary.evaluations} evaluations in {summary.evaluate_s:.1f} s, generation {summary.generate_s:.1f} s"
+    )
+    out.print(f"trajectories: {summary.trajectories_file}; run {summary.run_id} in the registry")
+
+
+def train_command(
+    config: ConfigArg,
+    steps: Annotated[
+        int | None, typer.Option("--steps", help="Train to this step (default: optim.steps).", min=1)
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the latest checkpoint in OUTPUT_DIR.")
+    ] = False,
+    overrides: SetOpt = None,
+    registry: RegistryOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """RL training with the config's engine, backend, checks, rewards, estimator and filters.
+
+    Writes OUTPUT_DIR/metrics.jsonl (one line per step), metrics.png, checkpoints/ and the final model/.
+    Several GPUs or nodes: `accelerate launch $(which tritongym) train CONFIG`."""
+    from tritongym.core.metrics_report import step_line, step_table
+    from tritongym.core.run_config import load_run_config
+
+    run_config = load_run_config(config, parse_overrides(overrides))
+    total = steps or run_config.optim.steps
+    rows: list[dict] = []
+    with _progress(as_json) as bar:
+        task = bar.add_task("training steps", total=total)
+
+        def on_step(metrics: dict) -> None:
+            rows.append(metrics)
+            bar.update(task, completed=metrics["step"] + 1)
+            if not as_json:
+                err.print(step_line(metrics), highlight=False)
+
+        summary = api.train(
+            run_config,
+            steps=steps,
+            resume=resume,
+            registry=registry,
+            extra_plugins=plugin or (),
+            on_step=on_step,
+        )
+    if as_json:
+        _emit_json(summary.model_dump())
+        return
+    if rows:
+        out.print(step_table(rows, last=20))
+    out.print(
+        f"{summary.steps} steps in {summary.seconds:.0f} s; metrics {summary.metrics_file}"
+        + (f", plot {summary.plot}" if summary.plot else "")
+        + (f"; model {summary.model_dir}" if summary.model_dir else "")
+        + (f"; run {summary.run_id} in the registry" if summary.run_id is not None else "")
+    )
+
+
+def sft_command(
+    config: ConfigArg,
+    data: Annotated[
+        list[Path] | None,
+        typer.Option("--data", "-d", help="Trajectory JSONL (repeatable) (default: sft.data, else bundled solutions)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Where the model goes (default: OUTPUT_DIR/sft-model).")
+    ] = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Cold-start supervised fine-tuning on multi-turn trajectories; loss on assistant tokens only."""
+    from tritongym.core.run_config import load_run_config
+
+    run_config = load_run_config(config, parse_overrides(overrides))
+    with _progress(as_json) as bar:
+        task = bar.add_task("SFT steps", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        summary = api.sft(run_config, data=data or None, output=output, progress=progress)
+    if as_json:
+        _emit_json(summary.model_dump())
+        return
+    out.print(
+        f"SFT: {summary.examples} examples ({summary.truncated} truncated), {summary.steps} steps, "
+        f"loss {summary.first_loss:.3g} -> {summary.last_loss:.3g} in {summary.seconds:.0f} s; "
+        f"model {summary.model_dir}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    for name, fn in (("rollouts", rollouts_command), ("train", train_command), ("sft", sft_command)):
+        app.command(name)(command(fn))

@@ -1,0 +1,222 @@
+"""Multi-turn rollouts: K samples per prompt × up to T turns, every turn evaluated through the gym.
+
+Per turn, all live trajectories are generated in one engine call, their code is extracted, and every
+extracted kernel is evaluated in one `Evaluator.evaluate_many` call (parallel sandboxes; the registry
+answers kernels it already knows without a worker).  A response without code gets the no-code verdict and
+zero reward without touching a worker.  Every turn is stored in the registry's `turns` table with its
+prompt, response, evaluation and reward as soon as it is known; the learner fills in advantages later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritongym.core.evaluate import Evaluator
+from tritongym.core.generation import Generation, Message
+from tritongym.core.interaction import Interaction, Turn
+from tritongym.core.interfaces import GenerationEngine
+from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
+from tritongym.core.registry import Registry
+
+NO_CODE = "no_code"
+"""Status of a turn whose response held no code block: never evaluated, reward 0."""
+
+
+@dataclass
+class TurnRecord:
+    """One turn of one trajectory, with everything training and reports need."""
+
+    problem: Problem
+    group: int
+    trajectory: int
+    sample: int
+    turn: int
+    messages: list[Message]
+    generation: Generation
+    code: str | None
+    result: EvaluationResult | None
+    reward: RewardBreakdown
+    feedback: str  # the evaluation as the model sees it next turn (or the no-code verdict)
+    status: str
+    turn_id: int | None = None  # row in the registry's turns table
+
+    @property
+    def correct(self) -> bool:
+        return self.result is not None and self.result.honest_and_correct
+
+    @property
+    def hacked(self) -> bool:
+        return self.result is not None and self.result.hacked
+
+    def to_json(self) -> dict:
+        """The trajectory-file form (`tritongym rollouts`), also what `tritongym sft` reads."""
+        return {
+            "problem": self.problem.name,
+            "group": self.group,
+            "trajectory": self.trajectory,
+            "sample": self.sample,
+            "turn": self.turn,
+            "messages": self.messages,
+            "response": self.generation.text,
+            "code": self.code,
+            "status": self.status,
+            "reward": self.reward.total,
+            "reward_components": self.reward.components,
+            "speedup": self.result.speedup if self.result else None,
+            "pr": self.result.pr if self.result else None,
+            "correct": self.correct,
+            "hacked": self.hacked,
+            "evaluation_id": self.result.evaluation_id if self.result else None,
+            "prompt_token_ids": self.generation.prompt_token_ids,
+            "token_ids": self.generation.token_ids,
+            "logprobs": self.generation.logprobs,
+        }
+
+
+@dataclass
+class RolloutBatch:
+    """The turns of one step, in generation order, plus timing counters for the step log."""
+
+    turns: list[TurnRecord] = field(default_factory=list)
+    generate_s: float = 0.0
+    evaluate_s: float = 0.0
+    evaluations: int = 0  # evaluations that ran a worker (registry hits excluded)
+    generated_tokens: int = 0
+
+
+class RolloutRunner:
+    """Runs rollouts with one engine, one interaction and one evaluator; stores turns under `run_id`."""
+
+    def __init__(
+        self,
+        engine: GenerationEngine,
+        interaction: Interaction,
+        evaluator: Evaluator,
+        registry: Registry | None = None,
+        run_id: int | None = None,
+        stop_when_correct: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.interaction = interaction
+        self.evaluator = evaluator
+        self.registry = registry
+        self.run_id = run_id
+        self.stop_when_correct = stop_when_correct
+        self._next_trajectory = 0
+
+    def collect(
+        self,
+        problems: list[Problem],
+        samples: int,
+        step: int = 0,
+        progress: Callable[[str], None] | None = None,
+        first_group: int = 0,
+        first_trajectory: int | None = None,
+    ) -> RolloutBatch:
+        """Every problem is one group of `samples` trajectories.  Groups are numbered from `first_group` and
+        trajectories from `first_trajectory` (default: where the previous call stopped), so that processes
+        sharing a step can number their shares as one process would number the whole step."""
+        import time
+
+        batch = RolloutBatch()
+        live: list[dict] = []
+        if first_trajectory is not None:
+            self._next_trajectory = first_trajectory
+        for index, problem in enumerate(problems):
+            for sample in range(samples):
+                live.append(
+                    {
+                        "problem": problem,
+                        "group": first_group + index,
+                        "sample": sample,
+                        "trajectory": self._next_trajectory,
+                    }
+                )
+                self._next_trajectory += 1
+        histories: dict[int, list[Turn]] = {t["trajectory"]: [] for t in live}
+        max_turns = self.interaction.options.max_turns
+        for turn in range(max_turns):
+            if not live:
+                break
+            conversations = [self.interaction.next_messages(t["problem"], histories[t["trajectory"]]) for t in live]
+            prefill = self.interaction.options.assistant_prefill
+            # an engine continues a final assistant message rather than starting a new one (the prefill)
+            to_engine = (
+                [c + [{"role": "assistant", "content": prefill}] for c in conversations] if prefill else conversations
+            )
+            started = time.perf_counter()
+            generations = self.engine.generate(to_engine)
+            batch.generate_s += time.perf_counter() - started
+            if len(generations) != len(live):
+                raise RuntimeError(
+                    f"engine '{self.engine.name}' returned {len(generations)} generations for {len(conversations)} "
+                    "conversations"
+                )
+            extractions = [self.interaction.extract(g.text) for g in generations]
+            to_evaluate = [
+                (Candidate(source=x.code, origin=f"step {step} turn {turn}"), t["problem"])
+                for t, x in zip(live, extractions)
+                if x.code is not None
+            ]
+            started = time.perf_counter()
+            results = iter(self.evaluator.evaluate_many(to_evaluate) if to_evaluate else [])
+            batch.evaluate_s += time.perf_counter() - started
+            still_live = []
+            for t, generation, extraction, messages in zip(live, generations, extractions, conversations):
+                batch.generated_tokens += len(generation.token_ids)
+                if extraction.code is None:
+                    result, reward, status = None, RewardBreakdown(), NO_CODE
+                else:
+                    result = next(results)
+                    batch.evaluations += 0 if result.cached else 1
+                    reward, status = result.reward, result.status.value
+                history_turn = self.interaction.make_turn(generation.text, extraction, result)
+                feedback = history_turn.feedback
+                record = TurnRecord(
+                    problem=t["problem"],
+                    group=t["group"],
+                    trajectory=t["trajectory"],
+                    sample=t["sample"],
+                    turn=turn,
+                    messages=messages,
+                    generation=generation,
+                    code=extraction.code,
+                    result=result,
+                    reward=reward,
+                    feedback=feedback,
+                    status=status,
+                )
+                if self.registry is not None and self.run_id is not None:
+                    record.turn_id = self.registry.add_turn(
+                        self.run_id,
+                        result,
+                        sample=t["trajectory"],
+                        turn=turn,
+                        prompt=json.dumps(messages),
+                        response=generation.text,
+                        problem=t["problem"],
+                        step=step,
+                        status=status,
+                        message=feedback if result is None else None,
+                        reward=reward,
+                    )
+                batch.turns.append(record)
+                histories[t["trajectory"]].append(history_turn)
+                if progress is not None:
+                    progress(status)
+                if not (self.stop_when_correct and record.correct):
+                    still_live.append(t)
+            live = still_live
+        return batch
+
+
+def write_trajectories(path: str | Path, turns: list[TurnRecord]) -> None:
+    """Append turns to a JSONL file, one turn per line (grouped back into trajectories by `trajectory`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        for record in turns:
+            f.write(json.dumps(record.to_json()) + "\n")
