@@ -263,10 +263,19 @@ def load_model(spec: ModelSpec, device: str | torch.device = "cpu", dtype: str |
     import transformers
     from transformers import AutoModelForCausalLM
 
+    transformers.utils.logging.disable_progress_bar()  # per-tensor loading bars would bury the run's own output
     directory, gguf_file = resolve_model(spec)
     kwargs: dict = {"gguf_file": gguf_file} if gguf_file else {}
     # transformers 4.56 renamed torch_dtype to dtype
     major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
     kwargs["dtype" if (major, minor) >= (4, 56) else "torch_dtype"] = torch_dtype(spec, device, dtype)
     model = AutoModelForCausalLM.from_pretrained(directory, **kwargs)
+    if gguf_file:
+        # transformers dequantises GGUF weights on load: the model is plain float, but it keeps the GGUF
+        # quantizer attached, which makes save_pretrained refuse it.  Detach it so an SFT or RL result saves
+        # as an ordinary safetensors checkpoint.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.is_quantized = False
     return model.to(device).eval()
