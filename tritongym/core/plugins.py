@@ -68,6 +68,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.estimators.meaningful_turn",
     "tritongym.plugins.estimators.low_variance_group",
     "tritongym.plugins.engines.transformers_engine",
+    "tritongym.plugins.engines.vllm_engine",
     "tritongym.plugins.engines.openai_engine",
 )
 """Built-in plugins, registered like any third-party plugin."""
