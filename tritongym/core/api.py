@@ -302,7 +302,13 @@ def rollouts(
     try:
         parts.engine.start(run_config.model, run_config.sampling)
         runner = RolloutRunner(
-            parts.engine, parts.interaction, parts.evaluator, reg, run_id, run_config.rollout.stop_when_correct
+            parts.engine,
+            parts.interaction,
+            parts.evaluator,
+            reg,
+            run_id,
+            stop_when_correct=run_config.rollout.stop_when_correct,
+            overlap=run_config.rollout.overlap,
         )
         for step in range(steps):
             batch = runner.collect(parts.problems_for_step(step), run_config.rollout.samples, step, progress)

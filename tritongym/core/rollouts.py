@@ -1,16 +1,20 @@
 """Multi-turn rollouts: K samples per prompt × up to T turns, every turn evaluated through the gym.
 
-Per turn, all live trajectories are generated in one engine call, their code is extracted, and every
+Per turn, a chunk of live trajectories is generated in one engine call, their code is extracted, and every
 extracted kernel is evaluated in one `Evaluator.evaluate_many` call (parallel sandboxes; the registry
-answers kernels it already knows without a worker).  A response without code gets the no-code verdict and
-zero reward without touching a worker.  Every turn is stored in the registry's `turns` table with its
-prompt, response, evaluation and reward as soon as it is known; the learner fills in advantages later.
+answers kernels it already knows without a worker); two chunks alternate so generation overlaps evaluation.
+A response without code gets the no-code verdict and zero reward without touching a worker.  Every turn is
+stored in the registry's `turns` table with its prompt, response, evaluation and reward as soon as it is
+known; the learner fills in advantages later.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +89,7 @@ class RolloutBatch:
     evaluate_s: float = 0.0
     evaluations: int = 0  # evaluations that ran a worker (registry hits excluded)
     generated_tokens: int = 0
+    overlap_s: float = 0.0  # generation time during which an evaluation was running
 
 
 class RolloutRunner:
@@ -98,6 +103,7 @@ class RolloutRunner:
         registry: Registry | None = None,
         run_id: int | None = None,
         stop_when_correct: bool = False,
+        overlap: bool = True,
     ) -> None:
         self.engine = engine
         self.interaction = interaction
@@ -105,6 +111,7 @@ class RolloutRunner:
         self.registry = registry
         self.run_id = run_id
         self.stop_when_correct = stop_when_correct
+        self.overlap = overlap
         self._next_trajectory = 0
 
     def collect(
@@ -118,9 +125,11 @@ class RolloutRunner:
     ) -> RolloutBatch:
         """Every problem is one group of `samples` trajectories.  Groups are numbered from `first_group` and
         trajectories from `first_trajectory` (default: where the previous call stopped), so that processes
-        sharing a step can number their shares as one process would number the whole step."""
-        import time
+        sharing a step can number their shares as one process would number the whole step.
 
+        With `overlap` the trajectories are split into two chunks that take turns: while one chunk's kernels
+        are evaluated (sandboxed worker processes), the engine generates the other chunk's next turn, so
+        neither the model nor the workers wait for the other.  Each chunk still runs its turns in order."""
         batch = RolloutBatch()
         live: list[dict] = []
         if first_trajectory is not None:
@@ -137,80 +146,117 @@ class RolloutRunner:
                 )
                 self._next_trajectory += 1
         histories: dict[int, list[Turn]] = {t["trajectory"]: [] for t in live}
-        max_turns = self.interaction.options.max_turns
-        for turn in range(max_turns):
-            if not live:
-                break
-            conversations = [self.interaction.next_messages(t["problem"], histories[t["trajectory"]]) for t in live]
-            prefill = self.interaction.options.assistant_prefill
-            # an engine continues a final assistant message rather than starting a new one (the prefill)
-            to_engine = (
-                [c + [{"role": "assistant", "content": prefill}] for c in conversations] if prefill else conversations
-            )
-            started = time.perf_counter()
-            generations = self.engine.generate(to_engine)
-            batch.generate_s += time.perf_counter() - started
-            if len(generations) != len(live):
-                raise RuntimeError(
-                    f"engine '{self.engine.name}' returned {len(generations)} generations for {len(conversations)} "
-                    "conversations"
-                )
-            extractions = [self.interaction.extract(g.text) for g in generations]
-            to_evaluate = [
-                (Candidate(source=x.code, origin=f"step {step} turn {turn}"), t["problem"])
-                for t, x in zip(live, extractions)
-                if x.code is not None
-            ]
-            started = time.perf_counter()
-            results = iter(self.evaluator.evaluate_many(to_evaluate) if to_evaluate else [])
-            batch.evaluate_s += time.perf_counter() - started
-            still_live = []
-            for t, generation, extraction, messages in zip(live, generations, extractions, conversations):
-                batch.generated_tokens += len(generation.token_ids)
-                if extraction.code is None:
-                    result, reward, status = None, RewardBreakdown(), NO_CODE
-                else:
-                    result = next(results)
-                    batch.evaluations += 0 if result.cached else 1
-                    reward, status = result.reward, result.status.value
-                history_turn = self.interaction.make_turn(generation.text, extraction, result)
-                feedback = history_turn.feedback
-                record = TurnRecord(
-                    problem=t["problem"],
-                    group=t["group"],
-                    trajectory=t["trajectory"],
-                    sample=t["sample"],
-                    turn=turn,
-                    messages=messages,
-                    generation=generation,
-                    code=extraction.code,
-                    result=result,
-                    reward=reward,
-                    feedback=feedback,
-                    status=status,
-                )
-                if self.registry is not None and self.run_id is not None:
-                    record.turn_id = self.registry.add_turn(
-                        self.run_id,
-                        result,
-                        sample=t["trajectory"],
-                        turn=turn,
-                        prompt=json.dumps(messages),
-                        response=generation.text,
-                        problem=t["problem"],
-                        step=step,
-                        status=status,
-                        message=feedback if result is None else None,
-                        reward=reward,
+        chunks = [live[: len(live) // 2], live[len(live) // 2 :]] if self.overlap and len(live) > 1 else [live]
+        ready: deque[tuple[int, list[dict]]] = deque((0, chunk) for chunk in chunks)  # (turn, trajectories)
+        in_flight = None  # (turn, chunk, generations, extractions, conversations, future)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rollout-eval") as pool:
+            while ready or in_flight is not None:
+                generated, generating_s = None, 0.0
+                if ready:
+                    turn, chunk = ready.popleft()
+                    started = time.perf_counter()
+                    generated = (turn, chunk, *self._generate(chunk, histories))
+                    generating_s = time.perf_counter() - started
+                    batch.generate_s += generating_s
+                if in_flight is not None:
+                    turn, chunk, generations, extractions, conversations, future = in_flight
+                    results, seconds = future.result()
+                    batch.evaluate_s += seconds
+                    batch.overlap_s += min(generating_s, seconds)  # both started as this round began
+                    still_live = self._record(
+                        batch, step, turn, chunk, generations, extractions, conversations, results, histories, progress
                     )
-                batch.turns.append(record)
-                histories[t["trajectory"]].append(history_turn)
-                if progress is not None:
-                    progress(status)
-                if not (self.stop_when_correct and record.correct):
-                    still_live.append(t)
-            live = still_live
+                    if still_live and turn + 1 < self.interaction.options.max_turns:
+                        ready.append((turn + 1, still_live))
+                    in_flight = None
+                if generated is not None:
+                    turn, chunk, generations, extractions, conversations = generated
+                    to_evaluate = [
+                        (Candidate(source=x.code, origin=f"step {step} turn {turn}"), t["problem"])
+                        for t, x in zip(chunk, extractions)
+                        if x.code is not None
+                    ]
+                    future = pool.submit(self._evaluate, to_evaluate) if to_evaluate else _done(([], 0.0))
+                    in_flight = (turn, chunk, generations, extractions, conversations, future)
         return batch
+
+    def _evaluate(self, pairs) -> tuple[list[EvaluationResult], float]:
+        """A chunk's kernels, judged on the evaluation thread; with the seconds it took there."""
+        started = time.perf_counter()
+        results = self.evaluator.evaluate_many(pairs)
+        return results, time.perf_counter() - started
+
+    def _generate(self, chunk: list[dict], histories: dict[int, list[Turn]]):
+        """One engine call for a chunk's next turn: (generations, extractions, conversations)."""
+        conversations = [self.interaction.next_messages(t["problem"], histories[t["trajectory"]]) for t in chunk]
+        prefill = self.interaction.options.assistant_prefill
+        # an engine continues a final assistant message rather than starting a new one (the prefill)
+        to_engine = (
+            [c + [{"role": "assistant", "content": prefill}] for c in conversations] if prefill else conversations
+        )
+        generations = self.engine.generate(to_engine)
+        if len(generations) != len(chunk):
+            raise RuntimeError(
+                f"engine '{self.engine.name}' returned {len(generations)} generations for {len(chunk)} conversations"
+            )
+        return generations, [self.interaction.extract(g.text) for g in generations], conversations
+
+    def _record(
+        self, batch, step, turn, chunk, generations, extractions, conversations, results, histories, progress
+    ) -> list[dict]:
+        """Store a chunk's evaluated turn (registry, batch, histories); returns the trajectories that go on."""
+        results = iter(results)
+        still_live = []
+        for t, generation, extraction, messages in zip(chunk, generations, extractions, conversations):
+            batch.generated_tokens += len(generation.token_ids)
+            if extraction.code is None:
+                result, reward, status = None, RewardBreakdown(), NO_CODE
+            else:
+                result = next(results)
+                batch.evaluations += 0 if result.cached else 1
+                reward, status = result.reward, result.status.value
+            history_turn = self.interaction.make_turn(generation.text, extraction, result)
+            record = TurnRecord(
+                problem=t["problem"],
+                group=t["group"],
+                trajectory=t["trajectory"],
+                sample=t["sample"],
+                turn=turn,
+                messages=messages,
+                generation=generation,
+                code=extraction.code,
+                result=result,
+                reward=reward,
+                feedback=history_turn.feedback,
+                status=status,
+            )
+            if self.registry is not None and self.run_id is not None:
+                record.turn_id = self.registry.add_turn(
+                    self.run_id,
+                    result,
+                    sample=t["trajectory"],
+                    turn=turn,
+                    prompt=json.dumps(messages),
+                    response=generation.text,
+                    problem=t["problem"],
+                    step=step,
+                    status=status,
+                    message=history_turn.feedback if result is None else None,
+                    reward=reward,
+                )
+            batch.turns.append(record)
+            histories[t["trajectory"]].append(history_turn)
+            if progress is not None:
+                progress(status)
+            if not (self.stop_when_correct and record.correct):
+                still_live.append(t)
+        return still_live
+
+
+def _done(value) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
 
 
 def write_trajectories(path: str | Path, turns: list[TurnRecord]) -> None:

@@ -44,6 +44,10 @@ class RolloutConfig(BaseModel):
     problem_source: str | None = Field(default=None, description="problem directory [default: the bundled suite]")
     samples: int = Field(default=4, ge=1, description="trajectories per prompt (K)")
     prompts_per_step: int = Field(default=2, ge=1, description="problems per training step")
+    overlap: bool = Field(
+        default=True,
+        description="two chunks of trajectories take turns, so one generates while the other is evaluated",
+    )
     stop_when_correct: bool = Field(
         default=False, description="end a trajectory at its first correct, honest turn (else run all turns)"
     )

@@ -120,7 +120,13 @@ class Trainer:
                 f"{world} processes, so each process rolls out whole prompt groups"
             )
         self.runner = RolloutRunner(
-            parts.engine, parts.interaction, parts.evaluator, registry, run_id, self.config.rollout.stop_when_correct
+            parts.engine,
+            parts.interaction,
+            parts.evaluator,
+            registry,
+            run_id,
+            stop_when_correct=self.config.rollout.stop_when_correct,
+            overlap=self.config.rollout.overlap,
         )
         self.step = 0
         self.metrics_path = Path(self.config.output_dir) / "metrics.jsonl"
