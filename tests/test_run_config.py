@@ -103,3 +103,12 @@ def test_set_overrides_take_toml_values_or_strings(tmp_path):
     assert config.optim.steps == 3 and config.sampling.stop == ["```"] and config.name == "demo run"
     with pytest.raises(ConfigError, match="section.key=value"):
         parse_overrides(["steps"])
+
+
+def test_an_engine_that_serves_its_own_model_does_not_need_a_local_one(tmp_path):
+    """`openai` rollouts: the server holds the model, so [model] names it and no directory is checked."""
+    config = _config(tmp_path, {"engine.name": "openai", "model": {"path": "/served/Qwen2.5-Coder-7B"}})
+    parts = prepare_run(config, training=False)
+    parts.close()
+    with pytest.raises(ConfigError, match="no-such-model"):
+        prepare_run(_config(tmp_path, {"model": {"path": str(tmp_path / "no-such-model")}}), training=False)

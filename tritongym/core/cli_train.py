@@ -6,6 +6,7 @@ config value without editing the file, e.g. `--set optim.steps=3 --set rollout.s
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,11 @@ def parse_overrides(items: list[str] | None) -> dict:
         except tomllib.TOMLDecodeError:
             overrides[key.strip()] = value
     return overrides
+
+
+def _is_main_process() -> bool:
+    """Under `accelerate launch` (torchrun sets RANK) only rank 0 talks; the other processes train quietly."""
+    return os.environ.get("RANK", "0") == "0"
 
 
 def _progress(disable: bool) -> Progress:
@@ -109,13 +115,14 @@ def train_command(
     run_config = load_run_config(config, parse_overrides(overrides))
     total = steps or run_config.optim.steps
     rows: list[dict] = []
-    with _progress(as_json) as bar:
+    quiet = not _is_main_process()
+    with _progress(as_json or quiet) as bar:
         task = bar.add_task("training steps", total=total)
 
         def on_step(metrics: dict) -> None:
             rows.append(metrics)
             bar.update(task, completed=metrics["step"] + 1)
-            if not as_json:
+            if not (as_json or quiet):
                 err.print(step_line(metrics), highlight=False)
 
         summary = api.train(
@@ -126,6 +133,8 @@ def train_command(
             extra_plugins=plugin or (),
             on_step=on_step,
         )
+    if quiet:
+        return
     if as_json:
         _emit_json(summary.model_dump())
         return

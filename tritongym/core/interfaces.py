@@ -181,6 +181,7 @@ class GenerationEngine(PluginObject, ABC):
 
     kind = "engine"
     trainable: ClassVar[bool] = True  # False for engines whose weights the trainer cannot update (HTTP)
+    loads_model: ClassVar[bool] = True  # False when the model lives elsewhere: [model] is then not checked
 
     def unavailable_reason(self) -> str | None:
         """None when this engine can run here, else why not and what to install."""

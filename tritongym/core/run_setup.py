@@ -79,7 +79,8 @@ def prepare_run(
             f"engine '{config.engine.name}' cannot be trained (its weights live elsewhere); use it for "
             "`tritongym rollouts`, or train with engine 'transformers' or 'vllm'"
         )
-    check_model_spec(config.model)
+    if engine.loads_model:
+        check_model_spec(config.model)
     learning = LearningSignalBuilder(config.learning, host=host)
     interaction = _interaction(config)
 

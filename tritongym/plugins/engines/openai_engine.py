@@ -131,6 +131,7 @@ class OpenAIEngine(GenerationEngine):
     name = "openai"
     Options = OpenAIOptions
     trainable = False
+    loads_model = False  # the server holds the model; [model] only helps pick its name
 
     def __init__(self, options: BaseModel | None = None) -> None:
         super().__init__(options)
