@@ -20,16 +20,9 @@ from tritongym.core.interaction import Interaction, extract_code  # noqa: E402
 from tritongym.core.model_loading import CHATML_TEMPLATE, IM_END, load_tokenizer  # noqa: E402
 from tritongym.core.problems import SOLUTIONS_DIR, suite_names, suite_problem  # noqa: E402
 from tritongym.core.run_config import RunConfig  # noqa: E402
-from tritongym.core.sft import (  # noqa: E402
-    SFT_METRICS,
-    SFTExample,
-    SFTTrainer,
-    masked_nll,
-    read_trajectories,
-    run_sft,
-    solution_examples,
-    tokenize_example,
-)
+from tritongym.core.sft import SFT_METRICS, SFTTrainer, masked_nll, run_sft  # noqa: E402
+from tritongym.core.sft_data import SFTExample, read_trajectories, solution_examples  # noqa: E402
+from tritongym.core.sft_masks import tokenize_example  # noqa: E402
 
 SYSTEM = {"role": "system", "content": "You write fast kernels."}
 USER = {"role": "user", "content": "Write a ReLU kernel."}
