@@ -165,15 +165,15 @@ def test_reward_rises_with_a_cheap_deterministic_reward(tiny_dir, tmp_path, pars
         eval__rewards={"parses": 1.0},
         learning__estimator="rloo",
         learning__filters={},
-        optim__lr=1e-2,
-        optim__steps=10,
+        optim__lr=2e-2,
+        optim__steps=12,
         optim__micro_batch=16,
         optim__checkpoint_every=100,
     )
     rewards: list[float] = []
     api.train(config, registry=False, extra_plugins=[parses_plugin], on_step=lambda m: rewards.append(m["reward"]))
     first, last = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
-    assert last > first + 0.2, rewards
+    assert last > first + 0.3 and last >= 0.75, rewards  # seen: about 0.4 -> 0.9-1.0 over 12 steps
 
 
 def test_data_parallel_step_equals_one_process(tiny_dir, tmp_path):
