@@ -202,6 +202,46 @@ def test_top_w_ties_prefer_the_later_turn(softmax):
     assert contents(messages, "assistant") == ["reply 2", "reply 4"]
 
 
+def test_best_window_shows_the_consecutive_turns_with_the_highest_total(softmax):
+    interaction = Interaction(InteractionOptions(context="best-window", top_w=2, max_turns=8))
+    history = turns(1.0, 0.0, 0.0, 0.6, 0.6, 0.0)  # window sums 1.0, 0.0, 0.6, 1.2, 0.6; now writing turn 7
+    messages = interaction.next_messages(softmax, history)
+    assert [m["role"] for m in messages] == ["system", "user"] + ["assistant", "user"] * 2
+    assert messages[:2] == interaction.first_messages(softmax)
+    assert contents(messages, "assistant") == ["reply 4", "reply 5"]  # top-w would show turns 1 and 5
+    feedback = contents(messages, "user")[1:]
+    assert [text.split("\n")[0] for text in feedback] == ["evaluation 4", "evaluation 5"]
+    assert "turn 5 of 8" in feedback[0] and "turn 7 of 8 (2 left" in feedback[1]
+
+
+@pytest.mark.parametrize(
+    ("rewards", "w", "shown"),
+    [
+        pytest.param((), 3, [], id="no history"),
+        pytest.param((0.3, 0.1), 4, [0, 1], id="w larger than the history: all of it"),
+        pytest.param((0.3, 0.1, 0.9), 3, [0, 1, 2], id="w equal to the history"),
+        pytest.param((0.2, 0.9, 0.1, 0.3), 1, [1], id="w = 1 is the single best turn"),
+        pytest.param((0.5, 0.5, 0.0, 1.0), 2, [2, 3], id="tie: the later window"),
+        pytest.param((1.0, 0.0, 1.0, 0.0, 0.0), 2, [2, 3], id="three-way overlapping tie: the latest window"),
+        pytest.param((0.0, 0.0, 0.0, 0.0, 0.0), 3, [2, 3, 4], id="all zero: the last w turns"),
+        pytest.param((-1.0, 1.0, -1.0, 0.4, 0.4), 2, [3, 4], id="a hack penalty counts against its window"),
+        pytest.param((-1.0, 0.0, -1.0, -1.0), 2, [1, 2], id="negative rewards, tie: the later window"),
+        pytest.param((0.9, 0.1, 0.1, 0.1, 0.1, 0.8), 3, [0, 1, 2], id="an early window can win"),
+    ],
+)
+def test_best_window_selector_on_hand_made_histories(rewards, w, shown):
+    options = InteractionOptions(context="best-window", top_w=w, max_turns=10)
+    assert CONTEXT_SELECTORS["best-window"](turns(*rewards), options) == shown
+
+
+def test_best_window_with_few_turns_is_the_full_history(softmax):
+    history = turns(0.3, 0.1)
+    window = Interaction(InteractionOptions(context="best-window", top_w=4, max_turns=4))
+    full = Interaction(InteractionOptions(max_turns=4))
+    assert window.next_messages(softmax, history) == full.next_messages(softmax, history)
+    assert window.next_messages(softmax, []) == window.first_messages(softmax)
+
+
 def test_no_turn_after_the_last(softmax):
     interaction = Interaction(InteractionOptions(max_turns=2))
     interaction.next_messages(softmax, turns(0.0))
@@ -303,5 +343,5 @@ def test_a_missing_template_file_fails_when_the_options_are_read(tmp_path):
     with pytest.raises(ConfigError, match="interaction options: contex: Extra inputs are not permitted"):
         Interaction({"contex": "full"})
     with pytest.raises(ValidationError):
-        InteractionOptions(context="best-window")
+        InteractionOptions(context="best-windows")
     assert InteractionOptions(task_template=Path(TEMPLATES_DIR / "task.md")).path_of("task_template").is_file()

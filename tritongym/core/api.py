@@ -8,6 +8,7 @@ best = api.best("softmax")
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -179,21 +180,59 @@ class BestKernel(BaseModel):
     reward: float | None
     created_at: str
     source: str
+    precision: str | None = None  # ieee or tf32; None where the registry does not know it
+    timing_samples: int | None = None  # timed samples behind runtime_ms (None: untimed)
+    run_ids: list[int] = []  # the runs whose turns produced this kernel for this problem
 
 
-def best(
-    problem: str, device: str | None = None, size: str | None = None, registry: RegistryArg = None
-) -> BestKernel | None:
-    """`tritongym best`: the fastest honest kernel stored for a problem (a correct one where untimed)."""
-    reg = open_registry(registry) or Registry()
-    row = reg.best(problem, device_class=device, size=size)
-    if row is None:
-        return None
+def _best_kernel(reg: Registry, row: dict) -> BestKernel:
     return BestKernel(
         problem_id=row["problem_name"],
         evaluation_id=row["id"],
-        **{k: row[k] for k in BestKernel.model_fields if k in row and k not in ("problem_id", "evaluation_id")},
+        run_ids=reg.runs_of(row["kernel_id"], row["problem_name"]),
+        **{
+            k: row[k]
+            for k in BestKernel.model_fields
+            if k in row and k not in ("problem_id", "evaluation_id", "run_ids")
+        },
     )
+
+
+def _best_filters(backend, precision, run, min_measurements, by) -> dict:
+    if by not in ("runtime", "speedup"):
+        raise ConfigError(f"order the best kernels by 'runtime' or 'speedup', not '{by}'")
+    if min_measurements is not None and min_measurements < 0:
+        raise ConfigError(f"the minimum number of measurements must be 0 or more, not {min_measurements}")
+    return {
+        "backend": backend,
+        "precision": precision,
+        "run_id": run,
+        "min_measurements": min_measurements,
+        "by": by,
+    }
+
+
+def best(
+    problem: str | Sequence[str],
+    device: str | None = None,
+    size: str | None = None,
+    registry: RegistryArg = None,
+    *,
+    backend: str | None = None,
+    precision: str | None = None,
+    run: int | Sequence[int] | None = None,
+    min_measurements: int | None = None,
+    by: str = "runtime",
+) -> BestKernel | None:
+    """`tritongym best`: the fastest honest kernel stored for a problem (a correct one where untimed).
+
+    `problem` may be a set of names (the fastest over all of them); `device` is a device class. Filters:
+    `backend`, `precision` (ieee or tf32; evaluations of unknown precision never match), `run` (kernels
+    produced by turns of that run, or of those runs), `min_measurements` (the runtime is the median of at
+    least this many timed samples; untimed evaluations never match), `by` (`runtime` or `speedup`)."""
+    reg = open_registry(registry) or Registry()
+    row = reg.best(problem, device, size, **_best_filters(backend, precision, run, min_measurements, by))
+    return None if row is None else _best_kernel(reg, row)
 
 
 def registry_stats(registry: RegistryArg = None) -> dict:
@@ -367,4 +406,204 @@ def sft(
         data=[Path(p) for p in data] if data else None,
         output=Path(output) if output is not None else None,
         progress=progress,
+    )
+
+
+def tts(
+    config: RunConfig | str | Path,
+    registry: RegistryArg = None,
+    extra_plugins: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+):
+    """Test-time scaling (`tritongym tts`): returns a `TTSSummary` (core/tts.py)."""
+    from tritongym.core.tts import run_tts
+
+    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    reg = open_registry(registry if registry is not None else run_config.registry)
+    return run_tts(run_config, reg, extra_plugins=extra_plugins, progress=progress)
+
+
+# --- best kernels: leaderboard, export, history (`tritongym best`, `tritongym kernel`) -----------------
+
+
+def leaderboard(
+    problems: str | Sequence[str] | None = None,
+    device: str | None = None,
+    size: str | None = None,
+    registry: RegistryArg = None,
+    *,
+    backend: str | None = None,
+    precision: str | None = None,
+    run: int | Sequence[int] | None = None,
+    min_measurements: int | None = None,
+    by: str = "runtime",
+) -> list[BestKernel]:
+    """`tritongym best` with no or several problems: the best honest kernel per problem (one each, by
+    name) under the filters of `best`; problems with none are left out."""
+    reg = open_registry(registry) or Registry()
+    rows = reg.leaderboard(problems, device, size, **_best_filters(backend, precision, run, min_measurements, by))
+    return [_best_kernel(reg, row) for row in rows]
+
+
+class ExportedKernel(BaseModel):
+    problem: str
+    file: str
+    kernel_id: str
+    evaluation_id: int
+    speedup: float | None
+    runtime_ms: float | None
+    device_class: str
+    backend: str
+    size: str
+    precision: str | None
+    run_ids: list[int]
+
+
+class ExportManifest(BaseModel):
+    """`DIR/manifest.json` of `tritongym best --export DIR`."""
+
+    directory: str
+    filters: dict
+    kernels: list[ExportedKernel]
+    missing: list[str]  # problems asked for by name that have no kernel under the filters
+
+
+def _file_stem(problem: str, taken: set[str]) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", problem).lstrip(".") or "problem"
+    base, n = stem, 2
+    while stem.lower() in taken:
+        stem, n = f"{base}_{n}", n + 1
+    taken.add(stem.lower())
+    return stem
+
+
+def export_best(
+    directory: str | Path,
+    problems: str | Sequence[str] | None = None,
+    device: str | None = None,
+    size: str | None = None,
+    registry: RegistryArg = None,
+    **filters,
+) -> ExportManifest:
+    """`tritongym best --export DIR`: write each problem's best kernel (the `leaderboard` under the same
+    filters) as `DIR/<problem>.py`, and `DIR/manifest.json` saying which kernel and evaluation each is."""
+    kernels = leaderboard(problems, device, size, registry, **filters)
+    asked = [problems] if isinstance(problems, str) else list(problems or [])
+    found = {k.problem_id for k in kernels}
+    out_dir = Path(directory)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    taken: set[str] = {"manifest"}
+    entries = []
+    for k in kernels:
+        path = out_dir / f"{_file_stem(k.problem_id, taken)}.py"
+        path.write_text(k.source if k.source.endswith("\n") else k.source + "\n", encoding="utf-8")
+        entries.append(
+            ExportedKernel(
+                problem=k.problem_id,
+                file=path.name,
+                **k.model_dump(
+                    include={
+                        "kernel_id",
+                        "evaluation_id",
+                        "speedup",
+                        "runtime_ms",
+                        "device_class",
+                        "backend",
+                        "size",
+                        "precision",
+                        "run_ids",
+                    }
+                ),
+            )
+        )
+    applied = {"device": device, "size": size, **filters}
+    manifest = ExportManifest(
+        directory=str(out_dir),
+        filters={"problems": asked or None, **{k: v for k, v in applied.items() if v is not None}},
+        kernels=entries,
+        missing=[name for name in dict.fromkeys(asked) if name not in found],
+    )
+    (out_dir / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+class KernelEvaluation(BaseModel):
+    evaluation_id: int
+    problem: str
+    backend: str
+    device: str
+    device_class: str
+    size: str
+    precision: str | None
+    protocol: str
+    status: str
+    correct: bool
+    hacked: bool
+    runtime_ms: float | None
+    speedup: float | None
+    timing_samples: int | None
+    reward: float | None
+    message: str
+    created_at: str
+
+
+class KernelTurn(BaseModel):
+    turn_id: int
+    run_id: int
+    run_kind: str | None
+    run_name: str | None
+    problem: str | None
+    step: int | None
+    turn: int | None
+    sample: int | None
+    evaluation_id: int | None
+    status: str | None
+    reward: float | None
+    created_at: str
+
+
+class KernelHistory(BaseModel):
+    """`tritongym kernel ID`: a kernel's source, every evaluation of it and every turn that produced it."""
+
+    kernel_id: str
+    origin: str | None
+    created_at: str | None
+    source: str
+    evaluations: list[KernelEvaluation]
+    turns: list[KernelTurn]
+
+
+def kernel_history(kernel_id: str, registry: RegistryArg = None) -> KernelHistory | None:
+    """Where a kernel (its id, or a unique prefix of it) came from; None if the registry has not seen it."""
+    reg = open_registry(registry) or Registry()
+    found = reg.kernel_history(kernel_id)
+    if found is None:
+        return None
+    kernel = found["kernel"]
+    return KernelHistory(
+        kernel_id=kernel["id"],
+        origin=kernel["origin"],
+        created_at=kernel["created_at"],
+        source=kernel["source"],
+        evaluations=[
+            KernelEvaluation(
+                evaluation_id=e["id"],
+                problem=e["problem_name"],
+                correct=bool(e["correct"]),
+                hacked=bool(e["hacked"]),
+                message=e["message"] or "",
+                **{
+                    k: e[k]
+                    for k in KernelEvaluation.model_fields
+                    if k in e and k not in ("correct", "hacked", "message")
+                },
+            )
+            for e in found["evaluations"]
+        ],
+        turns=[
+            KernelTurn(
+                turn_id=t["id"], problem=t["problem_name"], **{k: t[k] for k in KernelTurn.model_fields if k in t}
+            )
+            for t in found["turns"]
+        ],
     )

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core import api, cli_train
+from tritongym.core import api, cli_browse, cli_report, cli_train
 from tritongym.core.cli_common import (
     BackendOpt,
     ConfigOpt,
@@ -51,6 +51,8 @@ registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True)
 app.add_typer(problems_app, name="problems")
 app.add_typer(registry_app, name="registry")
 cli_train.register(app)  # rollouts, train, sft: the commands that load a model
+cli_report.register(app)  # report: Fast@p of a stored run
+cli_browse.register(registry_app)  # registry browse: registry.db in Datasette
 
 
 def _config(config, **overrides):
@@ -225,22 +227,96 @@ def run_command(
 @app.command("best")
 @command
 def best_command(
-    problem: Annotated[str, typer.Argument(help="Problem name.")],
+    problems: Annotated[
+        list[str] | None, typer.Argument(help="Problem name(s); none = the best kernel of every problem.")
+    ] = None,
     device: Annotated[
         str | None, typer.Option("--device", help="Device class, e.g. cpu or 'NVIDIA H100 80GB HBM3'.")
     ] = None,
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="Only kernels judged on this backend.")] = None,
     size: SizeOpt = None,
+    precision: Annotated[
+        str | None, typer.Option("--precision", help="Only verdicts under this precision policy: ieee or tf32.")
+    ] = None,
+    run: Annotated[
+        list[int] | None, typer.Option("--run", help="Only kernels produced by turns of this run id (repeatable).")
+    ] = None,
+    min_measurements: Annotated[
+        int | None,
+        typer.Option(
+            "--min-measurements", min=0, help="Only runtimes that are the median of at least N timed samples."
+        ),
+    ] = None,
+    by: Annotated[
+        str, typer.Option("--by", help="Rank by 'runtime' (lowest first) or 'speedup' (highest).")
+    ] = "runtime",
     code: Annotated[bool, typer.Option("--code", help="Print the kernel's source.")] = False,
+    export: Annotated[
+        Path | None, typer.Option("--export", help="Write each best kernel as DIR/<problem>.py and DIR/manifest.json.")
+    ] = None,
     registry: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Show the fastest honest kernel stored for PROBLEM (on the CPU backend: a correct one)."""
-    found = api.best(problem, device, size, registry)
+    """Show the fastest honest kernel stored for PROBLEM (on the CPU backend: a correct one); with no
+    PROBLEM or several, the best kernel of each (a leaderboard). Exit 1 if a named problem has none."""
+    filters = {"backend": backend, "precision": precision, "run": run or None, "min_measurements": min_measurements}
+    filters["by"] = by
+    names = list(dict.fromkeys(problems or []))
+    shown = {k: v for k, v in {"device": device, "size": size, **filters}.items() if v is not None and k != "by"}
+    if len(names) == 1 and export is None:
+        _best_one(names[0], device, size, filters, shown, code, registry, as_json)
+        return
+    if export is not None:
+        manifest = api.export_best(export, names or None, device, size, registry, **filters)
+        kernels = manifest.kernels
+        missing = manifest.missing
+    else:
+        found = api.leaderboard(names or None, device, size, registry, **filters)
+        kernels = found
+        missing = [n for n in names if n not in {k.problem_id for k in found}]
+    failed = bool(missing) or not kernels
+    if as_json:
+        if export is not None:
+            _emit_json(manifest.model_dump(mode="json"))
+        else:
+            exclude = set() if code else {"source"}
+            _emit_json({"kernels": [k.model_dump(mode="json", exclude=exclude) for k in found], "missing": missing})
+        raise typer.Exit(1 if failed else 0)
+    if not kernels:
+        what = ", ".join(f"'{n}'" for n in names) if names else "any problem"
+        err.print(f"No honest, correct kernel stored for {what} yet (try `tritongym run`).", highlight=False)
+        _print_filters(shown)
+        raise typer.Exit(1)
+    if export is not None:
+        out.print(f"Wrote {len(kernels)} kernel(s) and manifest.json to {escape(str(export))}", highlight=False)
+    elif code:
+        for k in found:
+            sys.stdout.write(f"# === {k.problem_id}: kernel {k.kernel_id} (evaluation {k.evaluation_id}) ===\n")
+            sys.stdout.write(k.source if k.source.endswith("\n") else k.source + "\n")
+    else:
+        _print_leaderboard(found)
+    if missing:
+        err.print(f"No honest, correct kernel stored for {', '.join(missing)}.", highlight=False)
+        _print_filters(shown)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _print_filters(shown: dict) -> None:
+    if shown:
+        err.print("(with " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in shown.items()) + ")", highlight=False)
+
+
+def _best_one(problem, device, size, filters, shown, code, registry, as_json) -> None:
+    found = api.best(problem, device, size, registry, **filters)
     if found is None:
         if as_json:
-            _emit_json({"error": f"no honest, correct kernel stored for '{problem}'", "exit_code": 1})
+            _emit_json(
+                {"error": f"no honest, correct kernel stored for '{problem}'", "exit_code": 1}
+                | ({"filters": shown} if shown else {})
+            )
         else:
             err.print(f"No honest, correct kernel stored for '{problem}' yet (try `tritongym run`).")
+            _print_filters(shown)
         raise typer.Exit(1)
     if as_json:
         _emit_json(found.model_dump(mode="json", exclude=set() if code else {"source"}))
@@ -250,7 +326,7 @@ def best_command(
         return
     out.print(
         f"[bold]{escape(found.problem_id)}[/]: kernel {found.kernel_id} (evaluation {found.evaluation_id}) "
-        + escape(f"on {found.device_class} [{found.backend}, size {found.size}]")
+        + escape(f"on {found.device_class} [{found.backend}, size {found.size}, precision {found.precision or '?'}]")
     )
     if found.runtime_ms is None:
         out.print(
@@ -258,9 +334,104 @@ def best_command(
         )
     else:
         out.print(
-            f"runtime {found.runtime_ms:.4g} ms, speedup {_fmt(found.speedup)}, PR {_fmt(found.pr)}, "
-            f"reward {_fmt(found.reward)}; stored {found.created_at}"
+            f"runtime {found.runtime_ms:.4g} ms ({_fmt(found.timing_samples, 'd')} samples), speedup "
+            f"{_fmt(found.speedup)}, PR {_fmt(found.pr)}, reward {_fmt(found.reward)}; stored {found.created_at}"
         )
+    if found.run_ids:
+        out.print(f"produced by run(s) {', '.join(map(str, found.run_ids))}")
+    out.print(f"Use --code to print its source, `tritongym kernel {found.kernel_id[:12]}` for its history.")
+
+
+def _print_leaderboard(kernels) -> None:
+    timed = any(k.runtime_ms is not None for k in kernels)
+    table = Table(title=f"best kernels of {len(kernels)} problem(s)")
+    columns = ["problem", "kernel", "eval", "backend", "device", "size", "precision"]
+    columns += ["ms", "samples", "speedup"] if timed else []
+    for col in columns + ["reward", "runs", "stored"]:
+        table.add_column(col, overflow="fold")
+    for k in kernels:
+        timing = [_fmt(k.runtime_ms, ".4g"), _fmt(k.timing_samples, "d"), _fmt(k.speedup)] if timed else []
+        table.add_row(
+            escape(k.problem_id),
+            k.kernel_id[:12],
+            str(k.evaluation_id),
+            k.backend,
+            escape(k.device_class),
+            k.size,
+            k.precision or "?",
+            *timing,
+            _fmt(k.reward),
+            ",".join(map(str, k.run_ids)),
+            k.created_at,
+        )
+    out.print(table)
+
+
+@app.command("kernel")
+@command
+def kernel_command(
+    kernel_id: Annotated[str, typer.Argument(help="Kernel id, or a unique prefix of one (tables show 8-12 chars).")],
+    code: Annotated[bool, typer.Option("--code", help="Print only the kernel's source.")] = False,
+    registry: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Show where a kernel came from: its source, every evaluation of it and every run turn that produced it."""
+    history = api.kernel_history(kernel_id, registry)
+    if history is None:
+        if as_json:
+            _emit_json({"error": f"no kernel '{kernel_id}' stored in the registry", "exit_code": 1})
+        else:
+            err.print(f"No kernel '{escape(kernel_id)}' stored in the registry.")
+        raise typer.Exit(1)
+    if as_json:
+        _emit_json(history.model_dump(mode="json", exclude=set() if code else {"source"}))
+        return
+    if code:
+        sys.stdout.write(history.source if history.source.endswith("\n") else history.source + "\n")
+        return
+    out.print(
+        f"[bold]kernel {history.kernel_id}[/], first stored {history.created_at}"
+        + (f" from {escape(history.origin)}" if history.origin else "")
+    )
+    table = Table(title=f"{len(history.evaluations)} evaluation(s)")
+    for col in ("eval", "problem", "backend", "device", "size", "precision", "status", "ms", "speedup", "when"):
+        table.add_column(col, overflow="fold")
+    for e in history.evaluations:
+        style = "green" if e.status == "ok" and e.correct and not e.hacked else "red"
+        table.add_row(
+            str(e.evaluation_id),
+            escape(e.problem),
+            e.backend,
+            escape(e.device),
+            e.size,
+            e.precision or "?",
+            f"[{style}]{e.status}[/]",
+            _fmt(e.runtime_ms, ".4g"),
+            _fmt(e.speedup),
+            e.created_at,
+        )
+    out.print(table)
+    if history.turns:
+        table = Table(title=f"produced by {len(history.turns)} turn(s)")
+        for col in ("run", "kind", "name", "problem", "step", "sample", "turn", "eval", "status", "reward", "when"):
+            table.add_column(col, overflow="fold")
+        for t in history.turns:
+            table.add_row(
+                str(t.run_id),
+                t.run_kind or "",
+                escape(t.run_name or ""),
+                escape(t.problem or ""),
+                _fmt(t.step, "d"),
+                _fmt(t.sample, "d"),
+                _fmt(t.turn, "d"),
+                _fmt(t.evaluation_id, "d"),
+                t.status or "",
+                _fmt(t.reward),
+                t.created_at,
+            )
+        out.print(table)
+    else:
+        out.print("No run turn produced it (evaluated directly, e.g. with `tritongym eval`).")
     out.print("Use --code to print its source.")
 
 

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from tritongym.core.errors import TritonGymError
 
@@ -61,7 +62,7 @@ def command(fn):
             if kwargs.get("as_json"):
                 _emit_json({"error": str(exc), "error_type": type(exc).__name__, "exit_code": exc.exit_code})
             else:
-                err.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
+                err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)  # [x] is text
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper

@@ -181,6 +181,39 @@ def sft_command(
     )
 
 
+def tts_command(
+    config: ConfigArg,
+    overrides: SetOpt = None,
+    registry: RegistryOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Test-time scaling: N samples x T turns per problem, the registry as memory; `tritongym report RUN_ID`
+    shows last-turn and best-of-history Fast@p."""
+    from tritongym.core.run_config import load_run_config
+
+    run_config = load_run_config(config, parse_overrides(overrides))
+    with _progress(as_json) as bar:
+        task = bar.add_task("turns evaluated", total=None)
+        summary = api.tts(
+            run_config, registry=registry, extra_plugins=plugin or (), progress=lambda status: bar.advance(task)
+        )
+    if as_json:
+        _emit_json(summary.model_dump())
+        return
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
+    out.print(
+        f"{summary.problems} problems x {summary.samples} samples: {summary.turns} turns ({statuses}); "
+        f"{summary.evaluations} worker evaluations, {summary.registry_hits} answered by the registry; "
+        f"generation {summary.generate_s:.1f} s, evaluation {summary.evaluate_s:.1f} s"
+    )
+    if summary.seeded:
+        out.print("seeded from the registry: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.seeded.items())))
+    if summary.run_id is not None:
+        out.print(f"run {summary.run_id}: tritongym report {summary.run_id}")
+
+
 def register(app: typer.Typer) -> None:
-    for name, fn in (("rollouts", rollouts_command), ("train", train_command), ("sft", sft_command)):
+    commands = (("rollouts", rollouts_command), ("train", train_command), ("sft", sft_command), ("tts", tts_command))
+    for name, fn in commands:
         app.command(name)(command(fn))

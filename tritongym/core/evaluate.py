@@ -469,7 +469,7 @@ class Evaluator:
 
     def _store(self, result: EvaluationResult, candidate: Candidate, problem: Problem) -> EvaluationResult:
         if self.registry is not None:
-            result.evaluation_id = self.registry.store(result, problem, candidate)
+            result.evaluation_id = self.registry.store(result, problem, candidate, precision=self.config.precision)
         return result
 
 

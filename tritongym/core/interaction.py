@@ -8,8 +8,10 @@ part of its answer is evaluated.
   zero-reward verdict of `no_code_feedback`.
 - `extract_code` takes the last fenced ```python block of an answer (the assistant prefill included).
 - Context: `full` replays every earlier turn; `top-w` shows the task and the `top_w` best earlier turns by
-  reward, in turn order.  A mode is one function in `CONTEXT_SELECTORS` that picks which earlier turns a
-  prompt shows, so adding one (issue 7's contiguous best window) is a function and a name in `context`.
+  reward, in turn order; `best-window` shows the task and the `top_w` consecutive earlier turns with the
+  highest total reward (issue 7's contiguous best window), in turn order.  A mode is one function in
+  `CONTEXT_SELECTORS` that picks which earlier turns a prompt shows, so adding one is a function and a
+  name in `context`.
 
 Templates are plain `string.Template` files (`$name` placeholders, `$$` for a literal `$`) bundled in
 `tritongym/templates`; each can be replaced by a file of one's own through `InteractionOptions`.  A
@@ -24,8 +26,9 @@ conversation the model really saw.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
@@ -89,12 +92,13 @@ class InteractionOptions(BaseModel):
         default=None,
         description="worked example inserted as $example in the task, as is (None = the bundled example.md)",
     )
-    context: Literal["full", "top-w"] = Field(
+    context: Literal["full", "top-w", "best-window"] = Field(
         default="full",
         description="earlier turns a prompt shows: full = all of them; top-w = the top_w best by reward "
-        "(ties: the later turn), in turn order",
+        "(ties: the later turn), in turn order; best-window = the top_w consecutive turns with the highest "
+        "total reward (ties: the later window), in turn order",
     )
-    top_w: int = Field(default=4, ge=1, description="earlier turns shown in the top-w context")
+    top_w: int = Field(default=4, ge=1, description="earlier turns shown in the top-w and best-window contexts")
     max_turns: int = Field(default=3, ge=1, description="turns per conversation")
     assistant_prefill: str = Field(
         default="",
@@ -232,7 +236,26 @@ def _top_w_context(history: list[Turn], options: InteractionOptions) -> list[int
     return sorted(ranked[: options.top_w])
 
 
-CONTEXT_SELECTORS: dict[str, ContextSelector] = {"full": _full_context, "top-w": _top_w_context}
+def _best_window_context(history: list[Turn], options: InteractionOptions) -> list[int]:
+    """The contiguous best window: with n earlier turns and w = `top_w`, the candidates are the n - w + 1
+    runs of w consecutive turns (turns i+1 .. i+w for i = 0 .. n - w); the one whose rewards have the
+    highest sum (exactly rounded, `math.fsum`) is shown, in turn order.  Among windows of equal sum the
+    later one (the model's latest run at that level) is kept, so all-equal rewards show the last w turns.
+    With n <= w there is one window, the whole history.  A hack penalty in a window counts against it like
+    any other reward."""
+    w = min(options.top_w, len(history))
+    if w == 0:
+        return []
+    sums = [math.fsum(turn.reward for turn in history[start : start + w]) for start in range(len(history) - w + 1)]
+    best = max(range(len(sums)), key=lambda start: (sums[start], start))
+    return list(range(best, best + w))
+
+
+CONTEXT_SELECTORS: dict[str, ContextSelector] = {
+    "full": _full_context,
+    "top-w": _top_w_context,
+    "best-window": _best_window_context,
+}
 """Context mode (`InteractionOptions.context`) -> its selector."""
 
 
@@ -327,10 +350,14 @@ class Interaction:
         """System prompt and task: the prompt of turn 1."""
         return self.next_messages(problem, [])
 
-    def next_messages(self, problem: Problem, history: list[Turn]) -> list[Message]:
+    def next_messages(self, problem: Problem, history: list[Turn], seeds: Sequence[Turn] = ()) -> list[Message]:
         """The prompt of turn `len(history) + 1`: system, task, then each earlier turn the context mode
         selects, as its reply (prefill included) and its feedback.  The user message after a shown turn is
-        the prompt of the next turn shown (or of the turn now asked for), and states that turn's number."""
+        the prompt of the next turn shown (or of the turn now asked for), and states that turn's number.
+
+        `seeds` are kernels found before this conversation (the registry's best, from any earlier run): shown
+        first, like earlier turns, always (the context mode chooses among this conversation's own turns), and
+        not counted as turns."""
         turn = len(history) + 1
         if turn > self.options.max_turns:
             raise ValueError(f"{len(history)} turns already taken: max_turns is {self.options.max_turns}")
@@ -339,6 +366,10 @@ class Interaction:
             {"role": "user", "content": self.task_message(problem).strip()},
         ]
         shown = CONTEXT_SELECTORS[self.options.context](history, self.options)
+        first_shown = shown[0] + 1 if shown else turn
+        for seed in seeds:
+            messages.append({"role": "assistant", "content": self.options.assistant_prefill + seed.response})
+            messages.append({"role": "user", "content": self.feedback_message(seed.feedback, first_shown)})
         for position, index in enumerate(shown):
             following = shown[position + 1] + 1 if position + 1 < len(shown) else turn
             messages.append({"role": "assistant", "content": self.options.assistant_prefill + history[index].response})

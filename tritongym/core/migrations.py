@@ -208,3 +208,45 @@ def m008_training_turns(db: sqlite_utils.Database) -> None:
     ):
         db["turns"].add_column(column, kind)
     db["turns"].create_index(["problem_name", "status"])
+
+
+@migration
+def m009_evaluation_precision_and_samples(db: sqlite_utils.Database) -> None:
+    # The precision policy (ieee or tf32) each verdict was reached under, and how many timed samples the
+    # candidate's median runtime came from, as columns `tritongym best` can filter on. The protocol key
+    # hashes the precision but cannot be read back, so old rows are backfilled from what they say: the
+    # timing report (GPU evaluations), else the config of a run whose turn links the evaluation, else
+    # another evaluation under the same protocol (one protocol key means one precision). What none of
+    # these tells stays NULL: unknown, never guessed.
+    db["evaluations"].add_column("precision", str)
+    db["evaluations"].add_column("timing_samples", int)
+    db.execute(
+        """
+        UPDATE evaluations SET
+            precision = CASE WHEN json_valid(result) THEN json_extract(result, '$.timing.precision') END,
+            timing_samples = CASE WHEN json_valid(result) THEN json_extract(result, '$.timing.candidate.samples') END
+        """
+    )
+    db.execute(
+        """
+        UPDATE evaluations SET precision = (
+            SELECT coalesce(json_extract(r.config, '$.precision'), json_extract(r.config, '$.eval.precision'))
+            FROM turns t JOIN runs r ON r.id = t.run_id
+            WHERE t.evaluation_id = evaluations.id AND json_valid(r.config) AND json_type(r.config) = 'object'
+              AND coalesce(json_extract(r.config, '$.precision'), json_extract(r.config, '$.eval.precision'))
+                  IN ('ieee', 'tf32')
+            LIMIT 1
+        ) WHERE precision IS NULL
+        """
+    )
+    db.execute(
+        """
+        UPDATE evaluations SET precision = (
+            SELECT e.precision FROM evaluations e
+            WHERE e.protocol = evaluations.protocol AND e.precision IS NOT NULL LIMIT 1
+        ) WHERE precision IS NULL
+        """
+    )
+    db["evaluations"].create_index(["kernel_id"], if_not_exists=True)
+    db["evaluations"].create_index(["protocol", "precision"], if_not_exists=True)
+    db["turns"].create_index(["kernel_id"], if_not_exists=True)

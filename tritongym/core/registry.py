@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterable
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
 import sqlite_utils
 
-from tritongym.core.errors import RegistryError
+from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.migrations import migrate
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 
@@ -36,6 +37,74 @@ def _now() -> str:
 def _reward_columns(reward: RewardBreakdown) -> dict:
     """The total for SQL queries and the whole breakdown (components, weights, absent, penalty) as JSON."""
     return {"reward": reward.total, "reward_components": reward.model_dump_json()}
+
+
+PRECISIONS = ("ieee", "tf32")
+"""The precision policies an evaluation can be judged under (`EvalConfig.precision`)."""
+
+_ORDER = {
+    "runtime": "e.runtime_ms IS NULL, e.runtime_ms, e.speedup IS NULL, e.speedup DESC, e.id",
+    "speedup": "e.speedup IS NULL, e.speedup DESC, e.runtime_ms IS NULL, e.runtime_ms, e.id",
+}
+
+
+def _order(by: str) -> str:
+    if by not in _ORDER:
+        raise ValueError(f"order by 'runtime' or 'speedup', not {by!r}")
+    return _ORDER[by]
+
+
+def _names(value: str | Iterable | None) -> list | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, (str, int)) else list(value)
+
+
+def _honest_where(problems, device_class, size, backend, precision, run_id, min_measurements) -> tuple[str, list]:
+    """The WHERE clause (over `evaluations e`) of an honest evaluation matching the best-kernel filters."""
+    where = ["e.status = 'ok'", "e.correct = 1", "e.hacked = 0"]
+    params: list = []
+    names = _names(problems)
+    if names is not None:
+        where.append(f"e.problem_name IN ({', '.join('?' * len(names))})")
+        params += names
+    for column, value in (
+        ("device_class", device_class),
+        ("size", size),
+        ("backend", backend),
+        ("precision", precision),
+    ):
+        if value:
+            where.append(f"e.{column} = ?")
+            params.append(value)
+    runs = _names(run_id)
+    if runs is not None:
+        where.append(
+            f"EXISTS (SELECT 1 FROM turns t WHERE t.run_id IN ({', '.join('?' * len(runs))}) "
+            "AND t.kernel_id = e.kernel_id AND (t.problem_name = e.problem_name OR t.problem_key = e.problem_key))"
+        )
+        params += [int(r) for r in runs]
+    if min_measurements is not None:
+        if int(min_measurements) < 0:
+            raise ValueError(f"min_measurements must be 0 or more, not {min_measurements}")
+        if int(min_measurements) > 0:
+            where.append("e.timing_samples >= ?")
+            params.append(int(min_measurements))
+    return " AND ".join(where), params
+
+
+def _precision_in(config: str | None) -> str | None:
+    """The precision policy a run's stored config names (an EvalConfig, or a RunConfig's [eval]), if any."""
+    try:
+        data = json.loads(config) if config else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    value = data.get("precision")
+    if value not in PRECISIONS and isinstance(data.get("eval"), dict):
+        value = data["eval"].get("precision")
+    return value if value in PRECISIONS else None
 
 
 class Registry:
@@ -81,10 +150,31 @@ class Registry:
         result = EvaluationResult.model_validate_json(row["result"])
         return result.model_copy(update={"cached": True, "evaluation_id": row["id"]})
 
-    def store(self, result: EvaluationResult, problem: Problem, candidate: Candidate, config_key: str = "") -> int:
-        """Insert or refresh one evaluation (with its problem and kernel) in a single transaction."""
+    def store(
+        self,
+        result: EvaluationResult,
+        problem: Problem,
+        candidate: Candidate,
+        config_key: str = "",
+        precision: str | None = None,
+    ) -> int:
+        """Insert or refresh one evaluation (with its problem and kernel) in a single transaction.
+
+        `precision` is the policy (ieee or tf32) the verdict was reached under; when the caller does not say,
+        it is read from the result's timing report, else from another evaluation under the same protocol
+        (whose key hashes the precision), else left unknown (NULL) until a run's turn links the evaluation
+        to a config that names it (`add_turn`)."""
         now = _now()
+        if precision is None and result.timing is not None and result.timing.precision in PRECISIONS:
+            precision = result.timing.precision
+        samples = result.timing.candidate.samples if result.timing and result.timing.candidate else None
         with self._transaction():
+            if precision is None:
+                known = self.db.execute(
+                    "SELECT precision FROM evaluations WHERE protocol = ? AND precision IS NOT NULL LIMIT 1",
+                    [result.protocol],
+                ).fetchone()
+                precision = known[0] if known else None
             self.db["problems"].insert(
                 {
                     "key": problem.key,
@@ -124,7 +214,10 @@ class Registry:
                 "message": result.message,
                 "created_at": now,
                 "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
+                "timing_samples": samples,
             }
+            if precision is not None:  # a refresh that cannot tell keeps what the row knew
+                row["precision"] = precision
             key = [row[k] for k in ("problem_key", "kernel_id", "backend", "device_class", "protocol")]
             existing = self._find("id", [*key, config_key])
             if existing:
@@ -132,6 +225,11 @@ class Registry:
                 self.db["evaluations"].update(evaluation_id, row)
             else:
                 evaluation_id = self.db["evaluations"].insert(row).last_pk
+            if precision is not None:  # one protocol key, one precision: rows stored unknowing learn it
+                self.db.execute(
+                    "UPDATE evaluations SET precision = ? WHERE protocol = ? AND precision IS NULL",
+                    [precision, result.protocol],
+                )
         return int(evaluation_id)
 
     def store_reward(self, result: EvaluationResult) -> None:
@@ -157,23 +255,126 @@ class Registry:
 
     # --- queries ---------------------------------------------------------------------------------------
 
-    def best(self, problem_name: str, device_class: str | None = None, size: str | None = None) -> dict | None:
-        """The fastest honest kernel for a problem (earliest correct one where nothing was timed)."""
-        where, params = ["problem_name = ?"], [problem_name]
-        if device_class:
-            where.append("device_class = ?")
-            params.append(device_class)
-        if size:
-            where.append("size = ?")
-            params.append(size)
-        rows = list(
+    def best(
+        self,
+        problem_name: str | Iterable[str] | None,
+        device_class: str | None = None,
+        size: str | None = None,
+        **filters,
+    ) -> dict | None:
+        """The fastest honest kernel for a problem (or the fastest over a set of problems), or None.
+
+        Takes the filters of `ranked` (backend, precision, run_id, min_measurements, by); the row is the
+        evaluation's columns plus the kernel's `source`."""
+        rows = self.ranked(problem_name, device_class, size, limit=1, **filters)
+        return rows[0] if rows else None
+
+    def ranked(
+        self,
+        problem_name: str | Iterable[str] | None = None,
+        device_class: str | None = None,
+        size: str | None = None,
+        *,
+        backend: str | None = None,
+        precision: str | None = None,
+        run_id: int | Iterable[int] | None = None,
+        min_measurements: int | None = None,
+        by: str = "runtime",
+        limit: int | None = None,
+    ) -> list[dict]:
+        """Every honest evaluation (status ok, correct, not hacked) matching the filters, best first.
+
+        `problem_name`: one name or a set (None: every problem). `precision`: the policy the verdict was
+        reached under (evaluations whose precision is unknown never match). `run_id`: kernels that turns
+        of this run (or these runs) produced for the problem, wherever they were evaluated since.
+        `min_measurements`: the candidate's median runtime came from at least this many timed samples
+        (`timing.candidate.samples`; untimed evaluations have none and never match). `by`: `runtime`
+        (lowest runtime_ms first, then highest speedup) or `speedup` (highest speedup first); untimed
+        evaluations come after timed ones, earliest first."""
+        where, params = _honest_where(problem_name, device_class, size, backend, precision, run_id, min_measurements)
+        sql = (
+            f"SELECT e.*, k.source AS source FROM evaluations e JOIN kernels k ON k.id = e.kernel_id "
+            f"WHERE {where} ORDER BY {_order(by)}"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return list(self.db.query(sql, params))
+
+    def leaderboard(
+        self,
+        problem_names: str | Iterable[str] | None = None,
+        device_class: str | None = None,
+        size: str | None = None,
+        *,
+        backend: str | None = None,
+        precision: str | None = None,
+        run_id: int | Iterable[int] | None = None,
+        min_measurements: int | None = None,
+        by: str = "runtime",
+    ) -> list[dict]:
+        """The best honest kernel per problem under the filters of `ranked`: one row per problem, by name."""
+        where, params = _honest_where(problem_names, device_class, size, backend, precision, run_id, min_measurements)
+        return list(
             self.db.query(
-                f"SELECT b.*, k.source AS source FROM best_kernels b JOIN kernels k ON k.id = b.kernel_id "
-                f"WHERE {' AND '.join(where)} ORDER BY b.runtime_ms IS NULL, b.runtime_ms, b.id LIMIT 1",
+                f"SELECT * FROM (SELECT e.*, k.source AS source, "
+                f"ROW_NUMBER() OVER (PARTITION BY e.problem_name ORDER BY {_order(by)}) AS rank "
+                f"FROM evaluations e JOIN kernels k ON k.id = e.kernel_id WHERE {where}) "
+                f"WHERE rank = 1 ORDER BY problem_name",
                 params,
             )
         )
-        return rows[0] if rows else None
+
+    def runs_of(self, kernel_id: str, problem_name: str | None = None) -> list[int]:
+        """The runs whose turns produced this kernel (for this problem, if named), in order."""
+        sql, params = "SELECT DISTINCT run_id FROM turns WHERE kernel_id = ?", [kernel_id]
+        if problem_name is not None:
+            sql += " AND (problem_name = ? OR problem_key IN (SELECT key FROM problems WHERE name = ?))"
+            params += [problem_name, problem_name]
+        return [r[0] for r in self.db.execute(sql + " ORDER BY run_id", params).fetchall()]
+
+    def resolve_kernel_id(self, prefix: str) -> str | None:
+        """The full id of the kernel whose id is or starts with `prefix` (tables show 8-12 characters);
+        None when no kernel matches; a TritonGymError when several do."""
+        if self.db.execute("SELECT 1 FROM kernels WHERE id = ?", [prefix]).fetchone():
+            return prefix
+        ids = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT id FROM kernels WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6", [len(prefix), prefix]
+            )
+        ]
+        if len(ids) > 1:
+            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+            raise TritonGymError(f"kernel id prefix '{prefix}' is ambiguous ({shown}); give more characters")
+        return ids[0] if ids else None
+
+    def kernel_history(self, kernel_id: str) -> dict | None:
+        """Where a kernel came from: its source, every evaluation of it and every turn that produced it
+        (with its run's kind and name), oldest first; None for a kernel the registry has not seen.
+        `kernel_id` may be a unique prefix."""
+        full = self.resolve_kernel_id(kernel_id)
+        if full is None:
+            return None
+        kernel = self.db["kernels"].get(full)
+        evaluations = list(
+            self.db.query(
+                "SELECT id, problem_name, problem_key, backend, device, device_class, size, protocol, config_key, "
+                "precision, status, correct, hacked, runtime_ms, ref_runtime_ms, speedup, pr, reward, "
+                "timing_samples, message, created_at FROM evaluations WHERE kernel_id = ? ORDER BY id",
+                [full],
+            )
+        )
+        turns = list(
+            self.db.query(
+                "SELECT t.id, t.run_id, r.kind AS run_kind, r.name AS run_name, t.step, t.turn, t.sample, "
+                "coalesce(t.problem_name, p.name) AS problem_name, t.evaluation_id, t.status, t.reward, "
+                "t.advantage, t.kept, t.created_at FROM turns t LEFT JOIN runs r ON r.id = t.run_id "
+                "LEFT JOIN problems p ON p.key = t.problem_key WHERE t.kernel_id = ? ORDER BY t.id",
+                [full],
+            )
+        )
+        return {"kernel": dict(kernel), "evaluations": evaluations, "turns": turns}
 
     def stats(self) -> dict:
         by_status = {
@@ -315,7 +516,25 @@ class Registry:
             "created_at": _now(),
         }
         with self._transaction():
-            return int(self.db["turns"].insert(row).last_pk)
+            turn_id = int(self.db["turns"].insert(row).last_pk)
+            if row["evaluation_id"] is not None:
+                self._learn_precision(run_id, row["evaluation_id"])
+            return turn_id
+
+    def _learn_precision(self, run_id: int, evaluation_id: int) -> None:
+        """An evaluation of unknown precision linked to a run whose config names one takes it, and so do the
+        other unknown evaluations under the same protocol (inside the caller's transaction)."""
+        found = self.db.execute(
+            "SELECT e.protocol, r.config FROM evaluations e, runs r "
+            "WHERE e.id = ? AND r.id = ? AND e.precision IS NULL",
+            [evaluation_id, run_id],
+        ).fetchone()
+        precision = _precision_in(found[1]) if found else None
+        if precision is not None:
+            self.db.execute(
+                "UPDATE evaluations SET precision = ? WHERE precision IS NULL AND (id = ? OR protocol = ?)",
+                [precision, evaluation_id, found[0]],
+            )
 
     def update_turn(self, turn_id: int, **values) -> None:
         """Fill in what is known only after the whole batch (the advantage, whether the turn was kept)."""

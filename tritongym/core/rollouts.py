@@ -113,6 +113,7 @@ class RolloutRunner:
         self.stop_when_correct = stop_when_correct
         self.overlap = overlap
         self._next_trajectory = 0
+        self._seeds: dict[str, list[Turn]] = {}
 
     def collect(
         self,
@@ -122,6 +123,7 @@ class RolloutRunner:
         progress: Callable[[str], None] | None = None,
         first_group: int = 0,
         first_trajectory: int | None = None,
+        seeds: dict[str, list[Turn]] | None = None,
     ) -> RolloutBatch:
         """Every problem is one group of `samples` trajectories.  Groups are numbered from `first_group` and
         trajectories from `first_trajectory` (default: where the previous call stopped), so that processes
@@ -129,7 +131,11 @@ class RolloutRunner:
 
         With `overlap` the trajectories are split into two chunks that take turns: while one chunk's kernels
         are evaluated (sandboxed worker processes), the engine generates the other chunk's next turn, so
-        neither the model nor the workers wait for the other.  Each chunk still runs its turns in order."""
+        neither the model nor the workers wait for the other.  Each chunk still runs its turns in order.
+
+        `seeds` (problem name -> earlier kernels as turns, e.g. the registry's best) are shown in every prompt
+        of that problem's conversations (`Interaction.next_messages`)."""
+        self._seeds = seeds or {}
         batch = RolloutBatch()
         live: list[dict] = []
         if first_trajectory is not None:
@@ -188,7 +194,12 @@ class RolloutRunner:
 
     def _generate(self, chunk: list[dict], histories: dict[int, list[Turn]]):
         """One engine call for a chunk's next turn: (generations, extractions, conversations)."""
-        conversations = [self.interaction.next_messages(t["problem"], histories[t["trajectory"]]) for t in chunk]
+        conversations = [
+            self.interaction.next_messages(
+                t["problem"], histories[t["trajectory"]], self._seeds.get(t["problem"].name, ())
+            )
+            for t in chunk
+        ]
         prefill = self.interaction.options.assistant_prefill
         # an engine continues a final assistant message rather than starting a new one (the prefill)
         to_engine = (

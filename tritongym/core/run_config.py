@@ -81,6 +81,19 @@ class SFTConfig(BaseModel):
     max_length: int = Field(default=2048, ge=16, description="tokens per example; longer ones are truncated")
 
 
+class TTSConfig(BaseModel):
+    """The `[tts]` table of a run config: test-time scaling (`tritongym tts`, core/tts.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed_from_registry: int = Field(
+        default=0, ge=0, description="show the k best honest kernels the registry knows for a problem in its prompts"
+    )
+    problems_per_batch: int = Field(
+        default=8, ge=1, description="problems whose samples are rolled out together (bounds engine memory)"
+    )
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -100,6 +113,7 @@ class RunConfig(BaseModel):
     loss: PolicyLossOptions = Field(default_factory=PolicyLossOptions)
     optim: OptimConfig = Field(default_factory=OptimConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
+    tts: TTSConfig = Field(default_factory=TTSConfig)
 
 
 def load_run_config(path: str | Path | None = None, overrides: dict | None = None) -> RunConfig:

@@ -1,0 +1,88 @@
+"""Test-time scaling on the CPU: a tiny model, the transformers engine and triton-cpu, the registry as memory.
+
+The assistant prefill holds the bundled relu or silu solution in a closed fence, so each turn's code is a real
+kernel that a sandboxed worker really runs (whatever the tiny model writes after it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from tritongym.core import api  # noqa: E402
+from tritongym.core.config import EvalConfig  # noqa: E402
+from tritongym.core.evaluate import Evaluator  # noqa: E402
+from tritongym.core.generation import TinyModelSpec  # noqa: E402
+from tritongym.core.model_loading import build_tiny_model  # noqa: E402
+from tritongym.core.models import Candidate  # noqa: E402
+from tritongym.core.problems import load_problems  # noqa: E402
+from tritongym.core.registry import Registry  # noqa: E402
+from tritongym.core.run_config import RunConfig  # noqa: E402
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "tritongym" / "problems" / "solutions"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    return build_tiny_model(TinyModelSpec(directory=tmp_path_factory.mktemp("models") / "tiny"))
+
+
+def tts_config(tiny_dir: Path, out: Path, prefill: str = "", **tts) -> RunConfig:
+    return RunConfig.model_validate(
+        {
+            "name": "tts",
+            "output_dir": str(out),
+            "model": {"path": str(tiny_dir)},
+            "engine": {"name": "transformers", "options": {"device": "cpu"}},
+            "sampling": {"temperature": 1.0, "max_tokens": 4, "seed": 11},
+            "interaction": {"max_turns": 4, "assistant_prefill": prefill or "```python\n"},
+            "rollout": {"problems": ["relu", "silu"], "samples": 2},
+            "eval": {"backend": "triton-cpu", "trials": 1},
+            "tts": tts,
+        }
+    )
+
+
+def test_tts_stores_every_turn_and_a_repeat_is_answered_by_the_registry(tiny_dir, tmp_path):
+    solution = (SOLUTIONS / "relu.py").read_text()
+    config = tts_config(tiny_dir, tmp_path / "out", prefill=f"```python\n{solution}\n```\n")
+    registry = Registry(tmp_path / "registry.db")
+    first = api.tts(config, registry=registry)
+    assert (first.problems, first.samples, first.turns) == (2, 2, 2 * 2 * 4)
+    turns = registry.turns(first.run_id)
+    assert len(turns) == 16 and {t["problem_name"] for t in turns} == {"relu", "silu"}
+    assert sorted({(t["sample"], t["turn"]) for t in turns}) == [(s, t) for s in range(4) for t in range(4)]
+    # relu's code is its own solution (correct); silu gets relu's kernel (a real, incorrect evaluation)
+    by_problem = {p: {t["status"] for t in turns if t["problem_name"] == p} for p in ("relu", "silu")}
+    assert by_problem["relu"] == {"ok"} and "ok" not in by_problem["silu"]
+    assert first.evaluations >= 2  # each distinct (problem, kernel) ran a worker once
+
+    again = api.tts(config, registry=registry)
+    assert again.turns == 16 and again.run_id != first.run_id
+    assert again.evaluations == 0 and again.registry_hits == 16  # nothing new: the registry answered
+
+
+def test_a_kernel_from_a_training_run_seeds_the_first_prompt(tiny_dir, tmp_path):
+    registry = Registry(tmp_path / "registry.db")
+    train_run = registry.start_run("train", "earlier-training", {})
+    evaluator = Evaluator(EvalConfig(backend="triton-cpu", trials=1), registry=registry)
+    try:
+        relu = next(p for p in load_problems(None, evaluator.size) if p.name == "relu")
+        source = (SOLUTIONS / "relu.py").read_text()
+        result = evaluator.evaluate(Candidate(source=source, origin="training"), relu)
+    finally:
+        evaluator.close()
+    assert result.honest_and_correct
+    registry.add_turn(train_run, result, sample=0, turn=0, prompt="[]", response=source, problem=relu, step=7)
+
+    config = tts_config(tiny_dir, tmp_path / "out", seed_from_registry=1)
+    config = config.model_copy(update={"interaction": {**config.interaction, "max_turns": 1}})
+    summary = api.tts(config, registry=registry)
+    assert summary.seeded == {"relu": 1, "silu": 0}
+    first_prompts = {t["problem_name"]: json.loads(t["prompt"]) for t in registry.turns(summary.run_id)}
+    relu_prompt = "\n".join(m["content"] for m in first_prompts["relu"])
+    assert source.strip() in relu_prompt and "correct" in relu_prompt.lower()
+    assert source.strip() not in "\n".join(m["content"] for m in first_prompts["silu"])

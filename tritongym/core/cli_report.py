@@ -1,0 +1,127 @@
+"""`tritongym report RUN_ID`: a stored run's correct, hacked, no-code and Fast@p rates per turn (last turn and
+best of history), overall and per problem, as tables, JSON or a plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from tritongym.core.cli_common import JsonOpt, RegistryOpt, _emit_json, command, out
+from tritongym.core.errors import ConfigError
+from tritongym.core.fast_p import TurnMetrics, p_key
+
+MISSING = "–"  # unknown (an untimed correct kernel), never a zero
+
+
+def _pct(value: float | None) -> str:
+    return MISSING if value is None else f"{100 * value:.1f}"
+
+
+def _table(first: str, rows: list[tuple[str, int, TurnMetrics]], ps: list[float], title: str | None = None) -> Table:
+    """One row per (label, samples, metrics): rates in %, last turn then best of history."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title, title_justify="left")
+    for header in (first, "samples", "active", "correct", "best", "hacked", "no code"):
+        table.add_column(header, justify="right" if header != first or first == "turn" else "left", no_wrap=True)
+    for p in ps:
+        table.add_column(f"F@{p_key(p)}", justify="right", no_wrap=True)
+    for p in ps:
+        table.add_column(f"best F@{p_key(p)}", justify="right", no_wrap=True)
+    for label, samples, m in rows:
+        table.add_row(
+            escape(label),
+            str(samples),
+            str(m.active),
+            _pct(m.correct),
+            _pct(m.correct_best),
+            _pct(m.hacked),
+            _pct(m.no_code),
+            *(_pct(m.fast[p_key(p)]) for p in ps),
+            *(_pct(m.fast_best[p_key(p)]) for p in ps),
+        )
+    return table
+
+
+def report_command(
+    run_id: Annotated[int, typer.Argument(help="Run id (`tritongym registry stats` counts runs; errors list them).")],
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Write Fast@p against turn to this PNG (training runs: also <stem>.metrics.png from metrics.jsonl).",
+        ),
+    ] = None,
+    registry: RegistryOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Last-turn and best-of-history Fast@p (p = 1, 1.2, 1.5, 2), correct, hacked and no-code rates per turn.
+
+    Rates are over all samples (trajectories): hacked, incorrect and no-code turns count as failures, and a
+    sample that stopped early carries its last turn forward.  "–" means unknown: a correct kernel was not
+    timed (the triton-cpu backend checks correctness only), so no Fast@p can be claimed.  Training runs
+    report their last step, with one row per step below; other runs pool all their steps."""
+    from tritongym.core.registry import Registry, default_registry_path
+    from tritongym.core.run_report import plot_report, run_report
+
+    path = registry if registry is not None else default_registry_path()
+    if not Path(path).exists():
+        raise ConfigError(f"no registry at {path} (pass --registry PATH or set TRITONGYM_REGISTRY)")
+    reg = Registry(path)
+    try:
+        report = run_report(reg, run_id)
+    finally:
+        reg.close()
+    files = plot_report(report, plot) if plot is not None else None
+    if as_json:
+        data = report.model_dump(mode="json")
+        if files is not None:
+            data["plot_files"] = {"fast_p": str(files.fast_p), "metrics": str(files.metrics) if files.metrics else None}
+        _emit_json(data)
+        return
+
+    overall = report.overall
+    out.print(
+        f"[bold]run {report.run_id}[/] ({escape(report.kind)} {escape(repr(report.name))}): "
+        f"{overall.samples} samples, {report.turns_stored} turns stored, {escape(report.scope)}"
+        + (f"; {escape(', '.join(report.backends))}" if report.backends else ""),
+        highlight=False,
+    )
+    if not overall.turns:
+        out.print("No turns stored for this run.")
+    else:
+        out.print(
+            _table(
+                "turn",
+                [(str(m.turn), overall.samples, m) for m in overall.turns],
+                overall.ps,
+                title="overall, per turn (%; best = best of history)",
+            )
+        )
+    if len(report.problems) > 1:
+        rows = [(p.problem, p.table.samples, m) for p in report.problems if (m := p.table.last) is not None]
+        out.print(_table("problem", rows, overall.ps, title="per problem, at each problem's last turn (%)"))
+    if len(report.by_step) > 1:
+        rows = [(str(s.step), s.table.samples, m) for s in report.by_step if (m := s.table.last) is not None]
+        out.print(_table("step", rows, overall.ps, title="per step, at the last turn (%)"))
+    if overall.untimed_correct:
+        out.print(
+            f"{MISSING} unknown: {overall.untimed_correct} correct kernel(s) were not timed "
+            "(a backend that only checks correctness, or a failed timing), so Fast@p cannot be claimed.",
+            highlight=False,
+        )
+    if report.training:
+        if report.metrics_plot or report.metrics_file:
+            out.print(f"training metrics: {report.metrics_plot or report.metrics_file}", highlight=False)
+    if files is not None:
+        out.print(
+            f"plot: {files.fast_p}" + (f"; training metrics plot: {files.metrics}" if files.metrics else ""),
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(command(report_command))
