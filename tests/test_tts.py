@@ -60,6 +60,19 @@ def test_tts_stores_every_turn_and_a_repeat_is_answered_by_the_registry(tiny_dir
     assert by_problem["relu"] == {"ok"} and "ok" not in by_problem["silu"]
     assert first.evaluations >= 2  # each distinct (problem, kernel) ran a worker once
 
+    # the report's numbers are those of the stored turns: per turn, the share of the 4 samples correct
+    from tritongym.core.run_report import run_report
+
+    report = run_report(registry, first.run_id)
+    assert report.kind == "tts" and report.overall.samples == 4 and len(report.overall.turns) == 4
+    for turn in range(4):
+        at = [t for t in turns if t["turn"] == turn]
+        row = report.overall.at(turn + 1)
+        assert row.correct == pytest.approx(sum(t["status"] == "ok" for t in at) / 4) == 0.5
+        assert row.correct_best == 0.5 and row.hacked == 0 and row.no_code == 0
+        assert row.fast["1"] is None  # triton-cpu does not time: Fast@p is unknown, not 0
+    assert report.problems[0].problem == "relu" and report.problems[0].table.last.correct == 1.0
+
     again = api.tts(config, registry=registry)
     assert again.turns == 16 and again.run_id != first.run_id
     assert again.evaluations == 0 and again.registry_hits == 16  # nothing new: the registry answered

@@ -607,3 +607,10 @@ def kernel_history(kernel_id: str, registry: RegistryArg = None) -> KernelHistor
             for t in found["turns"]
         ],
     )
+
+
+def report(run_id: int, registry: RegistryArg = None):
+    """`tritongym report`: a run's last-turn and best-of-history Fast@p tables (`RunReport`, core/run_report.py)."""
+    from tritongym.core.run_report import run_report
+
+    return run_report(open_registry(registry) or Registry(), run_id)
