@@ -379,3 +379,32 @@ def test_extra_body_reaches_the_server(server, tiny_spec):
     engine = _engine(server, tiny_spec, SamplingOptions(max_tokens=4), extra_body={"top_k": 20})
     engine.generate(CONVERSATIONS[:1])
     assert server.posts()[0]["top_k"] == 20
+
+
+def test_test_time_scaling_through_an_openai_endpoint(server, tmp_path):
+    """`tritongym tts` with the `openai` engine: the served model needs no local [model] directory, every
+    turn is evaluated (triton-cpu) and stored, and turn 2's request carries turn 1's evaluation."""
+    from tritongym.core import api
+    from tritongym.core.registry import Registry
+    from tritongym.core.run_config import RunConfig
+
+    config = RunConfig.model_validate(
+        {
+            "name": "tts-openai",
+            "output_dir": str(tmp_path / "out"),
+            "model": {"path": "/served/elsewhere"},
+            "engine": {"name": "openai", "options": {"base_url": server.url, "backoff_s": 0}},
+            "sampling": {"max_tokens": 6, "seed": 4},
+            "interaction": {"max_turns": 2, "assistant_prefill": "```python\n"},
+            "rollout": {"problems": ["relu"], "samples": 2},
+            "eval": {"backend": "triton-cpu", "trials": 1},
+        }
+    )
+    registry = Registry(tmp_path / "registry.db")
+    summary = api.tts(config, registry=registry)
+    assert summary.turns == 4 and len(registry.turns(summary.run_id)) == 4
+    posts = [body for body in server.posts() if "messages" in body]
+    assert len(posts) == 4
+    second = [body for body in posts if len(body["messages"]) > 3]
+    assert len(second) == 2  # system, task, turn-1 reply, its feedback, the prefill
+    assert all(body["messages"][3]["role"] == "user" and body["messages"][3]["content"] for body in second)

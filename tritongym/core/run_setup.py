@@ -98,7 +98,7 @@ def prepare_run(
     if not problems:
         evaluator.close()
         raise ConfigError("[rollout] selects no problems")
-    if config.rollout.prompts_per_step > len(problems):
+    if training and config.rollout.prompts_per_step > len(problems):  # tts and rollouts take what there is
         evaluator.close()
         raise ConfigError(
             f"[rollout] prompts_per_step = {config.rollout.prompts_per_step} but only {len(problems)} problems are "
