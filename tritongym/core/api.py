@@ -327,7 +327,7 @@ def rollouts(
     """Generate and evaluate multi-turn trajectories without training (`tritongym rollouts`); every turn
     is stored in the registry under a new run and appended to a JSONL file (`out`, default
     OUTPUT_DIR/trajectories.jsonl)."""
-    from tritongym.core.rollouts import RolloutRunner, write_trajectories
+    from tritongym.core.rollouts import RolloutRunner, RolloutTally, write_trajectories
     from tritongym.core.run_setup import prepare_run
 
     run_config = config if isinstance(config, RunConfig) else load_run_config(config)
@@ -335,29 +335,14 @@ def rollouts(
     parts = prepare_run(run_config, registry=reg, extra_plugins=extra_plugins, training=False)
     path = Path(out) if out is not None else run_config.output_dir / "trajectories.jsonl"
     run_id = reg.start_run("rollouts", run_config.name, run_config.model_dump(mode="json")) if reg else None
-    statuses: dict[str, int] = {}
-    rewards: list[float] = []
-    totals = {"evaluations": 0, "generate_s": 0.0, "evaluate_s": 0.0}
+    tally = RolloutTally()
     try:
         parts.engine.start(run_config.model, run_config.sampling)
-        runner = RolloutRunner(
-            parts.engine,
-            parts.interaction,
-            parts.evaluator,
-            reg,
-            run_id,
-            stop_when_correct=run_config.rollout.stop_when_correct,
-            overlap=run_config.rollout.overlap,
-        )
+        runner = RolloutRunner.for_run(parts, reg, run_id)
         for step in range(steps):
             batch = runner.collect(parts.problems_for_step(step), run_config.rollout.samples, step, progress)
             write_trajectories(path, batch.turns)
-            for record in batch.turns:
-                statuses[record.status] = statuses.get(record.status, 0) + 1
-                rewards.append(record.reward.total)
-            totals["evaluations"] += batch.evaluations
-            totals["generate_s"] += batch.generate_s
-            totals["evaluate_s"] += batch.evaluate_s
+            tally.add(batch)
     finally:
         parts.close()
         if reg is not None and run_id is not None:
@@ -365,10 +350,12 @@ def rollouts(
     return RolloutSummary(
         run_id=run_id,
         trajectories_file=str(path),
-        turns=len(rewards),
-        statuses=statuses,
-        mean_reward=sum(rewards) / len(rewards) if rewards else 0.0,
-        **totals,
+        turns=tally.turns,
+        statuses=tally.statuses,
+        mean_reward=tally.mean_reward,
+        evaluations=tally.evaluations,
+        generate_s=tally.generate_s,
+        evaluate_s=tally.evaluate_s,
     )
 
 

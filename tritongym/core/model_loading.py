@@ -244,6 +244,18 @@ def torch_dtype(spec: ModelSpec, device: str | torch.device = "cpu", dtype: str 
     return getattr(torch, name)
 
 
+def render_prompt(tokenizer, conversation: list[dict]) -> list[int]:
+    """The token ids an engine conditions on for a conversation, with the tokenizer's chat template.  A final
+    assistant message is a prefill: rendered without a generation prompt and continued
+    (`continue_final_message`), so the reply starts right after its text.  Every trainable engine renders
+    through here, so their `prompt_token_ids` are identical for the same conversation."""
+    prefill = bool(conversation) and conversation[-1].get("role") == "assistant"
+    text = tokenizer.apply_chat_template(
+        conversation, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
+    )
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 def load_tokenizer(spec: ModelSpec):
     """The spec's tokenizer, with a pad token (eos when it had none) and a chat template (ChatML if none)."""
     from transformers import AutoTokenizer

@@ -48,6 +48,9 @@ _ORDER = {
 }
 
 
+_ONE_PER = {"problem": "e.problem_name", "kernel": "e.kernel_id"}
+
+
 def _order(by: str) -> str:
     if by not in _ORDER:
         raise ValueError(f"order by 'runtime' or 'speedup', not {by!r}")
@@ -280,6 +283,7 @@ class Registry:
         run_id: int | Iterable[int] | None = None,
         min_measurements: int | None = None,
         by: str = "runtime",
+        one_per: str | None = None,
         limit: int | None = None,
     ) -> list[dict]:
         """Every honest evaluation (status ok, correct, not hacked) matching the filters, best first.
@@ -290,40 +294,28 @@ class Registry:
         `min_measurements`: the candidate's median runtime came from at least this many timed samples
         (`timing.candidate.samples`; untimed evaluations have none and never match). `by`: `runtime`
         (lowest runtime_ms first, then highest speedup) or `speedup` (highest speedup first); untimed
-        evaluations come after timed ones, earliest first."""
+        evaluations come after timed ones, earliest first.  `one_per`: "problem" or "kernel" keeps only the
+        best evaluation of each problem (a leaderboard) or of each kernel (distinct kernels)."""
         where, params = _honest_where(problem_name, device_class, size, backend, precision, run_id, min_measurements)
-        sql = (
-            f"SELECT e.*, k.source AS source FROM evaluations e JOIN kernels k ON k.id = e.kernel_id "
-            f"WHERE {where} ORDER BY {_order(by)}"
-        )
+        rows = f"SELECT e.*, k.source AS source FROM evaluations e JOIN kernels k ON k.id = e.kernel_id WHERE {where}"
+        if one_per is not None:
+            if one_per not in _ONE_PER:
+                raise ValueError(f"one_per 'problem' or 'kernel', not {one_per!r}")
+            rows = (
+                f"SELECT * FROM (SELECT e.*, k.source AS source, ROW_NUMBER() OVER (PARTITION BY "
+                f"{_ONE_PER[one_per]} ORDER BY {_order(by)}) AS rank FROM evaluations e JOIN kernels k "
+                f"ON k.id = e.kernel_id WHERE {where}) e WHERE rank = 1"
+            )
+        sql = f"{rows} ORDER BY {_order(by)}"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
         return list(self.db.query(sql, params))
 
-    def leaderboard(
-        self,
-        problem_names: str | Iterable[str] | None = None,
-        device_class: str | None = None,
-        size: str | None = None,
-        *,
-        backend: str | None = None,
-        precision: str | None = None,
-        run_id: int | Iterable[int] | None = None,
-        min_measurements: int | None = None,
-        by: str = "runtime",
-    ) -> list[dict]:
+    def leaderboard(self, problem_names: str | Iterable[str] | None = None, *args, **filters) -> list[dict]:
         """The best honest kernel per problem under the filters of `ranked`: one row per problem, by name."""
-        where, params = _honest_where(problem_names, device_class, size, backend, precision, run_id, min_measurements)
-        return list(
-            self.db.query(
-                f"SELECT * FROM (SELECT e.*, k.source AS source, "
-                f"ROW_NUMBER() OVER (PARTITION BY e.problem_name ORDER BY {_order(by)}) AS rank "
-                f"FROM evaluations e JOIN kernels k ON k.id = e.kernel_id WHERE {where}) "
-                f"WHERE rank = 1 ORDER BY problem_name",
-                params,
-            )
-        )
+        rows = self.ranked(problem_names, *args, one_per="problem", **filters)
+        return sorted(rows, key=lambda row: row["problem_name"])
 
     def runs_of(self, kernel_id: str, problem_name: str | None = None) -> list[int]:
         """The runs whose turns produced this kernel (for this problem, if named), in order."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tritongym.core.evaluate import Evaluator
 from tritongym.core.generation import Generation, Message
@@ -24,6 +25,9 @@ from tritongym.core.interaction import Interaction, Turn
 from tritongym.core.interfaces import GenerationEngine
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry import Registry
+
+if TYPE_CHECKING:
+    from tritongym.core.run_setup import RunParts
 
 NO_CODE = "no_code"
 """Status of a turn whose response held no code block: never evaluated, reward 0."""
@@ -92,6 +96,33 @@ class RolloutBatch:
     overlap_s: float = 0.0  # generation time during which an evaluation was running
 
 
+@dataclass
+class RolloutTally:
+    """Running totals over the batches of a run: what `tritongym rollouts` and `tritongym tts` report."""
+
+    turns: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    reward_sum: float = 0.0
+    evaluations: int = 0  # that ran a worker
+    registry_hits: int = 0
+    generate_s: float = 0.0
+    evaluate_s: float = 0.0
+
+    def add(self, batch: RolloutBatch) -> None:
+        for record in batch.turns:
+            self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+            self.reward_sum += record.reward.total
+            self.registry_hits += int(record.result is not None and record.result.cached)
+        self.turns += len(batch.turns)
+        self.evaluations += batch.evaluations
+        self.generate_s += batch.generate_s
+        self.evaluate_s += batch.evaluate_s
+
+    @property
+    def mean_reward(self) -> float:
+        return self.reward_sum / self.turns if self.turns else 0.0
+
+
 class RolloutRunner:
     """Runs rollouts with one engine, one interaction and one evaluator; stores turns under `run_id`."""
 
@@ -114,6 +145,20 @@ class RolloutRunner:
         self.overlap = overlap
         self._next_trajectory = 0
         self._seeds: dict[str, list[Turn]] = {}
+
+    @classmethod
+    def for_run(cls, parts: RunParts, registry: Registry | None = None, run_id: int | None = None) -> RolloutRunner:
+        """The runner a run config describes: its engine, interaction and evaluator, and `[rollout]` options."""
+        rollout = parts.config.rollout
+        return cls(
+            parts.engine,
+            parts.interaction,
+            parts.evaluator,
+            registry,
+            run_id,
+            stop_when_correct=rollout.stop_when_correct,
+            overlap=rollout.overlap,
+        )
 
     def collect(
         self,

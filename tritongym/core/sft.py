@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from pydantic import BaseModel
 
+from tritongym.core.accelerated import clipped_step, global_sum, make_accelerator
 from tritongym.core.errors import ConfigError
 from tritongym.core.run_config import RunConfig
 from tritongym.core.sft_data import SFTExample, load_examples
@@ -78,15 +79,10 @@ class SFTTrainer:
     """The model, tokenizer and optimiser of one SFT run; `run_sft` is the usual way in."""
 
     def __init__(self, config: RunConfig, accelerator=None) -> None:
-        from accelerate import Accelerator
-
         from tritongym.core.model_loading import load_model, load_tokenizer
 
         self.config = config
-        precision = config.optim.precision
-        if precision == "auto":
-            precision = "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
-        self.accelerator = accelerator or Accelerator(mixed_precision=precision, cpu=not torch.cuda.is_available())
+        self.accelerator = accelerator or make_accelerator(config.optim.precision)
         torch.manual_seed(config.seed)
         self.tokenizer = load_tokenizer(config.model)
         model = load_model(config.model, device="cpu", dtype="float32")
@@ -99,12 +95,6 @@ class SFTTrainer:
 
     def tokenize(self, examples: Sequence[SFTExample]) -> list[TokenizedExample]:
         return [tokenize_example(self.tokenizer, e, self.config.sft.max_length, self.stop_ids) for e in examples]
-
-    def _global_sum(self, value: float) -> float:
-        if self.accelerator.num_processes == 1:
-            return value
-        tensor = torch.tensor([value], dtype=torch.float64, device=self.accelerator.device)
-        return float(self.accelerator.reduce(tensor, reduction="sum"))
 
     def train(
         self,
@@ -145,18 +135,12 @@ class SFTTrainer:
                     summed, _ = masked_nll(self.model, batch[:1], self.pad_id)
                     loss, local = summed * 0.0, 0.0
                 self.accelerator.backward(loss)
-                if clip is not None:
-                    grad_norm = float(self.accelerator.clip_grad_norm_(params, clip))
-                else:
-                    norms = [p.grad.norm() for p in params if p.grad is not None]
-                    grad_norm = float(torch.norm(torch.stack(norms))) if norms else 0.0
-                self.optimizer.step()
-                self.optimizer.zero_grad(set_to_none=True)
+                grad_norm = clipped_step(self.accelerator, self.optimizer, params, clip)
                 step = len(logs)
                 log = {
                     "step": step,
                     "epoch": epoch,
-                    "loss": self._global_sum(local) / global_tokens,
+                    "loss": global_sum(self.accelerator, local) / global_tokens,
                     "tokens": global_tokens,
                     "examples": len(batch),
                     "grad_norm": grad_norm,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from tritongym.core.accelerated import clipped_step, global_sum, make_accelerator
 from tritongym.core.policy_loss import policy_loss
 from tritongym.core.rollouts import RolloutBatch, RolloutRunner, TurnRecord
 from tritongym.core.run_config import RunConfig
@@ -83,16 +84,6 @@ def step_metrics(records: list[TurnRecord]) -> dict[str, float]:
     return out
 
 
-def make_accelerator(precision: str = "auto"):
-    """An `Accelerator` for this process: bf16 autocast where the GPU has it (`auto`), the CPU without CUDA.
-    Under `accelerate launch` it joins the launched process group."""
-    from accelerate import Accelerator
-
-    if precision == "auto":
-        precision = "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
-    return Accelerator(mixed_precision=precision, cpu=not torch.cuda.is_available())
-
-
 class Trainer:
     """One policy, one engine, one plugin set: `run()` trains for `optim.steps` steps."""
 
@@ -119,15 +110,7 @@ class Trainer:
                 f"[rollout] prompts_per_step = {self.config.rollout.prompts_per_step} must be a multiple of the "
                 f"{world} processes, so each process rolls out whole prompt groups"
             )
-        self.runner = RolloutRunner(
-            parts.engine,
-            parts.interaction,
-            parts.evaluator,
-            registry,
-            run_id,
-            stop_when_correct=self.config.rollout.stop_when_correct,
-            overlap=self.config.rollout.overlap,
-        )
+        self.runner = RolloutRunner.for_run(parts, registry, run_id)
         self.step = 0
         self.metrics_path = Path(self.config.output_dir) / "metrics.jsonl"
 
@@ -147,10 +130,6 @@ class Trainer:
             logprobs, _, _ = sequence_logprobs(self.model, chunk, self.pad_id)
             out += [logprobs[i, : len(r.response_ids)].tolist() for i, r in enumerate(chunk)]
         return out
-
-    def _global_sum(self, value: float) -> float:
-        tensor = torch.tensor([value], dtype=torch.float64, device=self.accelerator.device)
-        return float(self.accelerator.reduce(tensor, reduction="sum"))
 
     def _all_reduce_gradients(self, params: list[torch.nn.Parameter]) -> None:
         """Sum gradients over processes in one flat all-reduce.  The backward passes ran under `no_sync`, so
@@ -205,20 +184,13 @@ class Trainer:
                     totals["tokens"] += float(chunk_mask.sum())
                     totals["entropy"] += float(_fit(entropy.detach(), width)[chunk_mask.to(device)].sum())
         self._all_reduce_gradients(params)
-        clip = self.config.optim.grad_clip
-        if clip is not None:
-            grad_norm = float(self.accelerator.clip_grad_norm_(params, clip))
-        else:
-            norms = [p.grad.norm() for p in params if p.grad is not None]
-            grad_norm = float(torch.norm(torch.stack(norms))) if norms else 0.0
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        tokens = max(self._global_sum(totals["tokens"]), 1.0)
+        grad_norm = clipped_step(self.accelerator, self.optimizer, params, self.config.optim.grad_clip)
+        tokens = max(global_sum(self.accelerator, totals["tokens"]), 1.0)
         return {
-            "loss": self._global_sum(totals["loss"]),
+            "loss": global_sum(self.accelerator, totals["loss"]),
             "grad_norm": grad_norm,
-            "entropy": self._global_sum(totals["entropy"]) / tokens,
-            "clip_fraction": self._global_sum(totals["clipped"]) / tokens,
+            "entropy": global_sum(self.accelerator, totals["entropy"]) / tokens,
+            "clip_fraction": global_sum(self.accelerator, totals["clipped"]) / tokens,
         }
 
     def push_weights(self) -> None:

@@ -46,8 +46,9 @@ def train(
 ) -> TrainSummary:
     from accelerate.utils import broadcast_object_list
 
+    from tritongym.core.accelerated import make_accelerator
     from tritongym.core.run_setup import prepare_run
-    from tritongym.core.trainer import Trainer, make_accelerator
+    from tritongym.core.trainer import Trainer
 
     started = time.perf_counter()
     parts = prepare_run(config, registry=registry, extra_plugins=extra_plugins, training=True)

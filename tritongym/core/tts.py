@@ -51,7 +51,7 @@ def seed_turns(registry: Registry, problem: Problem, interaction: Interaction, k
     a fenced reply and its stored evaluation as feedback."""
     if k <= 0:
         return []
-    rows = _best_rows(registry, problem.name, size, k)
+    rows = registry.ranked(problem.name, size=size, one_per="kernel", limit=k)  # any backend, any run
     prefill = interaction.options.assistant_prefill
     turns = []
     for row in rows:
@@ -63,26 +63,13 @@ def seed_turns(registry: Registry, problem: Problem, interaction: Interaction, k
     return turns
 
 
-def _best_rows(registry: Registry, problem_name: str, size: str | None, limit: int) -> list[dict]:
-    """The `limit` best honest kernels of a problem, from any backend and run (the registry's ranking:
-    fastest first, and where untimed the earliest correct), one row per kernel."""
-    rows, seen = [], set()
-    for row in registry.ranked(problem_name, size=size):
-        if row["kernel_id"] not in seen:
-            seen.add(row["kernel_id"])
-            rows.append(row)
-        if len(rows) == limit:
-            break
-    return rows
-
-
 def run_tts(
     config: RunConfig,
     registry: Registry | None,
     extra_plugins: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> TTSSummary:
-    from tritongym.core.rollouts import RolloutRunner
+    from tritongym.core.rollouts import RolloutRunner, RolloutTally
     from tritongym.core.run_setup import prepare_run
 
     started = time.perf_counter()
@@ -91,20 +78,11 @@ def run_tts(
     tts = config.tts
     parts = prepare_run(config, registry=registry, extra_plugins=extra_plugins, training=False)
     run_id = registry.start_run("tts", config.name, config.model_dump(mode="json")) if registry else None
-    statuses: dict[str, int] = {}
-    totals = {"turns": 0, "evaluations": 0, "registry_hits": 0, "generate_s": 0.0, "evaluate_s": 0.0}
+    tally = RolloutTally()
     seeded: dict[str, int] = {}
     try:
         parts.engine.start(config.model, config.sampling)
-        runner = RolloutRunner(
-            parts.engine,
-            parts.interaction,
-            parts.evaluator,
-            registry,
-            run_id,
-            stop_when_correct=config.rollout.stop_when_correct,
-            overlap=config.rollout.overlap,
-        )
+        runner = RolloutRunner.for_run(parts, registry, run_id)
         seeds = {}
         if registry is not None and tts.seed_from_registry:
             for problem in parts.problems:
@@ -121,13 +99,7 @@ def run_tts(
                 first_group=start,
                 seeds=seeds,
             )
-            for record in batch.turns:
-                statuses[record.status] = statuses.get(record.status, 0) + 1
-                totals["registry_hits"] += int(record.result is not None and record.result.cached)
-            totals["turns"] += len(batch.turns)
-            totals["evaluations"] += batch.evaluations
-            totals["generate_s"] += batch.generate_s
-            totals["evaluate_s"] += batch.evaluate_s
+            tally.add(batch)
     finally:
         parts.close()
         if registry is not None and run_id is not None:
@@ -136,8 +108,12 @@ def run_tts(
         run_id=run_id,
         problems=len(parts.problems),
         samples=config.rollout.samples,
-        statuses=statuses,
+        turns=tally.turns,
+        statuses=tally.statuses,
+        evaluations=tally.evaluations,
+        registry_hits=tally.registry_hits,
         seeded=seeded,
+        generate_s=tally.generate_s,
+        evaluate_s=tally.evaluate_s,
         seconds=time.perf_counter() - started,
-        **totals,
     )

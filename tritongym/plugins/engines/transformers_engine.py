@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tritongym import hookimpl
 from tritongym.core.generation import Generation, Message, ModelSpec, SamplingOptions
 from tritongym.core.interfaces import GenerationEngine
+from tritongym.core.model_loading import render_prompt
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -131,11 +132,7 @@ class TransformersEngine(GenerationEngine):
         return self.model
 
     def _render(self, conversation: list[Message]) -> list[int]:
-        prefill = bool(conversation) and conversation[-1].get("role") == "assistant"
-        text = self.tokenizer.apply_chat_template(
-            conversation, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return render_prompt(self.tokenizer, conversation)
 
     @torch.no_grad()
     def _generate_batch(self, prompts: list[list[int]], seed: int | None) -> list[Generation]:

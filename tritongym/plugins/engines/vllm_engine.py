@@ -63,6 +63,7 @@ from tritongym import hookimpl
 from tritongym.core.errors import ConfigError
 from tritongym.core.generation import Generation, Message, ModelSpec, SamplingOptions
 from tritongym.core.interfaces import GenerationEngine
+from tritongym.core.model_loading import render_prompt
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -305,11 +306,7 @@ class VllmEngine(GenerationEngine):
         return self.llm
 
     def _render(self, conversation: list[Message]) -> list[int]:
-        prefill = bool(conversation) and conversation[-1].get("role") == "assistant"
-        text = self.tokenizer.apply_chat_template(
-            conversation, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return render_prompt(self.tokenizer, conversation)
 
     def _generation(self, prompt: list[int], output) -> Generation:
         """One `Generation` from a vLLM `RequestOutput`; a malformed one is an "error", never an exception."""
