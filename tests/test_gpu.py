@@ -247,3 +247,39 @@ def test_a_suspect_speedup_is_measured_again():
     assert result.status == Status.ok, result.message
     assert result.timing.remeasured_status == "ok" and result.timing.remeasured_ms is not None
     assert abs(result.timing.remeasured_ms / result.runtime_ms - 1) < 0.25
+
+
+def test_compile_reference_is_timed_cached_and_stored(tmp_path, sandbox_checks):
+    """`compile_reference`: the worker compiles the reference, checks it against eager and times it before the
+    candidate is imported; the parent stores compile_speedup beside the eager speedup and caches the compiled
+    timing, so the next task for the problem compiles nothing."""
+    from tritongym.core.registry import Registry
+
+    registry = Registry(tmp_path / "registry.db")
+    config = EvalConfig(
+        backend="triton-cuda",
+        size="gpu",
+        use_cache=False,
+        timeout_s=300,
+        checks=sandbox_checks,
+        compile_reference=True,
+    )
+    problems = [load_problem(name, "gpu") for name in ("softmax", "relu")]
+    with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
+        first = evaluator.evaluate_many([(p.solution, p) for p in problems])
+        for r, problem in zip(first, problems):
+            assert r.status == Status.ok, (r.problem_id, r.message)
+            assert r.timing.compile_reference_source == "measured", (r.problem_id, r.timing.notes)
+            assert r.compile_ref_runtime_ms and r.compile_ref_runtime_ms > 0
+            assert r.compile_speedup == pytest.approx(r.compile_ref_runtime_ms / r.runtime_ms)
+            assert r.speedup == pytest.approx(r.ref_runtime_ms / r.runtime_ms)
+            assert r.phases.get("compile_reference", 0) > 0 and r.phases.get("time_compile_reference", 0) > 0
+            cached = registry.reference_timing(problem.key, evaluator.device_class, "ieee", variant="compile")
+            assert cached["median_ms"] == r.compile_ref_runtime_ms and cached["samples"] >= 10
+            row = registry.db["evaluations"].get(r.evaluation_id)
+            assert row["compile_speedup"] == pytest.approx(r.compile_speedup)
+        again = evaluator.evaluate(problems[0].solution, problems[0])
+    registry.close()
+    assert again.status == Status.ok and again.timing.compile_reference_source == "cached"
+    assert "compile_reference" not in again.phases  # served from the registry: nothing compiled
+    assert again.compile_ref_runtime_ms == first[0].compile_ref_runtime_ms

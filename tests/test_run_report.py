@@ -25,8 +25,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     """A registry with two real triton-cpu evaluations of the bundled relu problem (the solution: correct and
-    untimed; a kernel returning its input: incorrect) and a GPU-timed copy of the solution's verdict (1.5x),
-    plus the runs the tests read (the registry is only read after this)."""
+        untimed; a kernel returning its input: incorrect) and a GPU-timed copy of the solution's verdict (1.5x over
+    eager, 1.2x over torch.compile),
+        plus the runs the tests read (the registry is only read after this)."""
     folder = tmp_path_factory.mktemp("report")
     registry = Registry(folder / "r.db")
     relu, softmax = load_problem("relu"), load_problem("softmax")
@@ -39,7 +40,14 @@ def stored(tmp_path_factory):
     assert correct.honest_and_correct and correct.speedup is None and correct.evaluation_id is not None
     assert not broken.correct and broken.status.value == "incorrect" and broken.evaluation_id is not None
     timed = correct.model_copy(
-        update={"backend": "triton-cuda", "device_class": "NVIDIA H100", "speedup": 1.5, "runtime_ms": 0.01}
+        update={
+            "backend": "triton-cuda",
+            "device_class": "NVIDIA H100",
+            "speedup": 1.5,
+            "runtime_ms": 0.01,
+            "compile_ref_runtime_ms": 0.012,
+            "compile_speedup": 1.2,
+        }
     )
     timed.evaluation_id = registry.store(timed, relu, Candidate(source=relu.solution))
 
@@ -126,6 +134,22 @@ def test_timed_run_and_per_problem_tables(stored):
     assert problems["softmax"].at(1).no_code == 1.0 and fast(problems["softmax"].at(1)) == [0.0] * 4
 
 
+def test_fast_p_against_the_torch_compile_reference(stored):
+    """The same run against the compiled baseline: the timed kernel is 1.2x there, so it meets p = 1 and 1.2
+    but not 1.5; correct kernels with no compiled timing (triton-cpu) leave Fast@p unknown."""
+    report = run_report(stored["registry"], stored["gpu"], reference="compile")
+    assert report.reference == "compile"
+    t1, t2 = report.overall.turns
+    third, two_thirds = pytest.approx(1 / 3), pytest.approx(2 / 3)
+    assert fast(t1) == [third, third, 0.0, 0.0]
+    assert fast(t2, best=True) == [two_thirds, two_thirds, 0.0, 0.0]
+    assert (t2.correct, t2.correct_best) == (third, two_thirds)  # correctness does not depend on the baseline
+    cpu = run_report(stored["registry"], stored["tts"], reference="compile")
+    assert all(fast(row) == [None] * 4 for row in cpu.overall.turns)
+    with pytest.raises(ConfigError, match="--reference must be one of eager, compile"):
+        run_report(stored["registry"], stored["gpu"], reference="inductor")
+
+
 def test_training_run_reports_its_last_step_and_every_step(stored, tmp_path):
     report = run_report(stored["registry"], stored["train"])
     assert report.training and report.steps == [0, 1] and report.scope == "last step (1)" and report.turn_base == 0
@@ -167,6 +191,17 @@ def test_cli_json_table_plot_and_errors(stored, tmp_path):
     gpu = invoke("report", str(stored["gpu"]), "--registry", db)
     assert "per problem" in gpu.stdout and "softmax" in gpu.stdout and "33.3" in gpu.stdout and "66.7" in gpu.stdout
 
+    compiled = invoke("report", str(stored["gpu"]), "--registry", db, "--reference", "compile", "--json")
+    assert json.loads(compiled.stdout) == run_report(stored["registry"], stored["gpu"], "compile").model_dump(
+        mode="json"
+    )
+    assert (
+        "vs the torch.compile reference"
+        in invoke("report", str(stored["gpu"]), "--registry", db, "--reference", "compile").stdout
+    )
+    bad = invoke("report", str(stored["gpu"]), "--registry", db, "--reference", "inductor")
+    assert bad.exit_code == 2 and "--reference must be one of eager, compile" in bad.stderr
+
     png = tmp_path / "out" / "tts.png"
     plotted = invoke("report", str(stored["tts"]), "--registry", db, "--plot", str(png), "--json")
     assert plotted.exit_code == 0 and png.read_bytes().startswith(PNG_MAGIC)
@@ -181,3 +216,4 @@ def test_cli_json_table_plot_and_errors(stored, tmp_path):
 
     help_text = invoke("report", "--help").stdout
     assert "best-of-history" in help_text and "--plot" in help_text and "--json" in help_text
+    assert "--reference" in help_text

@@ -180,6 +180,7 @@ class BestKernel(BaseModel):
     reward: float | None
     created_at: str
     source: str
+    compile_speedup: float | None = None  # against torch.compile(reference), where it was timed
     precision: str | None = None  # ieee or tf32; None where the registry does not know it
     timing_samples: int | None = None  # timed samples behind runtime_ms (None: untimed)
     run_ids: list[int] = []  # the runs whose turns produced this kernel for this problem
@@ -199,8 +200,8 @@ def _best_kernel(reg: Registry, row: dict) -> BestKernel:
 
 
 def _best_filters(backend, precision, run, min_measurements, by) -> dict:
-    if by not in ("runtime", "speedup"):
-        raise ConfigError(f"order the best kernels by 'runtime' or 'speedup', not '{by}'")
+    if by not in ("runtime", "speedup", "compile_speedup"):
+        raise ConfigError(f"order the best kernels by 'runtime', 'speedup' or 'compile_speedup', not '{by}'")
     if min_measurements is not None and min_measurements < 0:
         raise ConfigError(f"the minimum number of measurements must be 0 or more, not {min_measurements}")
     return {
@@ -229,7 +230,8 @@ def best(
     `problem` may be a set of names (the fastest over all of them); `device` is a device class. Filters:
     `backend`, `precision` (ieee or tf32; evaluations of unknown precision never match), `run` (kernels
     produced by turns of that run, or of those runs), `min_measurements` (the runtime is the median of at
-    least this many timed samples; untimed evaluations never match), `by` (`runtime` or `speedup`)."""
+    least this many timed samples; untimed evaluations never match), `by` (`runtime`, `speedup`, or
+    `compile_speedup`: the speedup against torch.compile(reference), where it was timed)."""
     reg = open_registry(registry) or Registry()
     row = reg.best(problem, device, size, **_best_filters(backend, precision, run, min_measurements, by))
     return None if row is None else _best_kernel(reg, row)
@@ -438,6 +440,7 @@ class ExportedKernel(BaseModel):
     kernel_id: str
     evaluation_id: int
     speedup: float | None
+    compile_speedup: float | None = None
     runtime_ms: float | None
     device_class: str
     backend: str
@@ -493,6 +496,7 @@ def export_best(
                         "kernel_id",
                         "evaluation_id",
                         "speedup",
+                        "compile_speedup",
                         "runtime_ms",
                         "device_class",
                         "backend",
@@ -528,6 +532,7 @@ class KernelEvaluation(BaseModel):
     hacked: bool
     runtime_ms: float | None
     speedup: float | None
+    compile_speedup: float | None = None
     timing_samples: int | None
     reward: float | None
     message: str
@@ -596,8 +601,9 @@ def kernel_history(kernel_id: str, registry: RegistryArg = None) -> KernelHistor
     )
 
 
-def report(run_id: int, registry: RegistryArg = None):
-    """`tritongym report`: a run's last-turn and best-of-history Fast@p tables (`RunReport`, core/run_report.py)."""
+def report(run_id: int, registry: RegistryArg = None, reference: str = "eager"):
+    """`tritongym report`: a run's last-turn and best-of-history Fast@p tables (`RunReport`, core/run_report.py),
+    against the eager reference or (`reference="compile"`) torch.compile(reference)."""
     from tritongym.core.run_report import run_report
 
-    return run_report(open_registry(registry) or Registry(), run_id)
+    return run_report(open_registry(registry) or Registry(), run_id, reference)

@@ -21,6 +21,7 @@ from rich.table import Table
 from tritongym.core import api, cli_browse, cli_report, cli_train
 from tritongym.core.cli_common import (
     BackendOpt,
+    CompileRefOpt,
     ConfigOpt,
     GpusOpt,
     JsonOpt,
@@ -98,6 +99,12 @@ def _print_result(result: EvaluationResult) -> None:
         out.print(
             f"runtime {result.runtime_ms:.4g} ms, reference {_fmt(result.ref_runtime_ms, '.4g')} ms, "
             f"speedup {_fmt(result.speedup)}, PR {_fmt(result.pr)}"
+            + (
+                f"; torch.compile reference {_fmt(result.compile_ref_runtime_ms, '.4g')} ms, "
+                f"speedup {_fmt(result.compile_speedup)}"
+                if result.compile_ref_runtime_ms is not None
+                else ""
+            )
         )
     out.print(f"reward {result.reward.describe()}", highlight=False, markup=False)
     if result.error and result.error.traceback and result.status != Status.timeout:
@@ -116,6 +123,7 @@ def eval_command(
     gpus: GpusOpt = None,
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
+    compile_reference: CompileRefOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -131,6 +139,7 @@ def eval_command(
         gpus=_gpu_list(gpus),
         skip_checks=skip_check or None,
         use_cache=False if no_cache else None,
+        compile_reference=True if compile_reference else None,
     )
     result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
     if as_json:
@@ -162,6 +171,7 @@ def run_command(
     gpus: GpusOpt = None,
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
+    compile_reference: CompileRefOpt = False,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -178,6 +188,7 @@ def run_command(
         gpus=_gpu_list(gpus),
         skip_checks=skip_check or None,
         use_cache=False if no_cache else None,
+        compile_reference=True if compile_reference else None,
     )
     progress = Progress(
         TextColumn("{task.description}"),
@@ -204,12 +215,15 @@ def run_command(
         _emit_json({"ok": n_ok, "total": len(results), "results": [r.model_dump(mode="json") for r in results]})
     else:
         timed = any(r.runtime_ms is not None for r in results)
+        compiled = any(r.compile_speedup is not None for r in results)
         table = Table(title=f"{n_ok}/{len(results)} ok")
         columns = ["problem", "status", "kernel", "max err"] + (["ms", "speedup", "PR"] if timed else [])
+        columns += ["vs compile"] if compiled else []
         for col in columns + ["reward", "cached", "message"]:
             table.add_column(col, overflow="fold")
         for r in sorted(results, key=lambda r: r.problem_id):
             timing = [_fmt(r.runtime_ms), _fmt(r.speedup), _fmt(r.pr)] if timed else []
+            timing += [_fmt(r.compile_speedup)] if compiled else []
             table.add_row(
                 r.problem_id,
                 _status(r),
@@ -248,7 +262,12 @@ def best_command(
         ),
     ] = None,
     by: Annotated[
-        str, typer.Option("--by", help="Rank by 'runtime' (lowest first) or 'speedup' (highest).")
+        str,
+        typer.Option(
+            "--by",
+            help="Rank by 'runtime' (lowest first), 'speedup' (highest) or 'compile_speedup' (highest speedup "
+            "against torch.compile of the reference, where it was timed).",
+        ),
     ] = "runtime",
     code: Annotated[bool, typer.Option("--code", help="Print the kernel's source.")] = False,
     export: Annotated[
@@ -335,7 +354,9 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
     else:
         out.print(
             f"runtime {found.runtime_ms:.4g} ms ({_fmt(found.timing_samples, 'd')} samples), speedup "
-            f"{_fmt(found.speedup)}, PR {_fmt(found.pr)}, reward {_fmt(found.reward)}; stored {found.created_at}"
+            f"{_fmt(found.speedup)}"
+            + (f" (vs torch.compile {_fmt(found.compile_speedup)})" if found.compile_speedup is not None else "")
+            + f", PR {_fmt(found.pr)}, reward {_fmt(found.reward)}; stored {found.created_at}"
         )
     if found.run_ids:
         out.print(f"produced by run(s) {', '.join(map(str, found.run_ids))}")
@@ -344,13 +365,16 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
 
 def _print_leaderboard(kernels) -> None:
     timed = any(k.runtime_ms is not None for k in kernels)
+    compiled = any(k.compile_speedup is not None for k in kernels)
     table = Table(title=f"best kernels of {len(kernels)} problem(s)")
     columns = ["problem", "kernel", "eval", "backend", "device", "size", "precision"]
     columns += ["ms", "samples", "speedup"] if timed else []
+    columns += ["vs compile"] if compiled else []
     for col in columns + ["reward", "runs", "stored"]:
         table.add_column(col, overflow="fold")
     for k in kernels:
         timing = [_fmt(k.runtime_ms, ".4g"), _fmt(k.timing_samples, "d"), _fmt(k.speedup)] if timed else []
+        timing += [_fmt(k.compile_speedup)] if compiled else []
         table.add_row(
             escape(k.problem_id),
             k.kernel_id[:12],

@@ -35,6 +35,13 @@ SizeOpt = Annotated[str | None, typer.Option("--size", help="Problem size preset
 TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness trials (distinct seeds).")]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
+CompileRefOpt = Annotated[
+    bool,
+    typer.Option(
+        "--compile-reference",
+        help="Also time torch.compile(reference) (GPU backends) and report compile_speedup beside the eager speedup.",
+    ),
+]
 GpusOpt = Annotated[
     str | None, typer.Option("--gpus", help="GPU indices for triton-cuda, comma separated, e.g. 0,1 (default: all).")
 ]

@@ -55,6 +55,14 @@ def report_command(
             help="Write Fast@p against turn to this PNG (training runs: also <stem>.metrics.png from metrics.jsonl).",
         ),
     ] = None,
+    reference: Annotated[
+        str,
+        typer.Option(
+            "--reference",
+            help="Baseline of the speedups: 'eager' (the reference as written) or 'compile' (torch.compile of it; "
+            "timed when the run's eval config set compile_reference = true).",
+        ),
+    ] = "eager",
     registry: RegistryOpt = None,
     as_json: JsonOpt = False,
 ):
@@ -72,7 +80,7 @@ def report_command(
         raise ConfigError(f"no registry at {path} (pass --registry PATH or set TRITONGYM_REGISTRY)")
     reg = Registry(path)
     try:
-        report = run_report(reg, run_id)
+        report = run_report(reg, run_id, reference)
     finally:
         reg.close()
     files = plot_report(report, plot) if plot is not None else None
@@ -86,7 +94,8 @@ def report_command(
     overall = report.overall
     out.print(
         f"[bold]run {report.run_id}[/] ({escape(report.kind)} {escape(repr(report.name))}): "
-        f"{overall.samples} samples, {report.turns_stored} turns stored, {escape(report.scope)}"
+        f"{overall.samples} samples, {report.turns_stored} turns stored, {escape(report.scope)}, "
+        f"speedups vs the {'torch.compile' if report.reference == 'compile' else 'eager'} reference"
         + (f"; {escape(', '.join(report.backends))}" if report.backends else ""),
         highlight=False,
     )
@@ -110,7 +119,12 @@ def report_command(
     if overall.untimed_correct:
         out.print(
             f"{MISSING} unknown: {overall.untimed_correct} correct kernel(s) were not timed "
-            "(a backend that only checks correctness, or a failed timing), so Fast@p cannot be claimed.",
+            + (
+                "against torch.compile (the run did not set compile_reference, or compiling the reference failed)"
+                if report.reference == "compile"
+                else "(a backend that only checks correctness, or a failed timing)"
+            )
+            + ", so Fast@p cannot be claimed.",
             highlight=False,
         )
     if report.training:

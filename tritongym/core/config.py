@@ -84,6 +84,11 @@ class EvalConfig(BaseModel):
     remeasure_speedup_above: float | None = Field(
         default=20.0, gt=1, description="a speedup above this is measured again, independently, before it is believed"
     )
+    compile_reference: bool = Field(
+        default=False,
+        description="also time torch.compile(reference) on GPU backends and store compile_speedup beside the eager "
+        "speedup (compiled once per problem, device class and precision, then cached in the registry)",
+    )
     use_cache: bool = True
 
     def protocol_key(self, check_names: list[str]) -> str:

@@ -65,6 +65,11 @@ def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30, max
                 f"Runtime {result.runtime_ms:.4g} ms vs reference {result.ref_runtime_ms:.4g} ms "
                 f"(speedup {result.speedup:.3g}x)"
             )
+            if result.compile_ref_runtime_ms is not None and result.compile_speedup is not None:
+                timing += (
+                    f"; torch.compile reference {result.compile_ref_runtime_ms:.4g} ms "
+                    f"(speedup {result.compile_speedup:.3g}x)"
+                )
             if result.pr is not None:
                 timing += f"; {result.pr:.0%} of the forward's GPU time is in your kernels (PR {result.pr:.3g})"
             parts.append(timing + ".")

@@ -444,6 +444,10 @@ class TaskDriver:
             updates["bandwidth_gbps"] = self.pool.bandwidth[self.worker.gpu]
         if self.task.cached_reference is None and self.reference_key in self.pool.references:
             updates["cached_reference"] = self.pool.references[self.reference_key]
+        compiled_key = self.reference_key + "/compile"
+        if self.task.compile_reference and self.task.cached_compile_reference is None:
+            if compiled_key in self.pool.references:
+                updates["cached_compile_reference"] = self.pool.references[compiled_key]
         if updates:
             self.task = self.task.model_copy(update=updates)
 
@@ -515,6 +519,16 @@ class TaskDriver:
                 self.timing.reference_cached = TimingStats.model_validate(self.task.cached_reference)
             elif self.reference_before is not None:
                 self.pool.references.setdefault(self.reference_key, self.reference_before.model_dump())
+            if self.task.compile_reference and self.task.cached_compile_reference is not None:
+                cached = TimingStats.model_validate(self.task.cached_compile_reference)
+                self.timing.compile_reference, self.timing.compile_reference_source = cached, "cached"
+            elif self.timing.compile_reference is not None:
+                self.timing.compile_reference_source = "measured"
+                self.pool.references.setdefault(
+                    self.reference_key + "/compile", self.timing.compile_reference.model_dump()
+                )
+            else:
+                self.timing.compile_reference_source = None
             if self.timing.bandwidth_gbps:
                 self.pool.bandwidth.setdefault(self.worker.gpu, self.timing.bandwidth_gbps)
         elif kind == "CAND" and not self.candidate_seen:
@@ -535,6 +549,8 @@ class TaskDriver:
             if self.timing is not None:  # the trusted values, sent before the import
                 timing.reference_cached = self.timing.reference_cached
                 timing.bytes_moved, timing.bandwidth_gbps = self.timing.bytes_moved, self.timing.bandwidth_gbps
+                timing.compile_reference = self.timing.compile_reference
+                timing.compile_reference_source = self.timing.compile_reference_source
             self.timing = timing
             self.pr = data["pr"]
             self.profile = [ProfileEntry.model_validate(p) for p in json.loads(data["profile"])]

@@ -329,8 +329,10 @@ class GPUWorker:
                 timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
                 rep = task.timing.check_ms if task.cached_reference else None
                 timing.reference_before, _ = self.timer.time_forward(ref_forward, trial_inputs, task.timing, rep)
-            self.channel.send("REFT", timing.model_dump_json().encode())
             lap("time_reference")
+            if task.compile_reference and task.cached_compile_reference is None:
+                self._time_compiled_reference(task, ref_model, trial_inputs, ref_outputs, timing, lap)
+            self.channel.send("REFT", timing.model_dump_json().encode())
         evidence.stage = "import"
         if self.cuda and task.gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
@@ -418,6 +420,25 @@ class GPUWorker:
         self.channel.send("TIMD", frames.tensors_to_bytes(payload))
         lap("send_timing")
         evidence.stage = "done"
+
+    def _time_compiled_reference(self, task, ref_model, trial_inputs, ref_outputs, timing, lap) -> None:
+        """Compile the reference (shared hold: Triton's compiles give it back), check it against eager and
+        time it (exclusive hold), all before the candidate is imported; a failure is a note, not an error."""
+        from tritongym.core.compiled_reference import CompiledReferenceUnavailable, compile_reference
+
+        try:
+            with self.channel.gpu(exclusive=False):
+                compiled = compile_reference(ref_model, trial_inputs, ref_outputs, task.tolerances)
+                trusted.synchronize()
+            lap("compile_reference")
+            with self.channel.gpu():
+                timing.compile_reference, _ = self.timer.time_forward(compiled, trial_inputs, task.timing)
+            timing.compile_reference_source = "measured"
+            lap("time_compile_reference")
+        except CompiledReferenceUnavailable as exc:
+            timing.notes.append(f"no torch.compile reference: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the compiled baseline is optional; the eager one still stands
+            timing.notes.append(f"no torch.compile reference: timing it failed: {type(exc).__name__}: {exc}"[:500])
 
 
 def _note_environment_changes(evidence: Evidence, keep: dict) -> bool:

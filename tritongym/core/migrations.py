@@ -250,3 +250,41 @@ def m009_evaluation_precision_and_samples(db: sqlite_utils.Database) -> None:
     db["evaluations"].create_index(["kernel_id"], if_not_exists=True)
     db["evaluations"].create_index(["protocol", "precision"], if_not_exists=True)
     db["turns"].create_index(["kernel_id"], if_not_exists=True)
+
+
+@migration
+def m010_compile_reference(db: sqlite_utils.Database) -> None:
+    # The second baseline of issue 7: the reference under torch.compile. Evaluations get its runtime and
+    # the speedup against it beside the eager ones (NULL where it was not timed: unknown, never guessed);
+    # cached reference timings get a `variant` ("eager" or "compile") in their key. SQLite cannot change a
+    # primary key in place, so the table is rebuilt; every existing row is an eager timing.
+    db["evaluations"].add_column("compile_ref_runtime_ms", float)
+    db["evaluations"].add_column("compile_speedup", float)
+    db.execute("ALTER TABLE reference_timings RENAME TO reference_timings_m009")
+    db["reference_timings"].create(
+        {
+            "problem_key": str,
+            "device_class": str,
+            "precision": str,
+            "variant": str,
+            "runtime_ms": float,
+            "iqr_ms": float,
+            "samples": int,
+            "fingerprint": str,
+            "created_at": str,
+            "stats": str,
+        },
+        pk=("problem_key", "device_class", "precision", "variant"),
+        not_null={"variant"},
+        defaults={"variant": "eager"},
+    )
+    db.execute(
+        """
+        INSERT INTO reference_timings
+            (problem_key, device_class, precision, variant, runtime_ms, iqr_ms, samples, fingerprint, created_at, stats)
+        SELECT problem_key, device_class, precision, 'eager', runtime_ms, iqr_ms, samples, fingerprint, created_at,
+               stats
+        FROM reference_timings_m009
+        """
+    )
+    db.execute("DROP TABLE reference_timings_m009")

@@ -212,6 +212,8 @@ class TimingReport(_Model):
     reference_before: TimingStats | None = None  # timed before the candidate was imported
     reference_after: TimingStats | None = None  # and again after it ran
     reference_slowdown: float | None = None  # after / before; > 1 + noise = the candidate slowed the baseline
+    compile_reference: TimingStats | None = None  # torch.compile(reference), timed before the import
+    compile_reference_source: Literal["measured", "cached"] | None = None
     bytes_moved: int | None = None  # tensor inputs + parameters + outputs: what any implementation must move
     bandwidth_gbps: float | None = None  # the device's measured copy bandwidth (read + write)
     roofline_ms: float | None = None  # bytes_moved / bandwidth: no honest kernel is much faster
@@ -258,6 +260,7 @@ class Evidence(_Model):
     unbound_weights: list[str] = Field(default_factory=list)
     runtime_ms: float | None = None
     ref_runtime_ms: float | None = None
+    compile_ref_runtime_ms: float | None = None  # torch.compile(reference), when the task asked for it
     pr: float | None = None
     profile: list[ProfileEntry] = Field(default_factory=list)
     timing: TimingReport | None = None
@@ -297,6 +300,8 @@ class EvaluationResult(_Model):
     runtime_ms: float | None = None
     ref_runtime_ms: float | None = None
     speedup: float | None = None
+    compile_ref_runtime_ms: float | None = None  # the reference under torch.compile (option compile_reference)
+    compile_speedup: float | None = None  # compile_ref_runtime_ms / runtime_ms
     pr: float | None = None
     reward: RewardBreakdown = Field(default_factory=RewardBreakdown)
     error: ErrorInfo | None = None

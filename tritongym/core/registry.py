@@ -45,6 +45,7 @@ PRECISIONS = ("ieee", "tf32")
 _ORDER = {
     "runtime": "e.runtime_ms IS NULL, e.runtime_ms, e.speedup IS NULL, e.speedup DESC, e.id",
     "speedup": "e.speedup IS NULL, e.speedup DESC, e.runtime_ms IS NULL, e.runtime_ms, e.id",
+    "compile_speedup": "e.compile_speedup IS NULL, e.compile_speedup DESC, e.runtime_ms IS NULL, e.runtime_ms, e.id",
 }
 
 
@@ -53,7 +54,7 @@ _ONE_PER = {"problem": "e.problem_name", "kernel": "e.kernel_id"}
 
 def _order(by: str) -> str:
     if by not in _ORDER:
-        raise ValueError(f"order by 'runtime' or 'speedup', not {by!r}")
+        raise ValueError(f"order by {', '.join(repr(k) for k in _ORDER)}, not {by!r}")
     return _ORDER[by]
 
 
@@ -212,6 +213,8 @@ class Registry:
                 "runtime_ms": result.runtime_ms,
                 "ref_runtime_ms": result.ref_runtime_ms,
                 "speedup": result.speedup,
+                "compile_ref_runtime_ms": result.compile_ref_runtime_ms,
+                "compile_speedup": result.compile_speedup,
                 "pr": result.pr,
                 **_reward_columns(result.reward),
                 "message": result.message,
@@ -235,16 +238,19 @@ class Registry:
                 )
         return int(evaluation_id)
 
-    def store_reward(self, result: EvaluationResult) -> None:
-        """Record a stored evaluation's new reward (a cached verdict re-scored under other rewards), in the
-        columns and in the stored result alike."""
+    def refresh(self, result: EvaluationResult) -> None:
+        """Record what a stored evaluation learnt since: its reward re-scored under other rewards, or its
+        speedup against a torch.compile reference timed later; in the columns and the stored result alike.
+        The verdict itself (status, checks, runtime) is never rewritten here."""
         if result.evaluation_id is None:
-            raise RegistryError("store_reward needs a result read from the registry (it has no evaluation_id)")
+            raise RegistryError("refresh needs a result read from the registry (it has no evaluation_id)")
         with self._transaction():
             self.db["evaluations"].update(
                 result.evaluation_id,
                 {
                     **_reward_columns(result.reward),
+                    "compile_ref_runtime_ms": result.compile_ref_runtime_ms,
+                    "compile_speedup": result.compile_speedup,
                     "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
                 },
             )
@@ -352,7 +358,8 @@ class Registry:
         evaluations = list(
             self.db.query(
                 "SELECT id, problem_name, problem_key, backend, device, device_class, size, protocol, config_key, "
-                "precision, status, correct, hacked, runtime_ms, ref_runtime_ms, speedup, pr, reward, "
+                "precision, status, correct, hacked, runtime_ms, ref_runtime_ms, speedup, compile_ref_runtime_ms, "
+                "compile_speedup, pr, reward, "
                 "timing_samples, message, created_at FROM evaluations WHERE kernel_id = ? ORDER BY id",
                 [full],
             )
@@ -396,18 +403,22 @@ class Registry:
 
     # --- reference timings and device facts ----------------------------------------------------------
 
-    def reference_timing(self, problem_key: str, device_class: str, precision: str) -> dict | None:
-        """The cached reference TimingStats (as a dict) for this problem, device class and precision policy."""
+    def reference_timing(
+        self, problem_key: str, device_class: str, precision: str, variant: str = "eager"
+    ) -> dict | None:
+        """The cached reference TimingStats (as a dict) for this problem, device class and precision policy;
+        `variant` "eager" is the reference as written, "compile" the reference under torch.compile."""
         rows = list(
             self.db.query(
-                "SELECT stats FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ?",
-                [problem_key, device_class, precision],
+                "SELECT stats FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ? "
+                "AND variant = ?",
+                [problem_key, device_class, precision, variant],
             )
         )
         return json.loads(rows[0]["stats"]) if rows and rows[0]["stats"] else None
 
     def store_reference_timing(
-        self, problem_key: str, device_class: str, precision: str, stats: dict, fingerprint: str
+        self, problem_key: str, device_class: str, precision: str, stats: dict, fingerprint: str, variant: str = "eager"
     ) -> None:
         with self._transaction():
             self.db["reference_timings"].upsert(
@@ -415,6 +426,7 @@ class Registry:
                     "problem_key": problem_key,
                     "device_class": device_class,
                     "precision": precision,
+                    "variant": variant,
                     "runtime_ms": stats["median_ms"],
                     "iqr_ms": stats["iqr_ms"],
                     "samples": stats["samples"],
@@ -422,15 +434,18 @@ class Registry:
                     "fingerprint": fingerprint,
                     "created_at": _now(),
                 },
-                pk=("problem_key", "device_class", "precision"),
+                pk=("problem_key", "device_class", "precision", "variant"),
             )
 
-    def forget_reference_timing(self, problem_key: str, device_class: str, precision: str) -> None:
+    def forget_reference_timing(
+        self, problem_key: str, device_class: str, precision: str, variant: str = "eager"
+    ) -> None:
         """Drop a cached reference that no longer agrees with paired timings; the next task re-times it."""
         with self._transaction():
             self.db.execute(
-                "DELETE FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ?",
-                [problem_key, device_class, precision],
+                "DELETE FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ? "
+                "AND variant = ?",
+                [problem_key, device_class, precision, variant],
             )
 
     def bandwidth(self, device_class: str) -> float | None:

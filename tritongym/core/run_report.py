@@ -12,6 +12,11 @@ that number turns from 0 (rollouts, training) and from 1 (eval, test-time scalin
 Where a (step, sample, turn) was stored twice (a resumed training run repeats the steps after its
 checkpoint), the later row wins, as in the training metrics.
 
+Baseline: Fast@p compares with the eager reference (`evaluations.speedup`) unless `reference="compile"`, which
+uses the speedup against `torch.compile(reference)` (`evaluations.compile_speedup`, timed when the run's
+eval config set `compile_reference`); a correct kernel with no compiled speedup then makes Fast@p unknown,
+exactly like an untimed one.
+
 Steps: a training run ("train") changes the policy every step, so pooling its steps would average over
 different models; its main tables are those of the **last step** (the policy the run ended with) and
 `by_step` has the overall table of every step, to follow the curve.  Every other kind (tts, rollouts,
@@ -38,6 +43,7 @@ __all__ = ["ProblemReport", "StepReport", "RunReport", "PlotFiles", "run_report"
 
 NO_CODE = "no_code"  # rollouts.NO_CODE, repeated so reading a report does not import the rollout machinery
 TRAINING_KINDS = ("train",)
+REFERENCES = {"eager": "speedup", "compile": "compile_speedup"}  # baseline -> the evaluations column used
 LATEST_RUNS_SHOWN = 10
 
 
@@ -63,6 +69,7 @@ class RunReport(BaseModel):
     turns_stored: int = Field(description="turn rows of the run in the registry")
     steps: list[int] = Field(default_factory=list, description="every step with a stored turn")
     scope: str = Field(description="which turns the main tables cover: 'all steps' or 'last step (N)'")
+    reference: str = Field("eager", description="the baseline of Fast@p: 'eager' or 'compile' (torch.compile)")
     turn_base: int | None = Field(None, description="the stored turn index reported as turn 1")
     backends: list[str] = Field(default_factory=list, description="'backend @ device class' of the evaluations")
     overall: FastPTable
@@ -95,12 +102,12 @@ def _run_row(registry: Registry, run_id: int) -> dict:
     raise ConfigError(f"no run {run_id} in {registry.path}; latest runs: {listed}")
 
 
-def _evaluations(registry: Registry, ids: list[int]) -> dict[int, dict]:
+def _evaluations(registry: Registry, ids: list[int], reference: str = "eager") -> dict[int, dict]:
     found: dict[int, dict] = {}
     for start in range(0, len(ids), 500):  # well under SQLite's bound-parameter limit
         chunk = ids[start : start + 500]
         marks = ", ".join("?" for _ in chunk)
-        columns = "id, status, correct, hacked, speedup, backend, device_class"
+        columns = f"id, status, correct, hacked, {REFERENCES[reference]} AS speedup, backend, device_class"
         for row in registry.db.query(f"SELECT {columns} FROM evaluations WHERE id IN ({marks})", chunk):
             found[row["id"]] = row
     return found
@@ -129,10 +136,14 @@ def _training_outputs(kind: str, config: dict) -> tuple[str | None, str | None]:
     return (str(metrics) if metrics.exists() else None), (str(plot) if plot.exists() else None)
 
 
-def run_report(registry: Registry, run_id: int) -> RunReport:
-    """The Fast@p report of run `run_id`: overall, per problem and (several steps) per step.
+def run_report(registry: Registry, run_id: int, reference: str = "eager") -> RunReport:
+    """The Fast@p report of run `run_id`: overall, per problem and (several steps) per step, with speedups
+    against the eager reference or (`reference="compile"`) against torch.compile(reference).
 
-    Raises `ConfigError` (exit code 2) for a run the registry does not have, naming the latest runs."""
+    Raises `ConfigError` (exit code 2) for a run the registry does not have, naming the latest runs, or for
+    an unknown baseline."""
+    if reference not in REFERENCES:
+        raise ConfigError(f"--reference must be one of {', '.join(REFERENCES)}, not {reference!r}")
     run = _run_row(registry, run_id)
     try:
         config = json.loads(run["config"]) if run["config"] else {}
@@ -140,7 +151,9 @@ def run_report(registry: Registry, run_id: int) -> RunReport:
         config = {}
     config = config if isinstance(config, dict) else {"value": config}
     turns = registry.turns(run_id)
-    evaluations = _evaluations(registry, sorted({t["evaluation_id"] for t in turns if t["evaluation_id"] is not None}))
+    evaluations = _evaluations(
+        registry, sorted({t["evaluation_id"] for t in turns if t["evaluation_id"] is not None}), reference
+    )
     base = min((t["turn"] for t in turns), default=None)
 
     # (step, sample) -> {turn index: (problem, SampleTurn)}; later rows replace earlier ones
@@ -188,6 +201,7 @@ def run_report(registry: Registry, run_id: int) -> RunReport:
         turns_stored=len(turns),
         steps=steps,
         scope=scope,
+        reference=reference,
         turn_base=base,
         backends=sorted({f"{e['backend']} @ {e['device_class']}" for e in evaluations.values()}),
         overall=fast_p_table(samples_of(step=scope_step)),
@@ -245,7 +259,8 @@ def plot_report(report: RunReport, png_path: str | Path) -> PlotFiles:
     if not known:
         why = "no turns stored" if not turns else f"{table.untimed_correct} correct kernel(s) not timed"
         fast_ax.text(0.5, 0.5, f"Fast@p unknown:\n{why}", ha="center", va="center", transform=fast_ax.transAxes)
-    fast_ax.set_title("Fast@p against turn", fontsize=10)
+    against = "torch.compile reference" if report.reference == "compile" else "eager reference"
+    fast_ax.set_title(f"Fast@p against turn (vs {against})", fontsize=10)
     for field, label, colour, marker in (
         ("correct", "correct", "C2", "o"),
         ("hacked", "hacked", "C3", "s"),

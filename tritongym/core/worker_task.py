@@ -63,5 +63,7 @@ class WorkerTask(BaseModel):
     file_mb: int = 64
     timing: TimingOptions = Field(default_factory=TimingOptions)
     cached_reference: dict[str, Any] | None = None  # a TimingStats from the registry, for this device/size/precision
+    compile_reference: bool = False  # also time torch.compile(reference), before the candidate is imported
+    cached_compile_reference: dict[str, Any] | None = None  # ...unless the registry already holds that timing
     bandwidth_gbps: float | None = None  # the device's copy bandwidth from the registry; measured when None
     gpu_memory_fraction: float | None = None  # cap on the caching allocator for the candidate
