@@ -283,3 +283,34 @@ def test_a_training_step_with_vllm_rollouts_reports_the_real_mismatch(tiny_spec,
         print(f"step {metrics['step']}: mrs/kl_k3 {metrics['mrs/kl_k3']:.3g}, mismatch_kl {metrics['mismatch_kl']:.3g}")
         assert 0 <= metrics["mrs/kl_k3"] < 1e-6 and 0 <= metrics["mismatch_kl"] < 1e-6
         assert metrics["mrs/rejected"] == 0  # float32 vs float32: inside the band
+
+
+def test_test_time_scaling_with_vllm(tiny_spec, tmp_path):
+    """`tts` through the vllm engine: every turn stored with its run, the kernels in the prefill really judged
+    by triton-cpu workers, and an identical second run answered by the registry alone."""
+    from tritongym.core import api
+    from tritongym.core.registry import Registry
+    from tritongym.core.run_config import RunConfig
+
+    solution = (SUITE.parent / "solutions" / "relu.py").read_text()
+    config = RunConfig.model_validate(
+        {
+            "name": "vllm-tts",
+            "output_dir": str(tmp_path / "run"),
+            "model": {"path": str(model_loading.build_tiny_model(tiny_spec.tiny))},
+            "engine": {"name": "vllm", "options": {**IN_PROCESS, "max_model_len": 4096}},
+            "sampling": {"temperature": 1.0, "max_tokens": 4, "seed": 3},
+            "interaction": {"max_turns": 2, "assistant_prefill": f"```python\n{solution}\n```\n"},
+            "rollout": {"problems": ["relu", "silu"], "samples": 2},
+            "eval": {"backend": "triton-cpu", "trials": 1},
+        }
+    )
+    registry = Registry(tmp_path / "registry.db")
+    first = api.tts(config, registry=registry)
+    turns = registry.turns(first.run_id)
+    assert first.turns == len(turns) == 2 * 2 * 2
+    statuses = {p: {t["status"] for t in turns if t["problem_name"] == p} for p in ("relu", "silu")}
+    assert statuses["relu"] == {"ok"} and "ok" not in statuses["silu"]  # relu's kernel is wrong for silu
+    assert first.evaluations >= 2
+    again = api.tts(config, registry=registry)
+    assert again.evaluations == 0 and again.registry_hits == 8
