@@ -44,6 +44,7 @@ SELECT
   b.runtime_ms,
   b.ref_runtime_ms,
   b.speedup,
+  b.compile_speedup,
   b.pr,
   b.reward,
   (SELECT count(*) FROM evaluations h
@@ -95,6 +96,7 @@ SELECT
   e.runtime_ms,
   e.ref_runtime_ms,
   e.speedup,
+  e.compile_speedup,
   e.pr,
   e.reward,
   {_FAILED_CHECKS} AS failed_checks,
