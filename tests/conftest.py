@@ -97,3 +97,20 @@ class ModelNew(torch.nn.Module):
         return out
 """
 """An honest ReLU candidate; tests derive hostile variants from it."""
+
+
+def registry_before(path: Path, migration: str):
+    """A registry.db as an older tritongym left it: every migration whose name sorts before `migration`
+    (e.g. "m010") applied and recorded, none after; for tests that migrate real old rows forward."""
+    import sqlite_utils
+
+    from tritongym.core.migrations import MIGRATIONS, MIGRATIONS_TABLE
+
+    db = sqlite_utils.Database(path)
+    db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")
+    for fn in MIGRATIONS:
+        if fn.__name__ >= migration:
+            break
+        fn(db)
+        db[MIGRATIONS_TABLE].insert({"name": fn.__name__, "applied_at": "then"})
+    return db

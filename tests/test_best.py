@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import sqlite_utils
+from conftest import registry_before
 from typer.testing import CliRunner
 
 from tritongym.core import api
@@ -20,7 +20,7 @@ from tritongym.core.cli import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import TritonGymError
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.migrations import MIGRATIONS, MIGRATIONS_TABLE, migrate
+from tritongym.core.migrations import MIGRATIONS, migrate
 from tritongym.core.models import Candidate, EvaluationResult, Status, TimingReport, TimingStats
 from tritongym.core.plugins import reset_host
 from tritongym.core.problems import load_problem
@@ -261,12 +261,8 @@ def test_timed_ordering_and_filters(registry):
 def test_m009_backfills_precision_and_samples(tmp_path):
     """A registry from before m009: precision comes from the timing report, else a linked run's config, else
     another evaluation under the same protocol; what nothing tells stays unknown."""
-    db = sqlite_utils.Database(tmp_path / "old.db")
-    db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")
+    db = registry_before(tmp_path / "old.db", "m009")
     names = [m.__name__ for m in MIGRATIONS]
-    for fn in MIGRATIONS[: names.index("m009_evaluation_precision_and_samples")]:
-        fn(db)
-        db[MIGRATIONS_TABLE].insert({"name": fn.__name__, "applied_at": "then"})
     relu = load_problem("relu", "gpu")
     db["problems"].insert({"key": relu.key, "name": relu.name, "size": relu.size, "source": relu.source})
     kernels = [Candidate(source=f"k = {i}\n") for i in range(4)]

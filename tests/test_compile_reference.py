@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import sqlite_utils
 import torch
+from conftest import registry_before
 
 from tritongym.core.compiled_reference import CompiledReferenceUnavailable, compile_reference
 from tritongym.core.config import EvalConfig
 from tritongym.core.evaluate import Evaluator
-from tritongym.core.migrations import MIGRATIONS, MIGRATIONS_TABLE, migrate
+from tritongym.core.migrations import migrate
 from tritongym.core.models import Candidate, Evidence, TimingReport, TimingStats
 from tritongym.core.plugins import PluginHost
 from tritongym.core.tolerances import tolerances_for
@@ -147,12 +147,7 @@ def test_a_stored_verdict_learns_its_compiled_speedup(registry, relu_problem):
 
 
 def test_m010_keeps_eager_timings_and_adds_the_compile_columns(tmp_path):
-    db = sqlite_utils.Database(tmp_path / "old.db")
-    db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")
-    before = [m for m in MIGRATIONS if m.__name__ < "m010"]
-    for fn in before:
-        fn(db)
-        db[MIGRATIONS_TABLE].insert({"name": fn.__name__, "applied_at": "then"})
+    db = registry_before(tmp_path / "old.db", "m010")
     db["reference_timings"].insert(
         {"problem_key": "p", "device_class": "H100", "precision": "ieee", "runtime_ms": 1.0, "stats": "{}"}
     )

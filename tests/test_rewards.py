@@ -8,15 +8,14 @@ import math
 import textwrap
 
 import pytest
-import sqlite_utils
-from conftest import RELU_KERNEL
+from conftest import RELU_KERNEL, registry_before
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError, PluginError
 from tritongym.core.evaluate import Evaluator
 from tritongym.core.feedback import render_feedback
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.migrations import MIGRATIONS, MIGRATIONS_TABLE, migrate
+from tritongym.core.migrations import migrate
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown, Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.registry import Registry
@@ -294,12 +293,7 @@ def test_turns_store_the_breakdown_too(registry):
 
 
 def test_migration_adds_the_column_to_a_registry_with_rows(tmp_path):
-    db = sqlite_utils.Database(tmp_path / "old.db")
-    db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")
-    older = [m for m in MIGRATIONS if m.__name__ < "m007"]
-    for fn in older:
-        fn(db)
-        db[MIGRATIONS_TABLE].insert({"name": fn.__name__, "applied_at": "then"})
+    db = registry_before(tmp_path / "old.db", "m007")
     result = _cpu_result()
     db["problems"].insert({"key": PROBLEM.key, "name": PROBLEM.name, "source": PROBLEM.source})
     db["kernels"].insert({"id": KERNEL.kernel_id, "source": KERNEL.source})

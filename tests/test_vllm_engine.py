@@ -253,27 +253,37 @@ def test_child_processes_load_weights_through_a_file(engine, tiny_spec):
     assert [g.token_ids for g in after] != [g.token_ids for g in before]
 
 
+def _run_config(tiny_spec, tmp_path, **tables):
+    """A run config on the tiny model with the in-process vllm engine; `tables` gives the rest."""
+    from tritongym.core.run_config import RunConfig
+
+    return RunConfig.model_validate(
+        {
+            "output_dir": str(tmp_path / "run"),
+            "model": {"path": str(model_loading.build_tiny_model(tiny_spec.tiny))},
+            "engine": {"name": "vllm", "options": {**IN_PROCESS, "max_model_len": 4096}},
+            **tables,
+        }
+    )
+
+
 def test_a_training_step_with_vllm_rollouts_reports_the_real_mismatch(tiny_spec, tmp_path):
     """The trainer with vLLM as its rollout engine: MRS compares vLLM's log-probs with the trainer's own on
     the same weights, so the reported mismatch is the two stacks' numerical difference (tiny, not zero), and
     the updated weights reach vLLM after the step."""
     from tritongym.core import api
     from tritongym.core.registry import Registry
-    from tritongym.core.run_config import RunConfig
 
-    config = RunConfig.model_validate(
-        {
-            "name": "vllm-step",
-            "output_dir": str(tmp_path / "run"),
-            "model": {"path": str(model_loading.build_tiny_model(tiny_spec.tiny))},
-            "engine": {"name": "vllm", "options": {**IN_PROCESS, "max_model_len": 4096}},
-            "sampling": {"temperature": 1.0, "max_tokens": 16, "seed": 5},
-            "interaction": {"max_turns": 1, "assistant_prefill": "```python\n"},
-            "rollout": {"problems": ["relu", "softmax"], "samples": 2, "prompts_per_step": 2},
-            "eval": {"backend": "triton-cpu"},
-            "learning": {"estimator": "trloo", "filters": {"mrs": {}}},
-            "optim": {"lr": 1e-3, "steps": 2, "micro_batch": 2},
-        }
+    config = _run_config(
+        tiny_spec,
+        tmp_path,
+        name="vllm-step",
+        sampling={"temperature": 1.0, "max_tokens": 16, "seed": 5},
+        interaction={"max_turns": 1, "assistant_prefill": "```python\n"},
+        rollout={"problems": ["relu", "softmax"], "samples": 2, "prompts_per_step": 2},
+        eval={"backend": "triton-cpu"},
+        learning={"estimator": "trloo", "filters": {"mrs": {}}},
+        optim={"lr": 1e-3, "steps": 2, "micro_batch": 2},
     )
     registry = Registry(tmp_path / "registry.db")
     steps: list[dict] = []
@@ -290,20 +300,16 @@ def test_test_time_scaling_with_vllm(tiny_spec, tmp_path):
     by triton-cpu workers, and an identical second run answered by the registry alone."""
     from tritongym.core import api
     from tritongym.core.registry import Registry
-    from tritongym.core.run_config import RunConfig
 
     solution = (SUITE.parent / "solutions" / "relu.py").read_text()
-    config = RunConfig.model_validate(
-        {
-            "name": "vllm-tts",
-            "output_dir": str(tmp_path / "run"),
-            "model": {"path": str(model_loading.build_tiny_model(tiny_spec.tiny))},
-            "engine": {"name": "vllm", "options": {**IN_PROCESS, "max_model_len": 4096}},
-            "sampling": {"temperature": 1.0, "max_tokens": 4, "seed": 3},
-            "interaction": {"max_turns": 2, "assistant_prefill": f"```python\n{solution}\n```\n"},
-            "rollout": {"problems": ["relu", "silu"], "samples": 2},
-            "eval": {"backend": "triton-cpu", "trials": 1},
-        }
+    config = _run_config(
+        tiny_spec,
+        tmp_path,
+        name="vllm-tts",
+        sampling={"temperature": 1.0, "max_tokens": 4, "seed": 3},
+        interaction={"max_turns": 2, "assistant_prefill": f"```python\n{solution}\n```\n"},
+        rollout={"problems": ["relu", "silu"], "samples": 2},
+        eval={"backend": "triton-cpu", "trials": 1},
     )
     registry = Registry(tmp_path / "registry.db")
     first = api.tts(config, registry=registry)
