@@ -197,8 +197,13 @@ def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
     second = gpu_evaluator.evaluate(problem.solution, problem)
     assert first[0].status == second.status == Status.ok
     stored = gpu_evaluator.registry.reference_timing(problem.key, gpu_evaluator.device_class, "ieee")
-    assert stored is not None and stored["samples"] >= 10
-    assert second.timing.reference_source in ("cached", "paired")
+    if any("disagreed" in note for note in second.timing.notes):
+        # the GPU drifted by more than reconcile_tolerance between the two: the paired timing is used and the
+        # cache dropped, so the next task times the reference in full (seen once after a long run)
+        assert second.timing.reference_source == "paired" and stored is None
+    else:
+        assert stored is not None and stored["samples"] >= 10  # kept, or stored afresh after a drift at `first`
+        assert second.timing.reference_source in ("cached", "paired")
     assert gpu_evaluator.registry.bandwidth(gpu_evaluator.device_class) > 100  # GB/s, any datacenter GPU
     assert second.timing.roofline_ms is not None and second.runtime_ms >= 0.8 * second.timing.roofline_ms
 
