@@ -279,7 +279,7 @@ def test_cli_plugins_lists_estimators_and_filters_with_their_options():
     prs = {o["name"]: o["default"] for o in rows[("sample_filter", "prs")]["options"]}
     assert prs == {"tau": 0.3, "scale": 0.1, "hard_threshold": False}
     speedup = {o["name"]: o["default"] for o in rows[("reward", "speedup")]["options"]}
-    assert speedup == {"cap": 3.0, "lower": None, "log": False}
+    assert speedup == {"cap": 3.0, "lower": None, "log": False, "reference": "eager"}
     table = CliRunner().invoke(app, ["plugins", "--kind", "sample_filter"])
     assert table.exit_code == 0 and "lower=0.999" in table.stdout and "speedup" not in table.stdout
     bad = CliRunner().invoke(app, ["plugins", "--kind", "filters"])

@@ -516,7 +516,17 @@ class TaskDriver:
             self.timing = TimingReport.model_validate_json(payload)
             self.reference_before = self.timing.reference_before
             if self.task.cached_reference is not None:
-                self.timing.reference_cached = TimingStats.model_validate(self.task.cached_reference)
+                cached = self.timing.reference_cached = TimingStats.model_validate(self.task.cached_reference)
+                before = self.reference_before
+                if (
+                    before is not None
+                    and abs(before.median_ms / cached.median_ms - 1) > self.task.timing.reconcile_tolerance
+                ):
+                    # the Evaluator drops the registry's copies on this same test (`_reconcile_timing`); the
+                    # pool's must go too, or the next task would be handed the stale timing again and the
+                    # registry would never be refilled
+                    self.pool.references.pop(self.reference_key, None)
+                    self.pool.references.pop(self.reference_key + "/compile", None)
             elif self.reference_before is not None:
                 self.pool.references.setdefault(self.reference_key, self.reference_before.model_dump())
             if self.task.compile_reference and self.task.cached_compile_reference is not None:
