@@ -107,6 +107,20 @@ def test_compiled_timing_is_stored_once_and_forgotten_with_the_eager_one(evaluat
     _reconciled(evaluator, relu_problem, reference_before=stats(1.4), reference_cached=stats(1.0))
     assert registry.reference_timing(*key) is None and registry.reference_timing(*key, variant="compile") is None
 
+    # drift in a task that measured the compiled reference afresh: that timing is as new as the paired one
+    registry.store_reference_timing(*key, stats(1.0).model_dump(), "")
+    _reconciled(
+        evaluator,
+        relu_problem,
+        reference_before=stats(1.4),
+        reference_cached=stats(1.0),
+        compile_reference=stats(0.9),
+        compile_reference_source="measured",
+    )
+    assert registry.reference_timing(*key) is None
+    assert registry.reference_timing(*key, variant="compile")["median_ms"] == 0.9
+    registry.forget_reference_timing(*key, variant="compile")
+
     # a worker that could not compile sends no compiled timing: nothing claimed, nothing stored
     none = _reconciled(evaluator, relu_problem, reference_before=stats(1.0), notes=["no torch.compile reference: x"])
     assert none.compile_ref_runtime_ms is None and registry.reference_timing(*key, variant="compile") is None

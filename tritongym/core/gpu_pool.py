@@ -526,7 +526,9 @@ class TaskDriver:
                     # pool's must go too, or the next task would be handed the stale timing again and the
                     # registry would never be refilled
                     self.pool.references.pop(self.reference_key, None)
-                    self.pool.references.pop(self.reference_key + "/compile", None)
+                    measured = self.timing.compile_reference is not None and not self.task.cached_compile_reference
+                    if not measured:  # a compiled timing measured in this task is as fresh as the paired one
+                        self.pool.references.pop(self.reference_key + "/compile", None)
             elif self.reference_before is not None:
                 self.pool.references.setdefault(self.reference_key, self.reference_before.model_dump())
             if self.task.compile_reference and self.task.cached_compile_reference is not None:
