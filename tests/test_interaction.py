@@ -186,12 +186,13 @@ def test_top_w_context_keeps_the_best_turns_in_turn_order(softmax):
     assert "turn 7 of 8 (2 left" in feedback[2]
 
 
-def test_top_w_with_few_turns_is_the_full_history(softmax):
+@pytest.mark.parametrize("context", ["top-w", "best-window"])
+def test_a_window_over_few_turns_is_the_full_history(softmax, context):
     history = turns(0.3, 0.1)
-    top_w = Interaction(InteractionOptions(context="top-w", top_w=4, max_turns=4))
+    window = Interaction(InteractionOptions(context=context, top_w=4, max_turns=4))
     full = Interaction(InteractionOptions(max_turns=4))
-    assert top_w.next_messages(softmax, history) == full.next_messages(softmax, history)
-    assert top_w.next_messages(softmax, []) == top_w.first_messages(softmax)
+    assert window.next_messages(softmax, history) == full.next_messages(softmax, history)
+    assert window.next_messages(softmax, []) == window.first_messages(softmax)
 
 
 def test_top_w_ties_prefer_the_later_turn(softmax):
@@ -232,14 +233,6 @@ def test_best_window_shows_the_consecutive_turns_with_the_highest_total(softmax)
 def test_best_window_selector_on_hand_made_histories(rewards, w, shown):
     options = InteractionOptions(context="best-window", top_w=w, max_turns=10)
     assert CONTEXT_SELECTORS["best-window"](turns(*rewards), options) == shown
-
-
-def test_best_window_with_few_turns_is_the_full_history(softmax):
-    history = turns(0.3, 0.1)
-    window = Interaction(InteractionOptions(context="best-window", top_w=4, max_turns=4))
-    full = Interaction(InteractionOptions(max_turns=4))
-    assert window.next_messages(softmax, history) == full.next_messages(softmax, history)
-    assert window.next_messages(softmax, []) == window.first_messages(softmax)
 
 
 def test_no_turn_after_the_last(softmax):

@@ -336,21 +336,14 @@ def rollouts(
     reg = open_registry(registry if registry is not None else run_config.registry)
     parts = prepare_run(run_config, registry=reg, extra_plugins=extra_plugins, training=False)
     path = Path(out) if out is not None else run_config.output_dir / "trajectories.jsonl"
-    run_id = reg.start_run("rollouts", run_config.name, run_config.model_dump(mode="json")) if reg else None
     tally = RolloutTally()
-    try:
-        parts.engine.start(run_config.model, run_config.sampling)
-        runner = RolloutRunner.for_run(parts, reg, run_id)
+    with RolloutRunner.session(parts, reg, "rollouts") as runner:
         for step in range(steps):
             batch = runner.collect(parts.problems_for_step(step), run_config.rollout.samples, step, progress)
             write_trajectories(path, batch.turns)
             tally.add(batch)
-    finally:
-        parts.close()
-        if reg is not None and run_id is not None:
-            reg.finish_run(run_id)
     return RolloutSummary(
-        run_id=run_id,
+        run_id=runner.run_id,
         trajectories_file=str(path),
         turns=tally.turns,
         statuses=tally.statuses,

@@ -337,11 +337,7 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
             err.print(f"No honest, correct kernel stored for '{problem}' yet (try `tritongym run`).")
             _print_filters(shown)
         raise typer.Exit(1)
-    if as_json:
-        _emit_json(found.model_dump(mode="json", exclude=set() if code else {"source"}))
-        return
-    if code:
-        sys.stdout.write(found.source if found.source.endswith("\n") else found.source + "\n")
+    if _emitted_as_json_or_code(found, as_json, code):
         return
     out.print(
         f"[bold]{escape(found.problem_id)}[/]: kernel {found.kernel_id} (evaluation {found.evaluation_id}) "
@@ -361,6 +357,16 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
     if found.run_ids:
         out.print(f"produced by run(s) {', '.join(map(str, found.run_ids))}")
     out.print(f"Use --code to print its source, `tritongym kernel {found.kernel_id[:12]}` for its history.")
+
+
+def _emitted_as_json_or_code(record, as_json: bool, code: bool) -> bool:
+    """`--json` (the source included only with `--code`) or `--code` alone (the bare source, for a file or a
+    pipe) for a record with a `source`; whether either was asked for and written."""
+    if as_json:
+        _emit_json(record.model_dump(mode="json", exclude=set() if code else {"source"}))
+    elif code:
+        sys.stdout.write(record.source if record.source.endswith("\n") else record.source + "\n")
+    return as_json or code
 
 
 def _print_leaderboard(kernels) -> None:
@@ -407,11 +413,7 @@ def kernel_command(
         else:
             err.print(f"No kernel '{escape(kernel_id)}' stored in the registry.")
         raise typer.Exit(1)
-    if as_json:
-        _emit_json(history.model_dump(mode="json", exclude=set() if code else {"source"}))
-        return
-    if code:
-        sys.stdout.write(history.source if history.source.endswith("\n") else history.source + "\n")
+    if _emitted_as_json_or_code(history, as_json, code):
         return
     out.print(
         f"[bold]kernel {history.kernel_id}[/], first stored {history.created_at}"

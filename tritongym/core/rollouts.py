@@ -10,10 +10,11 @@ known; the learner fills in advantages later.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,21 @@ class RolloutRunner:
             stop_when_correct=rollout.stop_when_correct,
             overlap=rollout.overlap,
         )
+
+    @classmethod
+    @contextlib.contextmanager
+    def session(cls, parts: RunParts, registry: Registry | None, kind: str) -> Iterator[RolloutRunner]:
+        """A run of `kind` ("rollouts", "tts") from start to end: the registry run opened, the engine
+        started, the runner yielded; then the parts closed and the run finished, whatever happened."""
+        config = parts.config
+        run_id = registry.start_run(kind, config.name, config.model_dump(mode="json")) if registry else None
+        try:
+            parts.engine.start(config.model, config.sampling)
+            yield cls.for_run(parts, registry, run_id)
+        finally:
+            parts.close()
+            if registry is not None and run_id is not None:
+                registry.finish_run(run_id)
 
     def collect(
         self,

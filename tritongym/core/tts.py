@@ -77,12 +77,9 @@ def run_tts(
         config = config.model_copy(update={"interaction": {**config.interaction, "context": TTS_CONTEXT}})
     tts = config.tts
     parts = prepare_run(config, registry=registry, extra_plugins=extra_plugins, training=False)
-    run_id = registry.start_run("tts", config.name, config.model_dump(mode="json")) if registry else None
     tally = RolloutTally()
     seeded: dict[str, int] = {}
-    try:
-        parts.engine.start(config.model, config.sampling)
-        runner = RolloutRunner.for_run(parts, registry, run_id)
+    with RolloutRunner.session(parts, registry, "tts") as runner:
         seeds = {}
         if registry is not None and tts.seed_from_registry:
             for problem in parts.problems:
@@ -100,12 +97,8 @@ def run_tts(
                 seeds=seeds,
             )
             tally.add(batch)
-    finally:
-        parts.close()
-        if registry is not None and run_id is not None:
-            registry.finish_run(run_id)
     return TTSSummary(
-        run_id=run_id,
+        run_id=runner.run_id,
         problems=len(parts.problems),
         samples=config.rollout.samples,
         turns=tally.turns,
