@@ -6,11 +6,14 @@ pool does with processes is the same code on either device and is checked here, 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
 from tritongym.core.errors import BackendUnavailable, ConfigError
 from tritongym.core.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.registry import Registry
 from tritongym.core.tolerances import tolerances_for
 from tritongym.core.worker_task import WorkerTask
 
@@ -240,3 +243,23 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
             triton.compiler.compile("not a kernel source")
         assert channel.holding == "exclusive"
     assert sent() == ["LOCK", "UNLK"]
+
+
+def test_a_killed_workers_channel_is_never_written_again(tmp_path):
+    """Issue 15: the descriptor number of a killed worker's channel is the next file's; an `EXIT` sent to the
+    retired worker landed in a registry opened meanwhile (its WAL overwritten, the registry read as empty)."""
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        worker = pool._take()
+        number = worker.write_fd
+        worker.kill()
+        assert not worker.reader.is_alive()
+        registry = Registry(tmp_path / "registry.db")
+        files = {int(fd): os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+        assert files.get(number, "").startswith(str(tmp_path)), "the registry should have taken the freed number"
+        assert worker.send("EXIT") is False
+        assert (tmp_path / "registry.db").read_bytes()[:16] == b"SQLite format 3\x00"
+        assert Registry(tmp_path / "registry.db").lookup("p", "k", "triton-cpu", "cpu", "x") is None
+        registry.close()
+    finally:
+        pool.close()

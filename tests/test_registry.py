@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -168,3 +169,27 @@ def test_a_writer_killed_mid_flight_leaves_a_consistent_registry(tmp_path):
     ).fetchone()[0]
     assert orphans == 0
     assert all(EvaluationResult.model_validate_json(r["result"]) for r in reg.db["evaluations"].rows)
+
+
+def test_a_damaged_registry_fails_at_open_not_at_the_first_lookup(tmp_path):
+    path = tmp_path / "damaged.db"
+    reg = Registry(path)
+    kernel = Candidate(source="k = 1\n")
+    reg.store(_result(kernel), PROBLEM, kernel)
+    reg.close()
+    with sqlite3.connect(path) as conn:  # another program drops a table behind tritongym's back
+        conn.execute("DROP TABLE evaluations")
+    with pytest.raises(RegistryError, match=r"damaged\.db is damaged \(missing evaluations\).*Move the file aside"):
+        Registry(path)
+    with sqlite3.connect(path) as conn:  # what was left is left alone: no migration re-created the table
+        assert conn.execute("SELECT count(*) FROM kernels").fetchone() == (1,)
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evaluations'").fetchone()
+
+
+def test_a_registry_missing_a_column_is_damaged_too(tmp_path):
+    path = tmp_path / "short.db"
+    Registry(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE turns DROP COLUMN advantage")
+    with pytest.raises(RegistryError, match="turns lacks advantage"):
+        Registry(path)

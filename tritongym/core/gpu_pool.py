@@ -186,11 +186,20 @@ class Zygote:
 
 
 class Worker:
-    """One worker process (forked by the zygote, or spawned directly) and the thread reading its frames."""
+    """One worker process (forked by the zygote, or spawned directly) and the thread reading its frames.
+
+    The channel is a raw descriptor number (frames are read and written with `os.read`/`os.write`), and a
+    descriptor number is reused by the very next file the process opens once it is closed.  So the number
+    is released only after the reader thread has finished with it, and `send` refuses once `kill` began:
+    a late `EXIT` to a retired worker once landed in the WAL file of a registry opened meanwhile, which
+    then read as an empty database ("no such table: evaluations", issue 15).
+    """
 
     def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None) -> None:
         self.gpu = gpu
         self.tasks = 0
+        self._channel = threading.Lock()  # held by `send` while writing and by `kill` while closing
+        self._closed = False
         self.zygote = zygote
         self.proc: subprocess.Popen | None = None
         self.tmp = tempfile.mkdtemp(prefix="tritongym-gpu-")
@@ -243,11 +252,15 @@ class Worker:
             self.frames.put(("EOF", f"the worker sent a malformed frame ({exc})".encode()))
 
     def send(self, kind: str, payload: bytes = b"") -> bool:
-        try:
-            frames.send(self.write_fd, kind, payload)
-            return True
-        except (OSError, ValueError):
-            return False
+        """Write one frame; False once the worker is gone or being killed (never a write to a stale number)."""
+        with self._channel:
+            if self._closed:
+                return False
+            try:
+                frames.send(self.write_fd, kind, payload)
+                return True
+            except (OSError, ValueError):
+                return False
 
     def next_frame(self, timeout: float):
         try:
@@ -276,6 +289,12 @@ class Worker:
         return log_tail(self.log_path, limit)
 
     def kill(self) -> None:
+        """Kill the process, then release the channel once nothing can read or write it any more.
+
+        Order matters: the kill (and, for a socket, a shutdown) makes a `send` blocked on a full channel fail
+        and lets the reader see end-of-file; only after the reader has returned is the descriptor closed.  A
+        reader that does not return (something outside the killed group holds the other end) keeps its
+        descriptor open: a leaked descriptor is harmless, a reused one is not."""
         for kill in (os.killpg, os.kill):  # a forked worker may not have its own session yet
             try:
                 kill(self.pid, signal.SIGKILL)
@@ -288,8 +307,28 @@ class Worker:
             except subprocess.TimeoutExpired:
                 pass
         else:
-            self.sock.close()
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if threading.current_thread() is not self.reader:
+            self.reader.join(timeout=10)
+        with self._channel:
+            if not self._closed:
+                self._closed = True
+                if not self.reader.is_alive():
+                    self._close_channel()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _close_channel(self) -> None:
+        if self.proc is None:
+            self.sock.close()
+            return
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:  # a broken pipe while flushing: the worker is gone either way
+                pass
 
 
 class WorkerPool:

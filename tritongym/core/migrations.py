@@ -47,6 +47,38 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
     return applied
 
 
+def damage(db: sqlite_utils.Database) -> str | None:
+    """What is missing from a migrated database, in words (None when its schema is whole).
+
+    `migrate` trusts the migrations table, so a registry whose tables were dropped, or whose write-ahead
+    log was overwritten (a blank schema behind a surviving table list), would pass it and then fail at the
+    first query.  The reference is the schema a blank database gets from the same migrations."""
+    expected = _blank_schema()
+    actual = {t.name: set(t.columns_dict) for t in db.tables}
+    actual.update({v: set() for v in db.view_names()})
+    missing = sorted(name for name in expected if name not in actual)
+    if missing:
+        return "missing " + ", ".join(missing)
+    short = {name: sorted(cols - actual[name]) for name, cols in expected.items() if cols - actual[name]}
+    if short:
+        return "; ".join(f"{name} lacks {', '.join(cols)}" for name, cols in sorted(short.items()))
+    return None
+
+
+_BLANK: dict[str, set[str]] = {}
+
+
+def _blank_schema() -> dict[str, set[str]]:
+    """Table -> columns (views -> empty) of a blank database after every migration, computed once."""
+    if not _BLANK:
+        blank = sqlite_utils.Database(memory=True)
+        migrate(blank)
+        _BLANK.update({t.name: set(t.columns_dict) for t in blank.tables})
+        _BLANK.update({v: set() for v in blank.view_names()})
+        blank.close()
+    return _BLANK
+
+
 @migration
 def m001_problems_and_kernels(db: sqlite_utils.Database) -> None:
     # problems: one row per (reference source, sizes); `key` is the hash evaluations point at, `name` is

@@ -19,7 +19,7 @@ from pathlib import Path
 import sqlite_utils
 
 from tritongym.core.errors import RegistryError, TritonGymError
-from tritongym.core.migrations import migrate
+from tritongym.core.migrations import damage, migrate
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 
 DEFAULT_REGISTRY = "registry.db"
@@ -121,8 +121,16 @@ class Registry:
             if str(self.path) != ":memory:":
                 self.db.enable_wal()
             migrate(self.db)
+            damaged = damage(self.db)
         except sqlite3.DatabaseError as exc:
             raise RegistryError(f"cannot open registry {self.path}: {exc}") from None
+        if damaged:
+            self.db.close()
+            raise RegistryError(
+                f"registry {self.path} is damaged ({damaged}) although its migrations are recorded: another program "
+                "dropped or overwrote part of it. Move the file aside (keep it to inspect with "
+                "sqlite3) and tritongym starts a new registry there, or name another with --registry"
+            )
 
     @contextmanager
     def _transaction(self):
