@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +22,9 @@ pytest.importorskip("accelerate")
 
 from tritongym.core import api  # noqa: E402
 from tritongym.core.generation import TinyModelSpec  # noqa: E402
-from tritongym.core.model_loading import build_tiny_model  # noqa: E402
+from tritongym.core.learn.model_loading import build_tiny_model  # noqa: E402
+from tritongym.core.learn.run_config import RunConfig  # noqa: E402
 from tritongym.core.registry import Registry  # noqa: E402
-from tritongym.core.run_config import RunConfig  # noqa: E402
 
 HERE = Path(__file__).parent
 
@@ -118,8 +117,8 @@ def parses_plugin(tmp_path) -> str:
 def test_weights_reach_the_engine_after_each_step(tiny_dir, tmp_path, parses_plugin):
     import torch
 
-    from tritongym.core.run_setup import prepare_run
-    from tritongym.core.trainer import Trainer
+    from tritongym.core.learn.run_setup import prepare_run
+    from tritongym.core.learn.trainer import Trainer
 
     config = loop_config(
         tiny_dir,
@@ -184,8 +183,9 @@ def test_data_parallel_step_equals_one_process(tiny_dir, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parent)}
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     subprocess.run([sys.executable, str(script), str(tiny_dir), str(one)], check=True, env=env, timeout=300)
-    accelerate = shutil.which("accelerate") or pytest.skip("the accelerate command is not on PATH")
-    launch = [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    # `accelerate launch` through this interpreter: the venv's accelerate whether or not its bin is on PATH
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+    launch += ["--num_machines", "1"]
     launch += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517"]
     subprocess.run([*launch, str(script), str(tiny_dir), str(two)], check=True, env=env, timeout=300)
     a, b = json.loads(one.read_text()), json.loads(two.read_text())
@@ -205,7 +205,7 @@ def test_data_parallel_step_equals_one_process(tiny_dir, tmp_path):
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tritongym.core.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+        [sys.executable, "-m", "tritongym", *args], capture_output=True, text=True, cwd=cwd, timeout=600
     )
 
 

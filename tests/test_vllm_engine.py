@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-vllm = pytest.importorskip("vllm")
+vllm = pytest.importorskip("vllm", reason="no vLLM in this env (`make test-vllm` runs these in .venv-vllm)")
 
 import torch  # noqa: E402
 
-from tritongym.core import model_loading  # noqa: E402
 from tritongym.core.errors import ConfigError  # noqa: E402
 from tritongym.core.generation import ModelSpec, SamplingOptions, TinyModelSpec  # noqa: E402
-from tritongym.core.model_loading import load_model, load_tokenizer  # noqa: E402
+from tritongym.core.learn import model_loading  # noqa: E402
+from tritongym.core.learn.model_loading import load_model, load_tokenizer  # noqa: E402
+from tritongym.core.learn.token_rows import TokenRow, sequence_logprobs  # noqa: E402
 from tritongym.core.plugins import get_host  # noqa: E402
-from tritongym.core.token_rows import TokenRow, sequence_logprobs  # noqa: E402
 from tritongym.plugins.engines.transformers_engine import TransformersEngine  # noqa: E402
 from tritongym.plugins.engines.vllm_engine import VllmEngine  # noqa: E402
 
@@ -255,7 +255,7 @@ def test_child_processes_load_weights_through_a_file(engine, tiny_spec):
 
 def _run_config(tiny_spec, tmp_path, **tables):
     """A run config on the tiny model with the in-process vllm engine; `tables` gives the rest."""
-    from tritongym.core.run_config import RunConfig
+    from tritongym.core.learn.run_config import RunConfig
 
     return RunConfig.model_validate(
         {
