@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Candidate
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import suite_problems

@@ -27,7 +27,7 @@ from pathlib import Path
 from _common import fmt, print_table
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem, suite_problems
 from tritongym.core.registry import Registry

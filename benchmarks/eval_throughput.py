@@ -37,7 +37,7 @@ from baseline_harness import run_baseline
 from candidate_set import CORRECT_VARIANTS, build_candidate_set, duplicated, interleaved
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Candidate, EvaluationResult
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem

@@ -48,7 +48,7 @@ from _common import (
 )
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.plugins import PluginHost, reset_host
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
@@ -104,7 +104,7 @@ def registry_before(path: Path, migration: str):
     (e.g. "m010") applied and recorded, none after; for tests that migrate real old rows forward."""
     import sqlite_utils
 
-    from tritongym.core.migrations import MIGRATIONS, MIGRATIONS_TABLE
+    from tritongym.core.registry.migrations import MIGRATIONS, MIGRATIONS_TABLE
 
     db = sqlite_utils.Database(path)
     db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")

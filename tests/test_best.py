@@ -16,15 +16,15 @@ from conftest import registry_before
 from typer.testing import CliRunner
 
 from tritongym.core import api
-from tritongym.core.cli import app
+from tritongym.core.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import TritonGymError
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.migrations import MIGRATIONS, migrate
 from tritongym.core.models import Candidate, EvaluationResult, Status, TimingReport, TimingStats
 from tritongym.core.plugins import reset_host
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
+from tritongym.core.registry.migrations import MIGRATIONS, migrate
 
 runner = CliRunner()
 GPU = "cuda:NVIDIA H100 80GB HBM3"

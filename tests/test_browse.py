@@ -15,7 +15,12 @@ from conftest import RELU_KERNEL
 from typer.testing import CliRunner
 
 from tritongym.core import api
-from tritongym.core.browse import (
+from tritongym.core.cli.app import app
+from tritongym.core.config import EvalConfig
+from tritongym.core.models import Candidate
+from tritongym.core.plugins import PluginHost, reset_host
+from tritongym.core.problems import load_problem
+from tritongym.core.registry.browse import (
     CANNED_QUERIES,
     INSTALL_HINT,
     BrowseUnavailable,
@@ -24,11 +29,6 @@ from tritongym.core.browse import (
     metadata,
     require_datasette,
 )
-from tritongym.core.cli import app
-from tritongym.core.config import EvalConfig
-from tritongym.core.models import Candidate
-from tritongym.core.plugins import PluginHost, reset_host
-from tritongym.core.problems import load_problem
 
 PARAMS = {"problem": "relu"}
 PASSTHROUGH = RELU_KERNEL.replace("        return out\n", "        return x.clamp(min=0)\n")  # static: torch_ops
@@ -199,7 +199,7 @@ def test_registry_browse_serves_the_registry_with_the_canned_queries(evaluated, 
         seen["metadata"] = json.loads(Path(argv[argv.index("--metadata") + 1]).read_text())
         return 0
 
-    monkeypatch.setattr("tritongym.core.cli_browse.subprocess.call", fake_call)
+    monkeypatch.setattr("tritongym.core.cli.browse.subprocess.call", fake_call)
     result = CliRunner().invoke(app, ["registry", "browse", "--registry", str(path), "--port", "8123"])
     assert result.exit_code == 0, result.output
     assert seen["argv"][3:5] == ["serve", str(path)] and "--open" not in seen["argv"]

@@ -14,13 +14,13 @@ import pytest
 import torch
 from conftest import registry_before
 
-from tritongym.core.compiled_reference import CompiledReferenceUnavailable, compile_reference
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
-from tritongym.core.migrations import migrate
+from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.eval.tolerances import tolerances_for
+from tritongym.core.eval.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 from tritongym.core.models import Candidate, Evidence, TimingReport, TimingStats
 from tritongym.core.plugins import PluginHost
-from tritongym.core.tolerances import tolerances_for
+from tritongym.core.registry.migrations import migrate
 from tritongym.core.worker_task import WorkerTask
 
 TOLERANCES = tolerances_for("ieee", {})

@@ -11,10 +11,10 @@ pytest.importorskip("transformers")
 
 import torch  # noqa: E402
 
-from tritongym.core import model_loading  # noqa: E402
 from tritongym.core.errors import ConfigError  # noqa: E402
 from tritongym.core.generation import ModelSpec, SamplingOptions, TinyModelSpec  # noqa: E402
-from tritongym.core.model_loading import (  # noqa: E402
+from tritongym.core.learn import model_loading  # noqa: E402
+from tritongym.core.learn.model_loading import (  # noqa: E402
     build_tiny_model,
     check_model_spec,
     load_model,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tritongym.core.fast_p import P_VALUES, SampleTurn, fast_at, fast_p_table, p_key
+from tritongym.core.reports.fast_p import P_VALUES, SampleTurn, fast_at, fast_p_table, p_key
 
 
 def ok(turn: int, speedup: float | None) -> SampleTurn:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import RELU_KERNEL
 
-from tritongym.core.evaluate import Evaluator
-from tritongym.core.feedback import render_feedback, trim_traceback
+from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.learn.feedback import render_feedback, trim_traceback
 from tritongym.core.plugins import PluginHost
 
 RAISES = RELU_KERNEL.replace(

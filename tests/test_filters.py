@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tritongym.core.errors import ConfigError, PluginError
-from tritongym.core.learning import LearningSignalBuilder
+from tritongym.core.learn.learning import LearningSignalBuilder
 from tritongym.core.plugins import DEFAULT_PLUGINS, PluginHost
 from tritongym.core.turn_batch import FilterDecision, TurnBatch
 from tritongym.plugins.estimators.low_variance_group import LowVarianceGroup

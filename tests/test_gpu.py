@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem, suite_problems
@@ -93,7 +93,7 @@ def test_side_stream_work_is_timed(gpu_evaluator):
 
 def test_the_timer_waits_for_unjoined_side_stream_work():
     """Whatever the checks say, a timing never ends before work a forward left on another stream."""
-    from tritongym.core.timing import Timer
+    from tritongym.core.eval.worker.timing import Timer
     from tritongym.core.worker_task import TimingOptions
 
     timer = Timer(torch.device("cuda"))

@@ -10,7 +10,7 @@ from conftest import RELU_KERNEL
 from pydantic import ValidationError
 
 from tritongym.core.errors import ConfigError
-from tritongym.core.interaction import (
+from tritongym.core.learn.interaction import (
     CONTEXT_SELECTORS,
     EMPTY_BLOCK,
     NO_BLOCK,

@@ -1,4 +1,4 @@
-"""The host side of learning (core/learning.py): config validation before any work, filters applied with
+"""The host side of learning (core/learn/learning.py): config validation before any work, filters applied with
 the run's seed, the rejected-rows-in-baselines choice, and a user's own estimator and filter from a file."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tritongym.core.errors import ConfigError, PluginError
-from tritongym.core.learning import LearningConfig, LearningSignalBuilder
+from tritongym.core.learn.learning import LearningConfig, LearningSignalBuilder
 from tritongym.core.plugins import PluginHost
 from tritongym.core.turn_batch import TurnBatch
 
@@ -162,7 +162,7 @@ def test_cli_advantages_uses_a_plugin_file_and_a_config(tmp_path):
 
     from typer.testing import CliRunner
 
-    from tritongym.core.cli import app
+    from tritongym.core.cli.app import app
 
     plugin = tmp_path / "my_learning_plugin.py"
     plugin.write_text(USER_PLUGIN)
@@ -186,7 +186,7 @@ def test_cli_advantages_uses_a_plugin_file_and_a_config(tmp_path):
 def test_cli_advantages_names_what_is_wrong(tmp_path):
     from typer.testing import CliRunner
 
-    from tritongym.core.cli import app
+    from tritongym.core.cli.app import app
 
     good = {"group": 0, "trajectory": 0, "turn": 0, "reward": 1.0}
     bad_line = _turns_file(tmp_path, [good, '{"group": 0, "trajectory": 1, "turn": 0, "reward": "high"}'])

@@ -1,4 +1,4 @@
-"""metrics.jsonl reading, the console table and line, and the PNG plot (tritongym.core.metrics_report)."""
+"""metrics.jsonl reading, the console table and line, and the PNG plot (tritongym.core.reports.metrics_report)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from tritongym.core.errors import ConfigError
-from tritongym.core.metrics_report import (
+from tritongym.core.reports.metrics_report import (
     MISSING,
     filter_labels,
     plot_metrics,
@@ -221,7 +221,7 @@ def test_plot_without_data_is_an_error(tmp_path):
 
 def test_import_does_not_load_matplotlib_or_rich_tables():
     code = (
-        "import sys, tritongym.core.metrics_report\n"
+        "import sys, tritongym.core.reports.metrics_report\n"
         "print(sorted(m for m in ('matplotlib', 'rich.table', 'torch') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,7 +11,7 @@ import pytest
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError, PluginError, UnknownPluginObject
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.interfaces import KINDS
 from tritongym.core.plugins import DEFAULT_PLUGINS, PluginHost, PluginWarning, get_host
 from tritongym.core.problems import load_problem
@@ -168,7 +168,7 @@ def test_unknown_object_lists_known_names():
 def test_cli_plugins_json_lists_builtins_and_file_plugins(tmp_path):
     from typer.testing import CliRunner
 
-    from tritongym.core.cli import app
+    from tritongym.core.cli.app import app
 
     result = CliRunner().invoke(app, ["plugins", "--json", "--plugin", str(_plugin_file(tmp_path))])
     assert result.exit_code == 0, result.output
@@ -265,7 +265,7 @@ def test_a_check_that_raises_fails_closed_and_names_its_plugin(tmp_path, relu_pr
 def test_cli_plugins_lists_estimators_and_filters_with_their_options():
     from typer.testing import CliRunner
 
-    from tritongym.core.cli import app
+    from tritongym.core.cli.app import app
 
     result = CliRunner().invoke(app, ["plugins", "--json"])
     assert result.exit_code == 0, result.output

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tritongym.core.policy_loss import PolicyLossOptions, policy_loss
+from tritongym.core.learn.policy_loss import PolicyLossOptions, policy_loss
 
 AGGREGATIONS = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from tritongym.core.errors import BackendUnavailable, ConfigError
-from tritongym.core.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.eval.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.registry import Registry
-from tritongym.core.tolerances import tolerances_for
 from tritongym.core.worker_task import WorkerTask
 
 
@@ -96,7 +96,7 @@ def test_a_worker_that_cannot_start_is_backend_unavailable(relu_problem):
 
 
 def test_gpus_option_refused_for_a_cpu_backend(fast_config):
-    from tritongym.core.evaluate import Evaluator
+    from tritongym.core.eval.evaluate import Evaluator
 
     with pytest.raises(ConfigError, match="--gpus applies to GPU backends"):
         Evaluator(fast_config.model_copy(update={"gpus": [0]}))
@@ -104,7 +104,7 @@ def test_gpus_option_refused_for_a_cpu_backend(fast_config):
 
 def test_a_forged_comparison_is_caught_by_the_parents_samples(pool, relu_problem):
     forger = relu_problem.solution.replace("return out", "return out * 2") + (
-        "\n\nimport tritongym.core.compare as _compare\n"
+        "\n\nimport tritongym.core.eval.worker.compare as _compare\n"
         "_real = _compare.compare_output\n"
         "_compare.compare_output = lambda i, out, ref, tol: _real(i, ref, ref, tol)  # 'matches', always\n"
     )
@@ -132,7 +132,7 @@ def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
     import threading
     import time
 
-    from tritongym.core.gpu_pool import GPULock
+    from tritongym.core.eval.gpu_pool import GPULock
 
     lock, events = GPULock(), []
     lock.acquire(exclusive=False)
@@ -166,7 +166,7 @@ def test_a_resumed_shared_hold_goes_ahead_of_a_waiting_timer_but_not_a_running_o
     import threading
     import time
 
-    from tritongym.core.gpu_pool import GPULock
+    from tritongym.core.eval.gpu_pool import GPULock
 
     lock, events = GPULock(), []
     lock.acquire(exclusive=False)  # another worker's correctness trials
@@ -200,8 +200,8 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
 
     import triton.compiler
 
-    from tritongym.core import frames
-    from tritongym.core.gpu_worker import Channel, release_gpu_while_compiling
+    from tritongym.core.eval.worker import frames
+    from tritongym.core.eval.worker.gpu_worker import Channel, release_gpu_while_compiling
 
     monkeypatch.setattr(triton.compiler, "compile", triton.compiler.compile)  # restored after the test
     to_worker_r, to_worker_w = os.pipe()

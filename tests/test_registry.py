@@ -10,9 +10,9 @@ import sqlite_utils
 
 from tritongym.core.errors import RegistryError
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.migrations import MIGRATIONS, MIGRATIONS_TABLE, migrate
 from tritongym.core.models import Candidate, EvaluationResult, Problem, Status
 from tritongym.core.registry import Registry
+from tritongym.core.registry.migrations import MIGRATIONS, MIGRATIONS_TABLE, migrate
 
 PROBLEM = Problem(
     name="toy", source="class Model: pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n"

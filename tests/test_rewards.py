@@ -12,13 +12,13 @@ from conftest import RELU_KERNEL, registry_before
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError, PluginError
-from tritongym.core.evaluate import Evaluator
-from tritongym.core.feedback import render_feedback
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.migrations import migrate
+from tritongym.core.learn.feedback import render_feedback
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown, Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.registry import Registry
+from tritongym.core.registry.migrations import migrate
 
 PROBLEM = Problem(
     name="toy", source="class Model: pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n"

@@ -12,11 +12,11 @@ import pytest
 pytest.importorskip("transformers")
 
 from tritongym.core.config import EvalConfig  # noqa: E402
-from tritongym.core.evaluate import Evaluator  # noqa: E402
+from tritongym.core.eval.evaluate import Evaluator  # noqa: E402
 from tritongym.core.generation import ModelSpec, SamplingOptions, TinyModelSpec  # noqa: E402
-from tritongym.core.interaction import Interaction  # noqa: E402
+from tritongym.core.learn.interaction import Interaction  # noqa: E402
+from tritongym.core.learn.rollouts import RolloutRunner  # noqa: E402
 from tritongym.core.problems import load_problems  # noqa: E402
-from tritongym.core.rollouts import RolloutRunner  # noqa: E402
 from tritongym.plugins.engines.transformers_engine import TransformersEngine  # noqa: E402
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "tritongym" / "problems" / "solutions"

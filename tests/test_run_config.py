@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tritongym.core.errors import ConfigError, TritonGymError
-from tritongym.core.run_config import load_run_config
-from tritongym.core.run_setup import prepare_run
+from tritongym.core.learn.run_config import load_run_config
+from tritongym.core.learn.run_setup import prepare_run
 
 GOOD = """
 name = "bad"
@@ -83,7 +83,7 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path):
     path.write_text(GOOD.format(out=tmp_path / "out", tiny=tmp_path / "tiny"))
     for args in (["--set", "rollout.prompts_per_step=5"], ["--set", "optim"], ["--set", "engine.name=nope"]):
         done = subprocess.run(
-            [sys.executable, "-m", "tritongym.core.cli", "train", str(path), "--json", *args],
+            [sys.executable, "-m", "tritongym", "train", str(path), "--json", *args],
             capture_output=True,
             text=True,
             timeout=120,
@@ -95,7 +95,7 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path):
 
 
 def test_set_overrides_take_toml_values_or_strings(tmp_path):
-    from tritongym.core.cli_train import parse_overrides
+    from tritongym.core.cli.train import parse_overrides
 
     overrides = parse_overrides(["optim.steps=3", "sampling.stop=['```']", "name=demo run", "optim.lr=1e-3"])
     assert overrides == {"optim.steps": 3, "sampling.stop": ["```"], "name": "demo run", "optim.lr": 1e-3}

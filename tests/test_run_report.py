@@ -7,16 +7,16 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tritongym.core.cli import app
+from tritongym.core.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
-from tritongym.core.evaluate import Evaluator
-from tritongym.core.fast_p import P_VALUES, p_key
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Candidate
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
-from tritongym.core.run_report import plot_report, run_report
+from tritongym.core.reports.fast_p import P_VALUES, p_key
+from tritongym.core.reports.run_report import plot_report, run_report
 
 runner = CliRunner()
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

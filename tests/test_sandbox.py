@@ -7,14 +7,14 @@ from conftest import RELU_KERNEL
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.eval.sandbox import _PACKAGE_PARENT, SandboxLimits, run_in_sandbox
 from tritongym.core.plugins import PluginHost
-from tritongym.core.sandbox import _PACKAGE_PARENT, SandboxLimits, run_in_sandbox
 from tritongym.core.worker_task import WorkerTask
 
 BROKEN_TRITON_BACKEND = """
 from tritongym import hookimpl
-from tritongym.core.sandbox import _PACKAGE_PARENT, run_in_sandbox
+from tritongym.core.eval.sandbox import _PACKAGE_PARENT, run_in_sandbox
 from tritongym.plugins.backends.triton_cpu import TritonCPUBackend
 
 

@@ -16,13 +16,13 @@ import torch  # noqa: E402
 
 from tritongym.core.errors import ConfigError  # noqa: E402
 from tritongym.core.generation import ModelSpec, TinyModelSpec  # noqa: E402
-from tritongym.core.interaction import Interaction, extract_code  # noqa: E402
-from tritongym.core.model_loading import CHATML_TEMPLATE, IM_END, load_tokenizer  # noqa: E402
+from tritongym.core.learn.interaction import Interaction, extract_code  # noqa: E402
+from tritongym.core.learn.model_loading import CHATML_TEMPLATE, IM_END, load_tokenizer  # noqa: E402
+from tritongym.core.learn.run_config import RunConfig  # noqa: E402
+from tritongym.core.learn.sft import SFT_METRICS, SFTTrainer, masked_nll, run_sft  # noqa: E402
+from tritongym.core.learn.sft_data import SFTExample, read_trajectories, solution_examples  # noqa: E402
+from tritongym.core.learn.sft_masks import tokenize_example  # noqa: E402
 from tritongym.core.problems import SOLUTIONS_DIR, suite_names, suite_problem  # noqa: E402
-from tritongym.core.run_config import RunConfig  # noqa: E402
-from tritongym.core.sft import SFT_METRICS, SFTTrainer, masked_nll, run_sft  # noqa: E402
-from tritongym.core.sft_data import SFTExample, read_trajectories, solution_examples  # noqa: E402
-from tritongym.core.sft_masks import tokenize_example  # noqa: E402
 
 SYSTEM = {"role": "system", "content": "You write fast kernels."}
 USER = {"role": "user", "content": "Write a ReLU kernel."}
@@ -253,7 +253,7 @@ def test_loss_is_normalised_by_the_global_token_count(tiny_spec, tokenizer, tmp_
 def test_sft_lowers_the_loss_and_saves_a_loadable_model(tiny_spec, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from tritongym.core.model_loading import load_model
+    from tritongym.core.learn.model_loading import load_model
 
     data = _correct_trajectories(tmp_path / "good.jsonl")
     config = _config(tmp_path, tiny_spec, max_length=100)

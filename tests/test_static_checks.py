@@ -13,10 +13,10 @@ import textwrap
 import pytest
 from conftest import RELU_KERNEL
 
-from tritongym.core.ast_scan import scan
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.ast_scan import scan
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.interfaces import CheckPolicy
 from tritongym.core.models import Candidate, CheckVerdict, Status
 from tritongym.core.plugins import PluginHost

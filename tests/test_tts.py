@@ -14,13 +14,13 @@ pytest.importorskip("transformers")
 
 from tritongym.core import api  # noqa: E402
 from tritongym.core.config import EvalConfig  # noqa: E402
-from tritongym.core.evaluate import Evaluator  # noqa: E402
+from tritongym.core.eval.evaluate import Evaluator  # noqa: E402
 from tritongym.core.generation import TinyModelSpec  # noqa: E402
-from tritongym.core.model_loading import build_tiny_model  # noqa: E402
+from tritongym.core.learn.model_loading import build_tiny_model  # noqa: E402
+from tritongym.core.learn.run_config import RunConfig  # noqa: E402
 from tritongym.core.models import Candidate  # noqa: E402
 from tritongym.core.problems import load_problems  # noqa: E402
 from tritongym.core.registry import Registry  # noqa: E402
-from tritongym.core.run_config import RunConfig  # noqa: E402
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "tritongym" / "problems" / "solutions"
 
@@ -61,7 +61,7 @@ def test_tts_stores_every_turn_and_a_repeat_is_answered_by_the_registry(tiny_dir
     assert first.evaluations >= 2  # each distinct (problem, kernel) ran a worker once
 
     # the report's numbers are those of the stored turns: per turn, the share of the 4 samples correct
-    from tritongym.core.run_report import run_report
+    from tritongym.core.reports.run_report import run_report
 
     report = run_report(registry, first.run_id)
     assert report.kind == "tts" and report.overall.samples == 4 and len(report.overall.turns) == 4

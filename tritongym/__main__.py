@@ -1,3 +1,3 @@
-from tritongym.core.cli import main
+from tritongym.core.cli.app import main
 
 main()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import EvaluationResult, Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem

@@ -12,11 +12,11 @@ import sys
 import torch
 
 from tritongym.core.generation import Generation
+from tritongym.core.learn.rollouts import TurnRecord
+from tritongym.core.learn.run_config import RunConfig
+from tritongym.core.learn.run_setup import prepare_run
+from tritongym.core.learn.trainer import Trainer
 from tritongym.core.models import RewardBreakdown
-from tritongym.core.rollouts import TurnRecord
-from tritongym.core.run_config import RunConfig
-from tritongym.core.run_setup import prepare_run
-from tritongym.core.trainer import Trainer
 
 GROUPS, SAMPLES, TURNS = 4, 2, 2
 

@@ -1,4 +1,4 @@
-"""The Python API; each function is one CLI command (`tritongym.core.cli` only formats what these return).
+"""The Python API; each function is one CLI command (`tritongym.core.cli.app` only formats what these return).
 
 from tritongym import api
 result = api.evaluate("my_kernel.py", problem="softmax")
@@ -12,20 +12,22 @@ import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
 from tritongym.core.config import EvalConfig, load_config
 from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound
-from tritongym.core.evaluate import Evaluator, trial_seeds
-from tritongym.core.learning import LearningConfig, LearningSignalBuilder, load_learning_config, read_turn_rows
+from tritongym.core.eval.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
 from tritongym.core.problems import load_problem, load_problems
 from tritongym.core.registry import Registry
-from tritongym.core.run_config import RunConfig, load_run_config
-from tritongym.core.screen import ScreenResult, screen_problem
-from tritongym.core.turn_batch import TurnBatch
+
+if TYPE_CHECKING:  # the learning side is imported by the commands that use it: the others start faster
+    from tritongym.core.eval.screen import ScreenResult
+    from tritongym.core.learn.learning import LearningConfig
+    from tritongym.core.learn.run_config import RunConfig
 
 MAX_CANDIDATE_BYTES = 1 << 20
 
@@ -48,6 +50,12 @@ def _config(config: EvalConfig | str | Path | None) -> EvalConfig:
     if isinstance(config, EvalConfig):
         return config
     return load_config(config)
+
+
+def _run_config(config: RunConfig | str | Path) -> RunConfig:
+    from tritongym.core.learn.run_config import RunConfig, load_run_config
+
+    return config if isinstance(config, RunConfig) else load_run_config(config)
 
 
 def plugins(extra_plugins: Sequence[str] = ()) -> list[Registered]:
@@ -146,6 +154,8 @@ def check_problems(
     on_result: Callable[[ScreenResult], None] | None = None,
 ) -> list[ScreenResult]:
     """`tritongym problems check`: run the negative controls on every problem, in parallel."""
+    from tritongym.core.eval.screen import screen_problem
+
     evaluator = make_evaluator(config, False, extra_plugins)
     selected = load_problems(problems, evaluator.size)
     if only:
@@ -271,6 +281,14 @@ def advantages(
 ) -> AdvantageReport:
     """Advantages and keep decisions for a batch of turns (a JSONL path or `TurnRow`s/dicts): what a
     training step would learn from them under `config` (`tritongym advantages`)."""
+    from tritongym.core.learn.learning import (
+        LearningConfig,
+        LearningSignalBuilder,
+        load_learning_config,
+        read_turn_rows,
+    )
+    from tritongym.core.turn_batch import TurnBatch
+
     if isinstance(config, LearningConfig):
         learning = config
     elif isinstance(config, dict):
@@ -329,10 +347,10 @@ def rollouts(
     """Generate and evaluate multi-turn trajectories without training (`tritongym rollouts`); every turn
     is stored in the registry under a new run and appended to a JSONL file (`out`, default
     OUTPUT_DIR/trajectories.jsonl)."""
-    from tritongym.core.rollouts import RolloutRunner, RolloutTally, write_trajectories
-    from tritongym.core.run_setup import prepare_run
+    from tritongym.core.learn.rollouts import RolloutRunner, RolloutTally, write_trajectories
+    from tritongym.core.learn.run_setup import prepare_run
 
-    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    run_config = _run_config(config)
     reg = open_registry(registry if registry is not None else run_config.registry)
     parts = prepare_run(run_config, registry=reg, extra_plugins=extra_plugins, training=False)
     path = Path(out) if out is not None else run_config.output_dir / "trajectories.jsonl"
@@ -363,10 +381,10 @@ def train(
     on_step: Callable[[dict], None] | None = None,
     progress: Callable[[str], None] | None = None,
 ):
-    """RL training with one config (`tritongym train`): returns a `TrainSummary` (core/training.py)."""
-    from tritongym.core.training import train as run_training
+    """RL training with one config (`tritongym train`): returns a `TrainSummary` (core/learn/training.py)."""
+    from tritongym.core.learn.training import train as run_training
 
-    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    run_config = _run_config(config)
     reg = open_registry(registry if registry is not None else run_config.registry)
     return run_training(
         run_config, reg, steps=steps, resume=resume, extra_plugins=extra_plugins, on_step=on_step, progress=progress
@@ -379,10 +397,10 @@ def sft(
     output: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
 ):
-    """Cold-start SFT (`tritongym sft`): returns an `SFTSummary` (core/sft.py)."""
-    from tritongym.core.sft import run_sft
+    """Cold-start SFT (`tritongym sft`): returns an `SFTSummary` (core/learn/sft.py)."""
+    from tritongym.core.learn.sft import run_sft
 
-    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    run_config = _run_config(config)
     return run_sft(
         run_config,
         data=[Path(p) for p in data] if data else None,
@@ -397,10 +415,10 @@ def tts(
     extra_plugins: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
 ):
-    """Test-time scaling (`tritongym tts`): returns a `TTSSummary` (core/tts.py)."""
-    from tritongym.core.tts import run_tts
+    """Test-time scaling (`tritongym tts`): returns a `TTSSummary` (core/scaling/tts.py)."""
+    from tritongym.core.scaling.tts import run_tts
 
-    run_config = config if isinstance(config, RunConfig) else load_run_config(config)
+    run_config = _run_config(config)
     reg = open_registry(registry if registry is not None else run_config.registry)
     return run_tts(run_config, reg, extra_plugins=extra_plugins, progress=progress)
 
@@ -595,8 +613,8 @@ def kernel_history(kernel_id: str, registry: RegistryArg = None) -> KernelHistor
 
 
 def report(run_id: int, registry: RegistryArg = None, reference: str = "eager"):
-    """`tritongym report`: a run's last-turn and best-of-history Fast@p tables (`RunReport`, core/run_report.py),
-    against the eager reference or (`reference="compile"`) torch.compile(reference)."""
-    from tritongym.core.run_report import run_report
+    """`tritongym report`: a run's last-turn and best-of-history Fast@p tables (`RunReport`,
+    core/reports/run_report.py), against the eager reference or (`reference="compile"`) torch.compile(reference)."""
+    from tritongym.core.reports.run_report import run_report
 
     return run_report(open_registry(registry) or Registry(), run_id, reference)

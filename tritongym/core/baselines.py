@@ -6,11 +6,12 @@ another) compute groups and leave-one-out means the same way, and a third-party 
 
 from __future__ import annotations
 
-from typing import Literal
-
-import torch
+from typing import TYPE_CHECKING, Literal
 
 from tritongym.core.turn_batch import TurnBatch
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 GroupBy = Literal["prompt-turn", "prompt"]
 Returns = Literal["reward-to-go", "reward"]
@@ -30,6 +31,8 @@ def row_returns(batch: TurnBatch, returns: Returns, gamma: float) -> torch.Tenso
 def leave_one_out(values: torch.Tensor, members: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For each row of a group: the mean of `values` over the *other* baseline members, and how many
     there were (0 means the row has no one to compare with).  `members` marks baseline members."""
+    import torch
+
     member_values = torch.where(members, values, torch.zeros_like(values))
     total, count = member_values.sum(), members.sum()
     others_sum = total - torch.where(members, values, torch.zeros_like(values))
@@ -40,6 +43,8 @@ def leave_one_out(values: torch.Tensor, members: torch.Tensor) -> tuple[torch.Te
 
 def mean_std(values: torch.Tensor, members: torch.Tensor, unbiased: bool = False) -> tuple[float, float]:
     """Mean and standard deviation over baseline members (population std unless `unbiased`)."""
+    import torch
+
     chosen = values[members]
     if chosen.numel() == 0:
         return 0.0, 0.0

@@ -27,9 +27,8 @@ if TYPE_CHECKING:
         Evidence,
         Problem,
     )
-    from tritongym.core.sandbox import SandboxLimits
     from tritongym.core.turn_batch import Advantages, FilterDecision, TurnBatch
-    from tritongym.core.worker_task import WorkerTask
+    from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 
 class NoOptions(BaseModel):

@@ -236,7 +236,7 @@ class TrialEvidence(_Model):
 
 
 class ProbeCall(_Model):
-    """One probe call of the candidate beyond the trials (`core/probes.py`), compared on the trusted side.
+    """One probe call of the candidate beyond the trials (`core/eval/worker/probes.py`), compared on the trusted side.
 
     `outputs` compare with the reference's for the same inputs, except for `repeat`, whose outputs are
     compared with the `refresh` call's (the candidate must agree with itself)."""

@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 Level = Literal["token", "turn", "trajectory", "group"]
 """What a filter's decision applies to: single tokens, whole turns, all turns of a trajectory, or all
@@ -91,6 +93,8 @@ class TurnBatch:
     components: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        import torch
+
         rows = self.reward.shape[0] if self.reward.dim() == 1 else -1
         if rows < 0:
             raise ValueError(f"reward must have shape [rows], got {tuple(self.reward.shape)}")
@@ -137,6 +141,8 @@ class TurnBatch:
     @classmethod
     def from_rows(cls, rows: Sequence[TurnRow | dict]) -> TurnBatch:
         """Pack rows (models or dicts) into padded tensors; padding tokens are never policy tokens."""
+        import torch
+
         parsed = [r if isinstance(r, TurnRow) else TurnRow.model_validate(r) for r in rows]
         if not parsed:
             raise ValueError("a TurnBatch needs at least one row")
@@ -198,6 +204,8 @@ class TurnBatch:
 
     def index_groups(self, keys: Sequence[torch.Tensor], mask: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Row indices of each distinct combination of `keys` among rows where `mask` (default: valid)."""
+        import torch
+
         mask = self.valid if mask is None else mask
         buckets: dict[tuple[int, ...], list[int]] = {}
         columns = [k.tolist() for k in keys]
@@ -210,6 +218,8 @@ class TurnBatch:
         """Reward-to-go G(i,t) = Σ_{t' ≥ t} γ^(t'−t) R(i,t') over the valid turns of each trajectory.
 
         Exponents count turn indices, so a gap in a trajectory's turns discounts like the turns were there."""
+        import torch
+
         out = torch.zeros_like(self.reward)
         for rows in self.index_groups([self.trajectory]):
             order = rows[torch.argsort(self.turn[rows], descending=True)]
@@ -248,6 +258,8 @@ class Advantages:
 
     def token_advantages(self, batch: TurnBatch) -> torch.Tensor:
         """[R, L] advantages, exactly zero wherever `batch.tokens` is False."""
+        import torch
+
         if tuple(self.per_row.shape) != (batch.rows,):
             raise ValueError(f"per_row advantages must have shape [{batch.rows}], got {tuple(self.per_row.shape)}")
         values = self.per_row[:, None].expand_as(batch.rollout_logprobs)
@@ -277,6 +289,8 @@ class FilterDecision:
     metrics: dict[str, float] = field(default_factory=dict)
 
     def validate(self, batch: TurnBatch, filter_name: str) -> None:
+        import torch
+
         if self.level not in get_args(Level):
             raise ValueError(
                 f"filter '{filter_name}' returned level '{self.level}'; valid levels: {', '.join(get_args(Level))}"
@@ -307,6 +321,8 @@ class FilterDecision:
 
     def row_keep(self, batch: TurnBatch) -> torch.Tensor:
         """[R]: a row is kept unless rejected at its level (a token-level filter never drops a whole row)."""
+        import torch
+
         return torch.ones(batch.rows, dtype=torch.bool) if self.level == "token" else self.keep
 
     def token_keep(self, batch: TurnBatch) -> torch.Tensor:

@@ -67,3 +67,13 @@ class WorkerTask(BaseModel):
     cached_compile_reference: dict[str, Any] | None = None  # ...unless the registry already holds that timing
     bandwidth_gbps: float | None = None  # the device's copy bandwidth from the registry; measured when None
     gpu_memory_fraction: float | None = None  # cap on the caching allocator for the candidate
+
+
+class SandboxLimits(BaseModel):
+    """Limits for one worker. `memory_mb` bounds the address space (CPU workers only: on CUDA workers
+    the driver's virtual reservations break under RLIMIT_AS, so GPU backends bound memory otherwise)."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout_s: float = Field(default=120.0, gt=0)
+    memory_mb: int | None = Field(default=8192, ge=256)
+    file_mb: int = Field(default=64, ge=1)

@@ -18,8 +18,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core import api, cli_browse, cli_report, cli_train
-from tritongym.core.cli_common import (
+from tritongym.core import api
+from tritongym.core.cli import browse as cli_browse
+from tritongym.core.cli import report as cli_report
+from tritongym.core.cli import train as cli_train
+from tritongym.core.cli.common import (
     BackendOpt,
     CompileRefOpt,
     ConfigOpt,
@@ -513,7 +516,7 @@ def advantages_command(
     overrides: dict = {"estimator": estimator, "seed": seed}
     if filters:
         overrides["filters"] = {name: {} for name in filters}
-    from tritongym.core.learning import load_learning_config
+    from tritongym.core.learn.learning import load_learning_config
 
     learning = load_learning_config(config, **overrides)
     report = api.advantages(turns, learning, step=step, extra_plugins=plugin or ())

@@ -1,4 +1,4 @@
-"""`tritongym registry browse`: serve registry.db in Datasette with the canned queries of `core/browse.py`."""
+"""`tritongym registry browse`: serve registry.db in Datasette with the canned queries of `core/registry/browse.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from tritongym.core.browse import (
+from tritongym.core.cli.common import RegistryOpt, command, err
+from tritongym.core.registry.browse import (
     CANNED_QUERIES,
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -20,8 +21,7 @@ from tritongym.core.browse import (
     require_datasette,
     write_metadata,
 )
-from tritongym.core.cli_common import RegistryOpt, command, err
-from tritongym.core.registry import Registry, default_registry_path
+from tritongym.core.registry.store import Registry, default_registry_path
 
 
 def registry_browse(

@@ -11,9 +11,9 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from tritongym.core.cli_common import JsonOpt, RegistryOpt, _emit_json, command, out
+from tritongym.core.cli.common import JsonOpt, RegistryOpt, _emit_json, command, out
 from tritongym.core.errors import ConfigError
-from tritongym.core.fast_p import TurnMetrics, p_key
+from tritongym.core.reports.fast_p import TurnMetrics, p_key
 
 MISSING = "–"  # unknown (an untimed correct kernel), never a zero
 
@@ -72,8 +72,8 @@ def report_command(
     sample that stopped early carries its last turn forward.  "–" means unknown: a correct kernel was not
     timed (the triton-cpu backend checks correctness only), so no Fast@p can be claimed.  Training runs
     report their last step, with one row per step below; other runs pool all their steps."""
-    from tritongym.core.registry import Registry, default_registry_path
-    from tritongym.core.run_report import plot_report, run_report
+    from tritongym.core.registry.store import Registry, default_registry_path
+    from tritongym.core.reports.run_report import plot_report, run_report
 
     path = registry if registry is not None else default_registry_path()
     if not Path(path).exists():

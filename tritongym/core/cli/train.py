@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tritongym.core import api
-from tritongym.core.cli_common import JsonOpt, PluginOpt, RegistryOpt, _emit_json, command, err, out
+from tritongym.core.cli.common import JsonOpt, PluginOpt, RegistryOpt, _emit_json, command, err, out
 from tritongym.core.config import tomllib
 from tritongym.core.errors import ConfigError
 
@@ -68,7 +68,7 @@ def rollouts_command(
     as_json: JsonOpt = False,
 ):
     """Generate and evaluate multi-turn trajectories without training; every turn goes to the registry."""
-    from tritongym.core.run_config import load_run_config
+    from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
     with _progress(as_json) as bar:
@@ -109,8 +109,8 @@ def train_command(
 
     Writes OUTPUT_DIR/metrics.jsonl (one line per step), metrics.png, checkpoints/ and the final model/.
     Several GPUs or nodes: `accelerate launch $(which tritongym) train CONFIG`."""
-    from tritongym.core.metrics_report import step_line, step_table
-    from tritongym.core.run_config import load_run_config
+    from tritongym.core.learn.run_config import load_run_config
+    from tritongym.core.reports.metrics_report import step_line, step_table
 
     run_config = load_run_config(config, parse_overrides(overrides))
     total = steps or run_config.optim.steps
@@ -161,7 +161,7 @@ def sft_command(
     as_json: JsonOpt = False,
 ):
     """Cold-start supervised fine-tuning on multi-turn trajectories; loss on assistant tokens only."""
-    from tritongym.core.run_config import load_run_config
+    from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
     with _progress(as_json) as bar:
@@ -190,7 +190,7 @@ def tts_command(
 ):
     """Test-time scaling: N samples x T turns per problem, the registry as memory; `tritongym report RUN_ID`
     shows last-turn and best-of-history Fast@p."""
-    from tritongym.core.run_config import load_run_config
+    from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
     with _progress(as_json) as bar:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, ConfigError, PluginError, ProblemFormatError
+from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.interfaces import Backend, CheckPolicy, Reward, RuntimeCheck, StaticCheck
 from tritongym.core.models import (
@@ -33,10 +34,8 @@ from tritongym.core.models import (
 )
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.registry import Registry
-from tritongym.core.sandbox import SandboxLimits
-from tritongym.core.tolerances import tolerances_for
 from tritongym.core.verdict import judge_trials, status_of_failure
-from tritongym.core.worker_task import WorkerTask
+from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
 

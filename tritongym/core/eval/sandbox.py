@@ -2,10 +2,10 @@
 
 The candidate is hostile until proven otherwise, so it never runs in the process that owns the registry:
 
-* a new process (its own session, so the whole group can be killed) running `tritongym.core.worker`;
+* a new process (its own session, so the whole group can be killed) running `tritongym.core.eval.worker.task_runner`;
 * a hard wall-clock timeout, after which the group is SIGKILLed and the result is `timeout`;
 * resource limits set by the worker on itself before it reads any candidate code (address space, CPU
-  time, file size, no core dumps); see `tritongym.core.worker.apply_limits`;
+  time, file size, no core dumps); see `tritongym.core.eval.worker.stages.apply_limits`;
 * a private temporary working directory, removed afterwards, that is also HOME and TMPDIR;
 * a stripped environment: only what Python and Triton need, never the registry path or credentials;
 * the result travels on the worker's original stdout as one line tagged with a per-task nonce the
@@ -27,24 +27,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from tritongym.core.eval.worker.stages import exit_text
 from tritongym.core.models import ErrorInfo, Evidence
-from tritongym.core.worker_task import WorkerTask
+from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 RESULT_TAG = "TRITONGYM-RESULT"
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")
-
-
-class SandboxLimits(BaseModel):
-    """Limits for one worker. `memory_mb` bounds the address space (CPU workers only: on CUDA workers
-    the driver's virtual reservations break under RLIMIT_AS, so GPU backends bound memory otherwise)."""
-
-    model_config = ConfigDict(extra="forbid")
-    timeout_s: float = Field(default=120.0, gt=0)
-    memory_mb: int | None = Field(default=8192, ge=256)
-    file_mb: int = Field(default=64, ge=1)
 
 
 def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
@@ -64,21 +55,6 @@ def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
     )
     env.update(extra_env)
     return env
-
-
-_SIGNAL_HINTS = {
-    "SIGSEGV": " (segmentation fault)",
-    "SIGXCPU": " (CPU time limit exceeded)",
-    "SIGKILL": " (killed, e.g. out of memory)",
-}
-
-
-def exit_text(who: str, returncode: int) -> str:
-    """How a process that sent no result ended, in words (`returncode` as subprocess gives it)."""
-    if returncode < 0:
-        sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-        return f"{who} was killed by {sig}{_SIGNAL_HINTS.get(sig, '')}"
-    return f"{who} exited with code {returncode} before reporting a result"
 
 
 def log_tail(path: str | Path, limit: int = 4000) -> str:
@@ -120,7 +96,7 @@ def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str,
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "tritongym.core.worker", str(log_path)],
+            [sys.executable, "-s", "-m", "tritongym.core.eval.worker", str(log_path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -3,7 +3,7 @@ part of its answer is evaluated.
 
 - Turn 1 is a system message and the task (`task.md`): the instruction, a short worked Triton example
   (`example.md`), the problem's reference code and the `ModelNew` contract.
-- After each turn, the next user message is the evaluation rendered by `core/feedback.py` (tracebacks
+- After each turn, the next user message is the evaluation rendered by `core/learn/feedback.py` (tracebacks
   included for compile and runtime errors), wrapped in `feedback.md`, or, for an answer without code, the
   zero-reward verdict of `no_code_feedback`.
 - `extract_code` takes the last fenced ```python block of an answer (the assistant prefill included).
@@ -37,11 +37,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, model_validator
 
 from tritongym.core.errors import ConfigError
-from tritongym.core.feedback import render_feedback as render_evaluation
 from tritongym.core.generation import Message
+from tritongym.core.learn.feedback import render_feedback as render_evaluation
 from tritongym.core.models import EvaluationResult, Problem
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 
 _TURN_PLACEHOLDERS = frozenset({"turn", "max_turns", "turns_left"})
 
@@ -342,7 +342,7 @@ class Interaction:
         return self.feedback_template.substitute(feedback=feedback.strip(), **self._turn_values(next_turn)).strip()
 
     def render_feedback(self, result: EvaluationResult, turn: int) -> str:
-        """The user message after turn `turn` (1-based) was evaluated: the evaluation as `core/feedback.py`
+        """The user message after turn `turn` (1-based) was evaluated: the evaluation as `core/learn/feedback.py`
         renders it, in `feedback.md`, as the prompt of turn `turn + 1` (so `turn < max_turns`)."""
         return self.feedback_message(render_evaluation(result), turn + 1)
 

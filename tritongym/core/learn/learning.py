@@ -23,13 +23,16 @@ import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tritongym.core.errors import ConfigError, PluginError
 from tritongym.core.interfaces import AdvantageEstimator, SampleFilter
 from tritongym.core.turn_batch import TurnBatch, TurnRow, fraction
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 
 class LearningConfig(BaseModel):
@@ -105,9 +108,13 @@ class LearningSignalBuilder:
     def filter_generator(self, label: str, step: int) -> torch.Generator:
         """Each filter draws from its own generator, seeded by the run's seed, the step and the filter's
         label, so adding, removing or reordering another filter never changes its draws."""
+        import torch
+
         return torch.Generator().manual_seed((self.config.seed + step) * 1_000_003 + zlib.crc32(label.encode()))
 
     def build(self, batch: TurnBatch, step: int = 0) -> LearningSignal:
+        import torch
+
         row_keep = batch.valid.clone()
         token_keep = batch.tokens.clone()
         weights = torch.ones_like(batch.rollout_logprobs)

@@ -19,10 +19,12 @@ neither the loss nor its gradient.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 Aggregation = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
 
@@ -119,6 +121,8 @@ def policy_loss(
 
     The computation runs in float32 at least (float64 stays float64), so bf16 log-probs lose nothing.
     """
+    import torch
+
     options = options or PolicyLossOptions()
     _check_shapes(logprobs, old_logprobs, advantages, mask, weights)
     dtype = torch.promote_types(logprobs.dtype, torch.float32)

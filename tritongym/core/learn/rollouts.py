@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tritongym.core.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.generation import Generation, Message
-from tritongym.core.interaction import Interaction, Turn
 from tritongym.core.interfaces import GenerationEngine
+from tritongym.core.learn.interaction import Interaction, Turn
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry import Registry
 
 if TYPE_CHECKING:
-    from tritongym.core.run_setup import RunParts
+    from tritongym.core.learn.run_setup import RunParts
 
 NO_CODE = "no_code"
 """Status of a turn whose response held no code block: never evaluated, reward 0."""

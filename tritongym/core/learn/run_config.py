@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tritongym.core.config import EvalConfig, read_toml, validation_message
 from tritongym.core.errors import ConfigError
 from tritongym.core.generation import ModelSpec, SamplingOptions
-from tritongym.core.learning import LearningConfig
-from tritongym.core.policy_loss import PolicyLossOptions
+from tritongym.core.learn.learning import LearningConfig
+from tritongym.core.learn.policy_loss import PolicyLossOptions
 
 
 class EngineConfig(BaseModel):
@@ -82,7 +82,7 @@ class SFTConfig(BaseModel):
 
 
 class TTSConfig(BaseModel):
-    """The `[tts]` table of a run config: test-time scaling (`tritongym tts`, core/tts.py)."""
+    """The `[tts]` table of a run config: test-time scaling (`tritongym tts`, core/scaling/tts.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -106,7 +106,7 @@ class RunConfig(BaseModel):
     model: ModelSpec = Field(default_factory=lambda: ModelSpec(builtin="smollm2-135m-instruct"))
     engine: EngineConfig = Field(default_factory=EngineConfig)
     sampling: SamplingOptions = Field(default_factory=SamplingOptions)
-    interaction: dict = Field(default_factory=dict, description="InteractionOptions (core/interaction.py)")
+    interaction: dict = Field(default_factory=dict, description="InteractionOptions (core/learn/interaction.py)")
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     learning: LearningConfig = Field(default_factory=LearningConfig)

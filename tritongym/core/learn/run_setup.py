@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tritongym.core.errors import ConfigError
-from tritongym.core.evaluate import Evaluator
-from tritongym.core.interaction import Interaction, InteractionOptions
+from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.interfaces import GenerationEngine
-from tritongym.core.learning import LearningSignalBuilder
-from tritongym.core.model_loading import check_model_spec
+from tritongym.core.learn.interaction import Interaction, InteractionOptions
+from tritongym.core.learn.learning import LearningSignalBuilder
+from tritongym.core.learn.model_loading import check_model_spec
+from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.models import Problem
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.problems import load_problems
 from tritongym.core.registry import Registry
-from tritongym.core.run_config import RunConfig
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Cold-start supervised fine-tuning (`tritongym sft`): teach a model the answer format and some working
 kernels before RL, so the first RL steps are not spent on replies that hold no code at all.
 
-The examples are read by core/sft_data.py and tokenised, with an assistant-only mask, by core/sft_masks.py;
+The examples are read by core/learn/sft_data.py and tokenised, with an assistant-only mask, by core/learn/sft_masks.py;
 this module trains on them.
 
 Training normalises the summed cross-entropy of an optimiser step by the step's *global* number of target
@@ -21,11 +21,11 @@ from pathlib import Path
 import torch
 from pydantic import BaseModel
 
-from tritongym.core.accelerated import clipped_step, global_sum, make_accelerator
 from tritongym.core.errors import ConfigError
-from tritongym.core.run_config import RunConfig
-from tritongym.core.sft_data import SFTExample, load_examples
-from tritongym.core.sft_masks import TokenizedExample, stop_token_ids, tokenize_example
+from tritongym.core.learn.accelerated import clipped_step, global_sum, make_accelerator
+from tritongym.core.learn.run_config import RunConfig
+from tritongym.core.learn.sft_data import SFTExample, load_examples
+from tritongym.core.learn.sft_masks import TokenizedExample, stop_token_ids, tokenize_example
 
 SFT_METRICS = "sft_metrics.jsonl"
 """Per-step losses, under the run's output_dir."""
@@ -79,7 +79,7 @@ class SFTTrainer:
     """The model, tokenizer and optimiser of one SFT run; `run_sft` is the usual way in."""
 
     def __init__(self, config: RunConfig, accelerator=None) -> None:
-        from tritongym.core.model_loading import load_model, load_tokenizer
+        from tritongym.core.learn.model_loading import load_model, load_tokenizer
 
         self.config = config
         self.accelerator = accelerator or make_accelerator(config.optim.precision)

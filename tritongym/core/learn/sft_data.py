@@ -1,6 +1,6 @@
 """Cold-start SFT examples (`tritongym sft`): reading the conversations SFT learns from, kept apart from the
-tokenisation (core/sft_masks.py) and the training (core/sft.py) so the data can be read and checked before any
-model loads.
+tokenisation (core/learn/sft_masks.py) and the training (core/learn/sft.py) so the data can be read and checked
+before any model loads.
 
 Examples are whole conversations whose assistant messages are the targets.  They come from
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from tritongym.core.errors import ConfigError
 from tritongym.core.generation import Message
-from tritongym.core.interaction import Interaction
-from tritongym.core.run_config import RunConfig
+from tritongym.core.learn.interaction import Interaction
+from tritongym.core.learn.run_config import RunConfig
 
 _REQUIRED = {
     "problem": str,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from tritongym.core.errors import ConfigError
 from tritongym.core.generation import Message
-from tritongym.core.sft_data import SFTExample
+from tritongym.core.learn.sft_data import SFTExample
 
 
 @dataclass

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import torch
 
-from tritongym.core.accelerated import clipped_step, global_sum, make_accelerator
-from tritongym.core.policy_loss import policy_loss
-from tritongym.core.rollouts import RolloutBatch, RolloutRunner, TurnRecord
-from tritongym.core.run_config import RunConfig
-from tritongym.core.run_setup import RunParts
-from tritongym.core.token_rows import TokenRow, sequence_logprobs
+from tritongym.core.learn.accelerated import clipped_step, global_sum, make_accelerator
+from tritongym.core.learn.policy_loss import policy_loss
+from tritongym.core.learn.rollouts import RolloutBatch, RolloutRunner, TurnRecord
+from tritongym.core.learn.run_config import RunConfig
+from tritongym.core.learn.run_setup import RunParts
+from tritongym.core.learn.token_rows import TokenRow, sequence_logprobs
 from tritongym.core.turn_batch import TurnBatch, TurnRow
 
 
@@ -88,7 +88,7 @@ class Trainer:
     """One policy, one engine, one plugin set: `run()` trains for `optim.steps` steps."""
 
     def __init__(self, parts: RunParts, registry=None, run_id: int | None = None, accelerator=None) -> None:
-        from tritongym.core.model_loading import load_model, load_tokenizer
+        from tritongym.core.learn.model_loading import load_model, load_tokenizer
 
         self.parts = parts
         self.config: RunConfig = parts.config
@@ -342,7 +342,7 @@ def _row_key(row: TurnRow) -> tuple[int, int, int]:
 
 def _select(signal, rows: torch.Tensor):
     """The learning signal of some rows (by index)."""
-    from tritongym.core.learning import LearningSignal
+    from tritongym.core.learn.learning import LearningSignal
 
     return LearningSignal(
         advantages=signal.advantages[rows],

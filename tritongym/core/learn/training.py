@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.registry import Registry
-from tritongym.core.run_config import RunConfig
 
 SEED_STRIDE = 1_000_003
 """Process r samples under seed + r × SEED_STRIDE, so processes never draw the same responses."""
@@ -46,9 +46,9 @@ def train(
 ) -> TrainSummary:
     from accelerate.utils import broadcast_object_list
 
-    from tritongym.core.accelerated import make_accelerator
-    from tritongym.core.run_setup import prepare_run
-    from tritongym.core.trainer import Trainer
+    from tritongym.core.learn.accelerated import make_accelerator
+    from tritongym.core.learn.run_setup import prepare_run
+    from tritongym.core.learn.trainer import Trainer
 
     started = time.perf_counter()
     parts = prepare_run(config, registry=registry, extra_plugins=extra_plugins, training=True)
@@ -74,7 +74,7 @@ def train(
         model_dir = trainer.save_model() if results else None
         plot = None
         if accelerator.is_main_process and trainer.metrics_path.exists():
-            from tritongym.core.metrics_report import plot_metrics, read_metrics
+            from tritongym.core.reports.metrics_report import plot_metrics, read_metrics
 
             plot = str(
                 plot_metrics(

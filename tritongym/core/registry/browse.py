@@ -14,7 +14,7 @@ every table and view browsable, and three canned queries on the database page:
 - `problem_history`: every evaluation of one problem (parameter `:problem`, the problem name), newest
   first, with the names of its failed checks.
 
-The queries are plain SQL on the schema of `core/migrations.py` and run the same through `sqlite3`.
+The queries are plain SQL on the schema of `core/registry/migrations.py` and run the same through `sqlite3`.
 """
 
 from __future__ import annotations

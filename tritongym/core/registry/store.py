@@ -19,8 +19,8 @@ from pathlib import Path
 import sqlite_utils
 
 from tritongym.core.errors import RegistryError, TritonGymError
-from tritongym.core.migrations import damage, migrate
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
+from tritongym.core.registry.migrations import damage, migrate
 
 DEFAULT_REGISTRY = "registry.db"
 

@@ -1,6 +1,6 @@
 """Read, tabulate and plot a training run's OUTPUT_DIR/metrics.jsonl.
 
-The trainer (`tritongym.core.trainer`) appends one JSON object per step: `step`, `reward` and
+The trainer (`tritongym.core.learn.trainer`) appends one JSON object per step: `step`, `reward` and
 `reward/<component>`, verdict rates per turn (`turn<N>/correct|hacked|no_code|fast@1|fast@1.2`), `pr`, the
 learning signal's metrics (every sample filter under its config label, e.g. `mrs/rejected`,
 `mrs/band_rejected`, `mrs/kl_k3`, `prs/rejected`, `prs/rejected_correct`; `kept_rows`, the estimator's own

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import BaseModel, Field
 
 from tritongym.core.errors import ConfigError
-from tritongym.core.fast_p import FastPTable, SampleTurn, fast_p_table, p_key
+from tritongym.core.reports.fast_p import FastPTable, SampleTurn, fast_p_table, p_key
 
 if TYPE_CHECKING:
     from tritongym.core.registry import Registry
@@ -291,7 +291,7 @@ def plot_report(report: RunReport, png_path: str | Path) -> PlotFiles:
 
     metrics = None
     if report.training and report.metrics_file and Path(report.metrics_file).exists():
-        from tritongym.core.metrics_report import plot_metrics, read_metrics
+        from tritongym.core.reports.metrics_report import plot_metrics, read_metrics
 
         try:
             metrics = plot_metrics(

@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from tritongym.core.interaction import Interaction, Turn
+from tritongym.core.learn.interaction import Interaction, Turn
+from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.models import EvaluationResult, Problem
 from tritongym.core.registry import Registry
-from tritongym.core.run_config import RunConfig
 
 TTS_CONTEXT = "top-w"
 """The context mode of a test-time run whose config does not choose one."""
@@ -69,8 +69,8 @@ def run_tts(
     extra_plugins: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> TTSSummary:
-    from tritongym.core.rollouts import RolloutRunner, RolloutTally
-    from tritongym.core.run_setup import prepare_run
+    from tritongym.core.learn.rollouts import RolloutRunner, RolloutTally
+    from tritongym.core.learn.run_setup import prepare_run
 
     started = time.perf_counter()
     if "context" not in config.interaction:

@@ -8,10 +8,10 @@ runtimes: speedup and PR stay empty.
 from __future__ import annotations
 
 from tritongym import hookimpl
+from tritongym.core.eval.sandbox import run_in_sandbox
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Evidence
-from tritongym.core.sandbox import SandboxLimits, run_in_sandbox
-from tritongym.core.worker_task import WorkerTask
+from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 
 class TritonCPUBackend(Backend):

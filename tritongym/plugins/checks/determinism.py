@@ -1,6 +1,6 @@
 """`determinism`: two calls on the same inputs agree (within the output dtype's tolerance).
 
-The `repeat` probe of `core/probes.py` repeats the `refresh` call on identical inputs.  Honest kernels
+The `repeat` probe of `core/eval/worker/probes.py` repeats the `refresh` call on identical inputs.  Honest kernels
 agree with themselves up to rounding (atomics may reorder a sum); kernels that race, or that read memory
 they never wrote, do not.
 """

@@ -20,7 +20,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import Finding, SourceScan, finding, literal_getattr, scan, verdict
+from tritongym.core.eval.ast_scan import Finding, SourceScan, finding, literal_getattr, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 

@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterator
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import Finding, SourceScan, finding, scan, verdict
+from tritongym.core.eval.ast_scan import Finding, SourceScan, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 

@@ -23,7 +23,7 @@ import ast
 import functools
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan, verdict
+from tritongym.core.eval.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 

@@ -15,7 +15,7 @@ import ast
 import re
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import Finding, finding, scan, verdict
+from tritongym.core.eval.ast_scan import Finding, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import jit_functions
+from tritongym.core.eval.ast_scan import jit_functions
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 

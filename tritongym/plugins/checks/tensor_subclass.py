@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import Finding, SourceScan, finding, scan, verdict
+from tritongym.core.eval.ast_scan import Finding, SourceScan, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 

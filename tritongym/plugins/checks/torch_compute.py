@@ -1,9 +1,9 @@
 """`torch_compute`: at run time, torch did none of the reference's work inside the candidate's forward.
 
 The runtime counterpart of the source policy `torch_ops`.  The worker traces the ATen ops each trial's
-forward ran (`core/op_trace.py`; ops inside Triton's launch and autotune code are not counted) and the
+forward ran (`core/eval/worker/op_trace.py`; ops inside Triton's launch and autotune code are not counted) and the
 reference's forward likewise.  An op counts when it falls in a family of the reference's ops
-(`core/op_families.py`: `mm` for a matmul problem, `gt` or `clamp` for a relu, `amax` for a softmax):
+(`core/eval/op_families.py`: `mm` for a matmul problem, `gt` or `clamp` for a relu, `amax` for a softmax):
 torch computing the answer, then a Triton kernel copying it into the output, passes the ghost replay
 (the copy is the candidate's kernel) and every correctness test, but not this check.  Allocation, views,
 copies and casts are never compute.
@@ -19,9 +19,9 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
+from tritongym.core.eval.op_families import aten_op, families_of
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
-from tritongym.core.op_families import aten_op, families_of
 
 
 class TorchComputeOptions(BaseModel):

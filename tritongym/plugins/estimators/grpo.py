@@ -8,7 +8,6 @@ Population std (as verl and TRL compute it for the group) unless `unbiased_std`.
 
 from __future__ import annotations
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
@@ -34,6 +33,8 @@ class GRPO(AdvantageEstimator):
     Options = GRPOOptions
 
     def estimate(self, batch: TurnBatch) -> Advantages:
+        import torch
+
         returns = row_returns(batch, self.options.returns, self.options.gamma)
         advantages = torch.zeros_like(returns)
         groups = group_rows(batch, self.options.group_by)

@@ -9,14 +9,16 @@ such groups entirely (all their rows), judged on last-turn rewards with std < 1e
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import SampleFilter
 from tritongym.core.turn_batch import FilterDecision, TurnBatch
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 
 class LowVarianceGroupOptions(BaseModel):
@@ -51,6 +53,8 @@ class LowVarianceGroup(SampleFilter):
     level = "group"
 
     def decide(self, batch: TurnBatch, rng: torch.Generator) -> FilterDecision:
+        import torch
+
         opts = self.options
         keep = torch.ones_like(batch.valid)
         groups = batch.index_groups([batch.group])

@@ -11,13 +11,16 @@ reward, are untouched.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import SampleFilter
 from tritongym.core.turn_batch import FilterDecision, TurnBatch
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 
 class MeaningfulTurnOptions(BaseModel):
@@ -48,6 +51,8 @@ class MeaningfulTurn(SampleFilter):
     level = "turn"
 
     def decide(self, batch: TurnBatch, rng: torch.Generator) -> FilterDecision:
+        import torch
+
         threshold = self.options.threshold
         keep = torch.ones_like(batch.valid)
         for rows in batch.index_groups([batch.trajectory]):

@@ -13,14 +13,16 @@ of valid rows) are ever read, so padding and tool or feedback tokens may hold an
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import SampleFilter
 from tritongym.core.turn_batch import FilterDecision, TurnBatch, fraction
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 
 class MRSOptions(BaseModel):
@@ -96,6 +98,8 @@ class MRS(SampleFilter):
     level = "turn"
 
     def decide(self, batch: TurnBatch, rng: torch.Generator) -> FilterDecision:
+        import torch
+
         opts = self.options
         if batch.train_logprobs is None:
             raise ValueError(

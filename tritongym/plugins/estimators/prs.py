@@ -10,13 +10,16 @@ reinforcing laziness, while incorrect turns (whose negative signal is wanted) ar
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import SampleFilter
 from tritongym.core.turn_batch import FilterDecision, TurnBatch, fraction
+
+if TYPE_CHECKING:  # torch is imported where it is used: loading the plugin stays cheap
+    import torch
 
 
 class PRSOptions(BaseModel):
@@ -58,6 +61,8 @@ class PRS(SampleFilter):
     level = "turn"
 
     def decide(self, batch: TurnBatch, rng: torch.Generator) -> FilterDecision:
+        import torch
+
         opts = self.options
         judged = batch.valid & batch.correct & ~batch.hacked
         pr = batch.pr.to(torch.float64)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
@@ -32,6 +31,8 @@ class Reinforce(AdvantageEstimator):
     Options = ReinforceOptions
 
     def estimate(self, batch: TurnBatch) -> Advantages:
+        import torch
+
         returns = row_returns(batch, self.options.returns, self.options.gamma)
         members = batch.baseline & batch.valid
         baseline = returns[members].mean() if self.options.baseline == "batch-mean" and members.any() else 0.0

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
@@ -38,6 +37,8 @@ class RLOO(AdvantageEstimator):
     Options = RLOOOptions
 
     def estimate(self, batch: TurnBatch) -> Advantages:
+        import torch
+
         returns = row_returns(batch, self.options.returns, self.options.gamma)
         advantages = torch.zeros_like(returns)
         groups = group_rows(batch, self.options.group_by)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
@@ -42,6 +41,8 @@ class TRLOO(AdvantageEstimator):
     Options = TRLOOOptions
 
     def estimate(self, batch: TurnBatch) -> Advantages:
+        import torch
+
         returns = batch.returns(self.options.gamma)
         advantages = torch.zeros_like(returns)
         groups = group_rows(batch, "prompt-turn")

@@ -31,15 +31,6 @@ from tritongym.core.worker_task import WorkerTask
 CANDIDATE_MODULE = "tritongym_candidate"
 
 
-def plain_output(value):
-    """A tensor output as sent to the judge; anything else only by the name of its type."""
-    import torch
-
-    if type(value) is torch.Tensor:
-        return value.detach()
-    return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
-
-
 def run_candidate(
     task: WorkerTask,
     workdir: str,
@@ -58,10 +49,11 @@ def run_candidate(
     run after the trials."""
     import torch
 
-    from tritongym.core import probes, trusted
-    from tritongym.core.compare import flatten_outputs
-    from tritongym.core.op_trace import traced_call
-    from tritongym.core.worker import StageError, clone_all, error_info, load_module, same_value
+    from tritongym.core.eval.worker import probes, trusted
+    from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.op_trace import traced_call
+    from tritongym.core.eval.worker.stages import StageError, error_info, load_module
+    from tritongym.core.eval.worker.tensors import clone_all, plain_output, same_value
 
     path = os.path.join(workdir, "candidate.py")
     report: dict = {
@@ -199,7 +191,7 @@ def fork_candidate(
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import torch
 
-    from tritongym.core.sandbox import exit_text
+    from tritongym.core.eval.worker.stages import exit_text
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()

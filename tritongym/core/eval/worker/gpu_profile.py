@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import torch
 
-from tritongym.core import trusted
+from tritongym.core.eval.worker import trusted
 from tritongym.core.models import ProfileEntry
 
 _DEVICE_TYPES = {"CUDA", "PrivateUse1"}

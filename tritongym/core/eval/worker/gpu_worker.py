@@ -1,4 +1,4 @@
-"""The warm GPU worker: `python -m tritongym.core.gpu_worker LOGFILE DEVICE`, frames on stdin/stdout.
+"""The warm GPU worker: `python -m tritongym.core.eval.worker.gpu_worker LOGFILE DEVICE`, frames on stdin/stdout.
 
 Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES` names its GPU): it
 imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
@@ -31,23 +31,19 @@ import os
 import sys
 import time
 
-from tritongym.core import frames, trusted
-from tritongym.core.launches import tf32_kernels
-from tritongym.core.models import Evidence, TimingReport
-from tritongym.core.probes import compare_probes, environment_changes, reference_probe_outputs
-from tritongym.core.worker import (
-    StageError,
-    apply_limits,
+from tritongym.core.eval.worker import frames, trusted
+from tritongym.core.eval.worker.launches import tf32_kernels
+from tritongym.core.eval.worker.probes import compare_probes, environment_changes, reference_probe_outputs
+from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded
+from tritongym.core.eval.worker.task_runner import (
     build_reference,
-    clone_all,
     configure_precision,
-    error_info,
-    failures_recorded,
     ghost_seed,
     load_reference,
     make_inputs,
-    same_value,
 )
+from tritongym.core.eval.worker.tensors import clone_all, same_value
+from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()  # close enough to the process start: how long a warm-up took
@@ -167,7 +163,7 @@ def judge_outputs(outs: list, refs: list, positions: list, tolerances) -> list[d
     """Each output compared with the reference's, plus its values at the secret positions."""
     import torch
 
-    from tritongym.core.compare import compare_output
+    from tritongym.core.eval.worker.compare import compare_output
 
     judged = []
     for i, (out, ref) in enumerate(zip(outs, refs)):
@@ -213,8 +209,8 @@ class GPUWorker:
     def __init__(self, channel: Channel, device_name: str) -> None:
         import torch
 
+        from tritongym.core.eval.worker.launches import LaunchRecorder
         from tritongym.core.fingerprint import local_fingerprint
-        from tritongym.core.launches import LaunchRecorder
 
         self.channel = channel
         self.device = torch.device(device_name)
@@ -224,8 +220,8 @@ class GPUWorker:
         self.timer = None
         if self.cuda:
             release_gpu_while_compiling(channel)
-            from tritongym.core.gpu_profile import warm_profiler
-            from tritongym.core.timing import Timer
+            from tritongym.core.eval.worker.gpu_profile import warm_profiler
+            from tritongym.core.eval.worker.timing import Timer
 
             # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
             # they never overlap another worker's timing
@@ -259,7 +255,7 @@ class GPUWorker:
         self.channel.unlock_compiles = task.timing.unlock_compiles
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
-                from tritongym.core.worker import run_screen
+                from tritongym.core.eval.worker.task_runner import run_screen
 
                 configure_precision(task)
                 run_screen(task, taskdir, evidence)
@@ -281,9 +277,9 @@ class GPUWorker:
             evidence.phases[name] = round(now - clock[0], 4)
             clock[0] = now
 
-        from tritongym.core.candidate_runner import run_candidate
-        from tritongym.core.compare import flatten_outputs
-        from tritongym.core.op_trace import traced_call
+        from tritongym.core.eval.worker.candidate_runner import run_candidate
+        from tritongym.core.eval.worker.compare import flatten_outputs
+        from tritongym.core.eval.worker.op_trace import traced_call
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
@@ -324,7 +320,7 @@ class GPUWorker:
             params = [p for p in ref_model.parameters()] + [b for b in ref_model.buffers()]
             timing.bytes_moved = tensor_bytes(trial_inputs[0]) + tensor_bytes(params) + tensor_bytes(ref_outputs[0])
             with self.channel.gpu():
-                from tritongym.core.timing import measure_copy_bandwidth
+                from tritongym.core.eval.worker.timing import measure_copy_bandwidth
 
                 timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
                 rep = task.timing.check_ms if task.cached_reference else None
@@ -391,7 +387,7 @@ class GPUWorker:
                 )
                 pr, profile = None, []
                 if task.timing.profile_calls:
-                    from tritongym.core.gpu_profile import profile_forward
+                    from tritongym.core.eval.worker.gpu_profile import profile_forward
 
                     lap("time_reference_again")
                     pr, profile = profile_forward(
@@ -424,7 +420,7 @@ class GPUWorker:
     def _time_compiled_reference(self, task, ref_model, trial_inputs, ref_outputs, timing, lap) -> None:
         """Compile the reference (shared hold: Triton's compiles give it back), check it against eager and
         time it (exclusive hold), all before the candidate is imported; a failure is a note, not an error."""
-        from tritongym.core.compiled_reference import CompiledReferenceUnavailable, compile_reference
+        from tritongym.core.eval.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 
         try:
             with self.channel.gpu(exclusive=False):

@@ -42,8 +42,8 @@ def reference_probe_outputs(ref_model, trial_inputs: list[list], ghost_inputs: l
     reference is an ordinary trial's)."""
     import torch
 
-    from tritongym.core.compare import flatten_outputs
-    from tritongym.core.worker import clone_all
+    from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.tensors import clone_all
 
     def detached(value) -> list:
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in flatten_outputs(value)]
@@ -72,9 +72,8 @@ def run_probes(model, recorder, trial_inputs: list[list], last_buffers: list | N
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare."""
     import torch
 
-    from tritongym.core.candidate_runner import plain_output
-    from tritongym.core.compare import flatten_outputs
-    from tritongym.core.worker import clone_all
+    from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.tensors import clone_all, plain_output
 
     was_training = model.training
     records: list[dict] = []
@@ -137,7 +136,7 @@ def _refill(buffers: list, values: list) -> bool:
 
 def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances) -> list:
     """`ProbeCall`s: each probe's outputs compared with its reference (`repeat`: with `refresh`'s outputs)."""
-    from tritongym.core.compare import compare_output
+    from tritongym.core.eval.worker.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
 
     calls = []

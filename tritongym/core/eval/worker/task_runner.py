@@ -1,4 +1,4 @@
-"""The sandboxed worker: `python -m tritongym.core.worker LOGFILE`, task JSON on stdin.
+"""The sandboxed worker: `python -m tritongym.core.eval.worker LOGFILE`, task JSON on stdin.
 
 Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdicts:
 
@@ -20,88 +20,17 @@ seed's inputs, the identity) so degenerate problems are found.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import os
 import sys
-import traceback
 from types import ModuleType
 
+from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded, load_module
+from tritongym.core.eval.worker.tensors import clone_all, same_value, to_device
 from tritongym.core.models import ErrorInfo, Evidence, LaunchRecord, TrialEvidence
 from tritongym.core.worker_task import WorkerTask
 
 REFERENCE_MODULE = "tritongym_reference"
 _OTHER_SEED_OFFSET = 7919
-_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-class StageError(Exception):
-    def __init__(self, stage: str, info: ErrorInfo) -> None:
-        super().__init__(info.message)
-        self.stage, self.info = stage, info
-
-
-def apply_limits(task: WorkerTask) -> None:
-    import resource
-    import signal
-
-    def cap(which: int, value: int) -> None:
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(which, (value, value))
-
-    cap(resource.RLIMIT_CORE, 0)
-    cap(resource.RLIMIT_FSIZE, task.file_mb << 20)
-    if task.cpu_s:
-        cap(resource.RLIMIT_CPU, task.cpu_s)
-    if task.memory_mb:
-        cap(resource.RLIMIT_AS, task.memory_mb << 20)
-    # an over-long write fails with EFBIG instead of killing the worker without a result
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-
-def error_info(exc: BaseException, filename: str | None = None) -> ErrorInfo:
-    """The exception as a model should see it: type, message, the traceback from the candidate's frames."""
-    line = None
-    if isinstance(exc, SyntaxError) and (filename is None or exc.filename == filename):
-        line = exc.lineno
-    tb_entries = traceback.extract_tb(exc.__traceback__)
-    if filename is not None:
-        own = [i for i, fr in enumerate(tb_entries) if fr.filename == filename]
-        if own:
-            line = line or tb_entries[own[-1]].lineno
-            tb_entries = tb_entries[own[0] :]
-    # our own harness frames (launch recording) mean nothing to whoever fixes the kernel
-    tb_entries = [fr for fr in tb_entries if not fr.filename.startswith(_HARNESS_DIR)]
-    text = "".join(traceback.format_list(tb_entries)) + "".join(traceback.format_exception_only(type(exc), exc))
-    message = str(exc).strip() or type(exc).__name__
-    return ErrorInfo(kind=type(exc).__name__, message=message[:2000], traceback=text[-6000:], line=line)
-
-
-@contextlib.contextmanager
-def failures_recorded(evidence: Evidence):
-    """Whatever the stage raises (a candidate can raise SystemExit or anything else) becomes the evidence's
-    error; the worker always goes on to report."""
-    try:
-        yield
-    except StageError as exc:
-        evidence.stage, evidence.error = exc.stage, exc.info
-    except MemoryError as exc:
-        evidence.error = ErrorInfo(kind="MemoryLimit", message=f"memory limit exceeded: {exc}")
-    except BaseException as exc:  # noqa: BLE001
-        evidence.error = error_info(exc)
-
-
-def load_module(name: str, path: str, source: str) -> ModuleType:
-    with open(path, "w") as f:
-        f.write(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None  # a .py path always has a loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_reference(task: WorkerTask, workdir: str) -> ModuleType:
@@ -115,34 +44,6 @@ def load_reference(task: WorkerTask, workdir: str) -> ModuleType:
     except Exception as exc:
         raise StageError("problem", error_info(exc, path)) from None
     return module
-
-
-def to_device(value, device):
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    return value
-
-
-def clone_all(values):
-    import torch
-
-    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def same_value(a, b) -> bool:
-    import torch
-
-    if isinstance(b, torch.Tensor):
-        if type(a) is not torch.Tensor or a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        return bool(torch.equal(a, b)) or (
-            b.is_floating_point()
-            and bool(torch.equal(a.isnan(), b.isnan()))
-            and bool(torch.equal(a.nan_to_num(), b.nan_to_num()))
-        )
-    return True
 
 
 def make_inputs(reference: ModuleType, seed: int, device):
@@ -178,11 +79,11 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     has exited, in this process, which the candidate never touched."""
     import torch
 
-    from tritongym.core.candidate_runner import fork_candidate
-    from tritongym.core.compare import compare_output, flatten_outputs
-    from tritongym.core.launches import LaunchRecorder
-    from tritongym.core.op_trace import traced_call
-    from tritongym.core.probes import compare_probes, reference_probe_outputs
+    from tritongym.core.eval.worker.candidate_runner import fork_candidate
+    from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.eval.worker.launches import LaunchRecorder
+    from tritongym.core.eval.worker.op_trace import traced_call
+    from tritongym.core.eval.worker.probes import compare_probes, reference_probe_outputs
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -246,7 +147,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
     """Negative controls: each must fail the comparison, or the problem is degenerate."""
     import torch
 
-    from tritongym.core.compare import compare_output, flatten_outputs
+    from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
 
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
@@ -323,7 +224,3 @@ def main() -> None:
     while view:
         view = view[os.write(result_fd, view) :]
     os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

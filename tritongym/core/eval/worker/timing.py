@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from tritongym.core import trusted
+from tritongym.core.eval.worker import trusted
 from tritongym.core.models import TimingStats
 from tritongym.core.worker_task import TimingOptions
 

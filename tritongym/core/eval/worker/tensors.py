@@ -1,0 +1,44 @@
+"""Tensor helpers of the worker: moving, cloning and comparing values bit for bit, and what an output is sent as.
+
+Imported by the task runner, the candidate's child, the probes and the compiled reference; torch is imported
+inside each function so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+
+def to_device(value, device):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    return value
+
+
+def clone_all(values):
+    import torch
+
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def same_value(a, b) -> bool:
+    import torch
+
+    if isinstance(b, torch.Tensor):
+        if type(a) is not torch.Tensor or a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(torch.equal(a, b)) or (
+            b.is_floating_point()
+            and bool(torch.equal(a.isnan(), b.isnan()))
+            and bool(torch.equal(a.nan_to_num(), b.nan_to_num()))
+        )
+    return True
+
+
+def plain_output(value):
+    """A tensor output as sent to the judge; anything else only by the name of its type."""
+    import torch
+
+    if type(value) is torch.Tensor:
+        return value.detach()
+    return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
