@@ -172,6 +172,42 @@ class LaunchRecord(_Model):
     compiled: str = ""
 
 
+class AutotuneChoice(_Model):
+    """The config `@triton.autotune` settled on for one of the candidate's kernels, once per tuning key.
+
+    Recorded inside the worker (`core/eval/worker/autotune.py`) on every backend, so a verdict says which
+    variant of the kernel it judged and timed.  `how` says how the choice was made: `benchmarked` (Triton
+    timed each of `configs` candidates, `autotune_s` is its `bench_time`, spent before and outside the
+    timing), `first` (triton-cpu: the interpreter cannot time, so the first config left after the
+    kernel's own `prune_configs_by` runs; nothing else was checked), `only` (one config left after
+    pruning: nothing to choose) or `cached` (Triton's on-disk autotune cache answered; nothing timed here).
+    """
+
+    kernel: str
+    config: dict[str, bool | int | float | str | None] = Field(
+        default_factory=dict,
+        description="the config's kwargs (e.g. BLOCK_M), then num_warps and num_stages, num_ctas and maxnreg when set",
+    )
+    configs: int = Field(default=1, description="how many configs it chose among (after prune_configs_by)")
+    declared: int = Field(default=1, description="how many configs @triton.autotune declared")
+    how: Literal["benchmarked", "first", "only", "cached"] = "benchmarked"
+    autotune_s: float | None = Field(default=None, description="Triton's bench_time; None when nothing was timed")
+    when: str = Field(default="", description="the call that tuned it: 'trial 0', 'probe ...', 'timing'; '' = other")
+
+    def describe(self) -> str:
+        """One line, e.g. `kernel matmul_kernel picked BLOCK_M=128, num_warps=8, num_stages=3 of 6 configs (1.9 s)`."""
+        picked = ", ".join(f"{k}={v}" for k, v in self.config.items()) or "its default config"
+        how = {
+            "benchmarked": f"{self.autotune_s:.2g} s" if self.autotune_s is not None else "benchmarked",
+            "first": "the first after pruning: the interpreter cannot time the others",
+            "only": "the only one left after pruning" if self.declared > 1 else "its only config",
+            "cached": "from Triton's autotune cache, not timed here",
+        }[self.how]
+        where = f", tuned during {self.when}" if self.when and not self.when.startswith("trial") else ""
+        plural = "config" if self.configs == 1 else "configs"
+        return f"kernel {self.kernel} picked {picked} of {self.configs} {plural} ({how}{where})"
+
+
 class TimingStats(_Model):
     """One timed callable: the median of `samples` measurements and their spread.
 
@@ -272,6 +308,7 @@ class Evidence(_Model):
     torch_ops: dict[str, int] = Field(default_factory=dict)  # ATen ops the candidate's trials ran (op_trace.py)
     reference_torch_ops: dict[str, int] = Field(default_factory=dict)  # ...and the reference's forward
     tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
+    autotune: list[AutotuneChoice] = Field(default_factory=list)  # the config each autotuned own kernel ran with
     fingerprint: Fingerprint | None = None
     stdout_tail: str = ""
     worker_s: float | None = None
@@ -309,6 +346,9 @@ class EvaluationResult(_Model):
     rel_norm_err: float | None = None
     trials: int = 0
     launches: list[LaunchRecord] = Field(default_factory=list)
+    autotune: list[AutotuneChoice] = Field(
+        default_factory=list, description="the config the autotuner picked, per autotuned kernel of the candidate"
+    )
     timing: TimingReport | None = None
     profile: list[ProfileEntry] = Field(default_factory=list)
     cached: bool = False

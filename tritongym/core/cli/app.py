@@ -109,6 +109,8 @@ def _print_result(result: EvaluationResult) -> None:
                 else ""
             )
         )
+    for choice in result.autotune:
+        out.print(f"autotune: {choice.describe()}", highlight=False, markup=False)
     out.print(f"reward {result.reward.describe()}", highlight=False, markup=False)
     if result.error and result.error.traceback and result.status != Status.timeout:
         err.print(result.error.traceback.rstrip(), highlight=False, markup=False)

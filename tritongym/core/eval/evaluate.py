@@ -187,6 +187,8 @@ class Evaluator:
             hit = self.registry.lookup(
                 problem.key, candidate.kernel_id, self.backend_name, self.device_class, self.protocol
             )
+            if hit is not None and _autotuner_lacked_a_driver(hit, candidate):
+                hit = None  # judged before triton-cpu could run autotuned kernels: judge it now
             if hit is not None:
                 compiled = self._known_compile_speedup(hit, problem)
                 reward = self._score(hit)
@@ -314,6 +316,7 @@ class Evaluator:
             "trials": len(evidence.trials),
             "checks": static,
             "launches": _merge_launches(evidence),
+            "autotune": evidence.autotune,
         }
         failure = status_of_failure(evidence)
         if failure is not None:
@@ -504,6 +507,22 @@ class Evaluator:
         if self.registry is not None:
             result.evaluation_id = self.registry.store(result, problem, candidate, precision=self.config.precision)
         return result
+
+
+def _autotuner_lacked_a_driver(hit: EvaluationResult, candidate: Candidate) -> bool:
+    """A stored verdict from before the interpreter's autotune policy (`core/eval/worker/autotune.py`):
+    Triton's autotuner asked for a GPU driver the interpreter does not have ("0 active drivers") and every
+    `@triton.autotune` kernel failed on triton-cpu, which says nothing about the kernel.  Such a verdict is
+    judged again (and its row replaced) rather than answered from the registry.  A verdict reached under
+    the policy records the autotuner's choice, so a kernel that fails that way still is not re-run."""
+    error = hit.error
+    return (
+        hit.device == "cpu"
+        and error is not None
+        and "active drivers" in error.message
+        and not hit.autotune
+        and "autotune" in candidate.source
+    )
 
 
 def _merge_launches(evidence: Evidence) -> list[LaunchRecord]:

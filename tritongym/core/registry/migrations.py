@@ -320,3 +320,12 @@ def m010_compile_reference(db: sqlite_utils.Database) -> None:
         """
     )
     db.execute("DROP TABLE reference_timings_m009")
+
+
+@migration
+def m011_autotune_choices(db: sqlite_utils.Database) -> None:
+    # The config each autotuned kernel of the candidate ran with (issue 17): a JSON list of AutotuneChoice
+    # ({kernel, config, configs, declared, how, autotune_s, when}), `[]` when the candidate autotunes
+    # nothing. Rows stored before this migration keep NULL: not recorded, never guessed (the stored result
+    # JSON has no such field either).
+    db["evaluations"].add_column("autotune", str)

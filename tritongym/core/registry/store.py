@@ -229,6 +229,7 @@ class Registry:
                 "created_at": now,
                 "result": result.model_dump_json(exclude={"cached", "evaluation_id"}),
                 "timing_samples": samples,
+                "autotune": json.dumps([c.model_dump() for c in result.autotune]),
             }
             if precision is not None:  # a refresh that cannot tell keeps what the row knew
                 row["precision"] = precision

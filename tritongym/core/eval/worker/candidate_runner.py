@@ -2,13 +2,13 @@
 
 The child holds no way to report a verdict: the result pipe and the task nonce belong to the trusted
 worker, whose descriptors the child closes first thing.  All it can do is send back, on its own pipe, what
-its `ModelNew` returned for each trial's inputs (plus its inputs afterwards and the Triton launches it
-made); the trusted worker compares those with reference outputs it computed *before* the fork.  A
-candidate that reaches into its own process (frames, globals) can at most lie about itself, never about
-the comparison.  It can, however, *read* what the fork copied: the reference model and the reference
-outputs are objects in this process too.  Only the static `forbidden` check (no frames, `gc` or `sys`)
-stands in the way of that today; forking before the reference outputs exist, and binding weights from a
-copy of the state dict rather than the model, would close it.
+its `ModelNew` returned for each trial's inputs (plus its inputs afterwards, the Triton launches it made
+and the configs its autotuned kernels picked); the trusted worker compares those with reference outputs
+it computed *before* the fork.  A candidate that reaches into its own process (frames, globals) can at
+most lie about itself, never about the comparison.  It can, however, *read* what the fork copied: the
+reference model and the reference outputs are objects in this process too.  Only the static `forbidden`
+check (no frames, `gc` or `sys`) stands in the way of that today; forking before the reference outputs
+exist, and binding weights from a copy of the state dict rather than the model, would close it.
 
 The report is a dict of plain values and tensors, read back with `torch.load(weights_only=True)`, so it
 cannot smuggle code into the trusted worker either.  Because the two are separate processes, the
@@ -157,6 +157,7 @@ def run_candidate(
         report["error"] = error_info(exc, path).model_dump()
     finally:
         recorder.caller_stream = None
+        report["autotune"] = recorder.autotune.dump()  # also for a failed run: the config it failed with
     return report
 
 

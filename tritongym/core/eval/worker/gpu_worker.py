@@ -39,6 +39,7 @@ from tritongym.core.eval.worker.task_runner import (
     build_reference,
     configure_precision,
     ghost_seed,
+    install_autotune_policy,
     load_reference,
     make_inputs,
 )
@@ -217,6 +218,7 @@ class GPUWorker:
         self.cuda = self.device.type == "cuda"
         self.recorder = LaunchRecorder("")
         self.recorder.install()
+        install_autotune_policy()  # a no-op on a GPU; the pool's CPU workers run Triton's interpreter
         self.timer = None
         if self.cuda:
             release_gpu_while_compiling(channel)
@@ -251,6 +253,7 @@ class GPUWorker:
         self.recorder.candidate_file = os.path.join(taskdir, "candidate.py")
         self.recorder.own_compiled.clear()
         self.recorder.own_kernels.clear()
+        self.recorder.autotune.clear()
         self.channel.compile_s = 0.0
         self.channel.unlock_compiles = task.timing.unlock_compiles
         with failures_recorded(evidence):
@@ -261,6 +264,7 @@ class GPUWorker:
                 run_screen(task, taskdir, evidence)
             else:
                 self._run(task, taskdir, evidence)
+        evidence.autotune = list(self.recorder.autotune.choices)  # also for a failed run: what it ran with
         if self.channel.compile_s:
             evidence.phases["compile_unlocked"] = round(self.channel.compile_s, 4)
         self.channel.send("DONE", evidence.model_dump_json().encode())
@@ -340,6 +344,7 @@ class GPUWorker:
                 task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep, ghost_inputs
             )
             probe_records = report.pop("probes")
+            report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))
             evidence.side_work = list(report.pop("side_work"))
             evidence.torch_ops = {str(k): int(v) for k, v in report.pop("torch_ops").items()}
@@ -377,6 +382,10 @@ class GPUWorker:
             return model(*xs)
 
         evidence.stage = "run"
+        # The autotuner benchmarked on the candidate's first call: the first correctness trial above, on the
+        # same inputs (same tuning key) and before TIME, so none of its benchmarking is in a timed sample.
+        # A kernel that tunes again here (a key the trials did not produce) is labelled and noted.
+        tuned = len(self.recorder.autotune.choices)
         try:
             with self.channel.gpu():
                 lap("wait_gpu")
@@ -402,6 +411,15 @@ class GPUWorker:
                 evidence.stage = "done"
                 return
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
+        finally:
+            for choice in self.recorder.autotune.choices[tuned:]:
+                choice.when = "timing"
+        during = self.recorder.autotune.choices[tuned:]
+        if during:
+            timing.notes.append(
+                "autotuning ran during timing (" + "; ".join(c.describe() for c in during) + "): in the "
+                "warm-up calls before any sample, on a tuning key the correctness trials did not produce"
+            )
         timing.candidate = cand_stats
         _note_environment_changes(evidence, keep)  # a patch made (or undone) during timing is still a patch
         payload = {

@@ -15,6 +15,10 @@ of each call onto any other stream is preceded there by a spin kernel of `SIDE_S
 returns without waiting hands back outputs that are certainly not written yet, so the copies the worker
 takes the moment forward returns differ from the final outputs (the `side_work` check), however fast the
 side work would have been.
+
+`Autotuner.run` is wrapped too: its benchmarking is Triton's work (`inside_triton`), and the config each of
+the candidate's autotuned kernels settles on is kept in `autotune` (`autotune.py`, which also holds the
+interpreter's first-config policy).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from tritongym.core.eval.worker.autotune import AutotuneLog, base_function, phase_text, pruning
 from tritongym.core.models import LaunchRecord
 
 SIDE_STREAM_STALL_CYCLES = 100_000_000  # about 50 ms at the ~2 GHz SM clock of an H100 or H200
@@ -40,6 +45,8 @@ class LaunchRecorder:
         self._compiled: dict[tuple[Any, str], str] = {}
         self.own_compiled: set[str] = set()  # compiled names of the candidate's kernels, for the profiler
         self.own_kernels: dict[str, Any] = {}  # compiled name -> compiled kernel (its PTX shows its precision)
+        # the config each of the candidate's autotuned kernels picked (autotune.py)
+        self.autotune = AutotuneLog(self.is_own_tuner, lambda: phase_text(self.phase))
 
     def install(self) -> None:
         import triton.runtime.jit as jit
@@ -60,10 +67,14 @@ class LaunchRecorder:
             from triton.runtime.autotuner import Autotuner, Heuristics
         except ImportError:
             return
-        for cls in (Autotuner, Heuristics):  # their benchmarking and pre/post hooks run torch ops
-            original = cls.run
-            if getattr(original, "_tritongym_recorder", None) is None:
-                cls.run = self._inside(original)
+        original = Heuristics.run  # its hooks run torch ops: Triton's, not forward's
+        if getattr(original, "_tritongym_recorder", None) is None:
+            Heuristics.run = self._inside(original)
+        original = Autotuner.run  # benchmarking and pre/post hooks too; and the config it picks is recorded
+        if getattr(original, "_tritongym_recorder", None) is None:
+            Autotuner.run = self._tuning(original)
+            if callable(getattr(Autotuner, "prune_configs", None)):
+                Autotuner.prune_configs = pruning(Autotuner.prune_configs)
 
     def _inside(self, original):
         recorder = self
@@ -74,6 +85,23 @@ class LaunchRecorder:
                 return original(*args, **kwargs)
             finally:
                 recorder.inside_triton -= 1
+
+        run._tritongym_recorder = self  # type: ignore[attr-defined]
+        return run
+
+    def _tuning(self, original):
+        """`Autotuner.run`, counted as Triton's own work, with the config it picks for the candidate's
+        kernels recorded in `self.autotune` (autotune.py)."""
+        recorder = self
+
+        def run(tuner, *args, **kwargs):
+            snapshot = recorder.autotune.before(tuner)
+            recorder.inside_triton += 1
+            try:
+                return original(tuner, *args, **kwargs)
+            finally:
+                recorder.inside_triton -= 1
+                recorder.autotune.after(tuner, snapshot)
 
         run._tritongym_recorder = self  # type: ignore[attr-defined]
         return run
@@ -110,6 +138,11 @@ class LaunchRecorder:
 
     def is_own(self, kernel) -> bool:
         code = getattr(getattr(kernel, "fn", None), "__code__", None)
+        return code is not None and code.co_filename == self.candidate_file
+
+    def is_own_tuner(self, tuner) -> bool:
+        """Whether an Autotuner wraps (through Heuristics or not) a function defined in the candidate's file."""
+        code = getattr(base_function(tuner), "__code__", None)
         return code is not None and code.co_filename == self.candidate_file
 
     def _record(self, kernel, grid, compiled) -> None:

@@ -26,7 +26,7 @@ from types import ModuleType
 
 from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded, load_module
 from tritongym.core.eval.worker.tensors import clone_all, same_value, to_device
-from tritongym.core.models import ErrorInfo, Evidence, LaunchRecord, TrialEvidence
+from tritongym.core.models import AutotuneChoice, ErrorInfo, Evidence, LaunchRecord, TrialEvidence
 from tritongym.core.worker_task import WorkerTask
 
 REFERENCE_MODULE = "tritongym_reference"
@@ -91,6 +91,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         recorder.install()  # here, not in the child: a broken Triton install is not the candidate's fault
     except Exception as exc:
         raise StageError("setup", error_info(exc)) from None
+    install_autotune_policy()
     evidence.stage = "problem"
     reference = load_reference(task, workdir)
     ref_model, init_inputs = build_reference(task, reference, device)
@@ -117,6 +118,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
+    evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
     evidence.bound_weights, evidence.unbound_weights = list(report["bound"]), list(report["unbound"])
     for (seed, inputs, refs), sent in zip(trials, report["trials"]):
         outs = sent["outputs"]
@@ -179,6 +181,22 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
             )
     evidence.controls = {k: v for k, v in controls.items() if v}
     evidence.stage = "done"
+
+
+def install_autotune_policy() -> None:
+    """Under Triton's interpreter, autotuned kernels run their first config after pruning (autotune.py).
+
+    Installed before the candidate exists, in the trusted worker.  When Triton's internals differ from
+    what the policy knows it leaves Triton alone and says why in the worker's log (the candidate's
+    autotuned kernels then fail as they would without it)."""
+    from tritongym.core.eval.worker.autotune import install_interpreter_policy
+
+    try:
+        why = install_interpreter_policy()
+    except Exception as exc:  # noqa: BLE001 - never the worker's end: Triton stays as it is
+        why = f"{type(exc).__name__}: {exc}"
+    if why:
+        print(f"tritongym: the interpreter's autotune policy is not installed: {why}", file=sys.stderr, flush=True)
 
 
 def configure_precision(task: WorkerTask) -> None:

@@ -1,0 +1,32 @@
+"""ReLU with a config-dependent bug: the grid assumes blocks of 512, so the first config (BLOCK_SIZE=128)
+writes only a quarter of the output; the two others are right.  triton-cpu runs the first config, so this
+is `incorrect` there; a GPU autotuner may well pick a right one."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_SIZE": 128}, num_warps=2),
+        triton.Config({"BLOCK_SIZE": 512}, num_warps=4),
+        triton.Config({"BLOCK_SIZE": 1024}, num_warps=8),
+    ],
+    key=["n"],
+)
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.zeros_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 512),)](x, out, n)
+        return out
