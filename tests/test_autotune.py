@@ -8,6 +8,9 @@ real registry; the GPU test is skipped without CUDA (python -m pytest -m gpu tes
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -175,6 +178,95 @@ def test_the_pools_worker_records_the_choice(relu_problem):
     assert [(c.kernel, c.config, c.how, c.when) for c in evidence.autotune] == [
         ("relu_kernel", FIRST, "first", "trial 0")
     ]
+
+
+BENCHMARKED = """
+import json
+
+import torch
+import triton
+import triton.language as tl
+
+from tritongym.core.eval.worker.launches import LaunchRecorder
+
+recorder = LaunchRecorder(__file__)  # the kernels below are the "candidate's"
+recorder.install()  # no interpreter policy: Triton's own autotuning, as on a GPU
+calls = []
+
+
+def bench(kernel_call, quantiles=None, **kwargs):  # each config "faster" than the one before: the last wins
+    kernel_call()
+    calls.append(1)
+    return [10.0 - len(calls)] * len(quantiles)
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_SIZE": 128}, num_warps=2),
+        triton.Config({"BLOCK_SIZE": 512}, num_warps=4),
+        triton.Config({"BLOCK_SIZE": 1024}, num_warps=8, num_ctas=2, maxnreg=128),
+    ],
+    key=["n"],
+    do_bench=bench,
+)
+@triton.jit
+def tuned(x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 64}, num_warps=1)], key=[])
+@triton.jit
+def single(x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def launch(kernel, n):
+    x = torch.randn(n)
+    kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)](x, n)
+
+
+recorder.phase = ("trial", 0)
+launch(tuned, 300)
+launch(tuned, 300)  # the same key: Triton's cache answers, nothing new to record
+launch(single, 300)
+recorder.phase = None
+launch(tuned, 700)  # a new key: tuned again
+launch(single, 700)
+print(json.dumps(recorder.autotune.dump()))
+"""
+
+
+def test_a_benchmarked_choice_is_recorded_with_its_cost(tmp_path):
+    """Triton's own autotuning (what a GPU does), here through the interpreter with a kernel-supplied
+    benchmarker and no first-config policy: each new tuning key gives one choice, with Triton's bench_time."""
+    script = tmp_path / "benchmarked.py"
+    script.write_text(BENCHMARKED)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    choices = [AutotuneChoice.model_validate(c) for c in json.loads(done.stdout.strip().splitlines()[-1])]
+    last = {"BLOCK_SIZE": 1024, "num_warps": 8, "num_stages": 3, "num_ctas": 2, "maxnreg": 128}
+    assert [(c.kernel, c.config, c.configs, c.how, c.when) for c in choices] == [
+        ("tuned", last, 3, "benchmarked", "trial 0"),
+        ("single", {"BLOCK_SIZE": 64, "num_warps": 1, "num_stages": 3}, 1, "only", "trial 0"),
+        ("tuned", last, 3, "benchmarked", ""),
+    ]
+    assert all(c.autotune_s is not None and c.autotune_s > 0 for c in choices if c.how == "benchmarked")
+    assert choices[1].autotune_s is None
+    assert (
+        choices[0]
+        .describe()
+        .startswith(
+            "kernel tuned picked BLOCK_SIZE=1024, num_warps=8, num_stages=3, num_ctas=2, maxnreg=128 of 3 configs ("
+        )
+    )
 
 
 def test_the_policy_leaves_an_unknown_autotuner_alone(monkeypatch):
