@@ -1,5 +1,5 @@
 """Honest: ReLU with @triton.autotune over several block sizes, a grid computed from the chosen config,
-and a host-side benchmark function (the interpreter has no GPU benchmarker)."""
+and a host-side benchmark function of its own (on triton-cpu it is not called: the first config runs)."""
 
 import time
 
