@@ -54,8 +54,8 @@ def interpreting() -> bool:
         from triton import knobs
 
         return bool(knobs.runtime.interpret)
-    except Exception:  # noqa: BLE001 - Triton before knobs (3.3 and older): the variable itself
-        return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on", "y")
+    except Exception:  # noqa: BLE001 - Triton without `knobs` (3.2 among them) reads the variable as "1"
+        return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 def _untimed_bench(kernel_call, quantiles=None, **_ignored):
