@@ -59,7 +59,7 @@ def _run_config(config: RunConfig | str | Path) -> RunConfig:
 
 
 def plugins(extra_plugins: Sequence[str] = ()) -> list[Registered]:
-    """Every registered backend, check, reward, estimator, sample filter and engine."""
+    """Every registered backend, check, reward, estimator, sample filter, engine and search strategy."""
     return get_host(extra_plugins).all()
 
 

@@ -42,6 +42,7 @@ from tritongym.core.cli.common import (
     out,
 )
 from tritongym.core.errors import ConfigError
+from tritongym.core.interfaces import KINDS
 from tritongym.core.models import EvaluationResult, Status
 
 app = typer.Typer(
@@ -470,13 +471,17 @@ def plugins_command(
     plugin: PluginOpt = None,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help="Only this kind: backend, check, reward, estimator, sample_filter, engine."),
+        typer.Option(
+            "--kind",
+            help="Only this kind: backend, check, reward, estimator, sample_filter, engine, search_strategy.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ):
-    """List every registered backend, check, reward, estimator, sample filter and engine, with options."""
+    """List every registered backend, check, reward, estimator, sample filter, engine and search strategy,
+    with options."""
     registered = api.plugins(plugin or ())
-    kinds = sorted({r.kind for r in registered} | {"backend", "check", "reward", "estimator", "sample_filter"})
+    kinds = sorted({r.kind for r in registered} | set(KINDS))
     if kind is not None:
         if kind not in kinds:
             raise ConfigError(f"unknown kind '{kind}' (valid choices: {', '.join(kinds)})")
