@@ -29,6 +29,11 @@ def config_key(config: Mapping[str, int]) -> str:
     return json.dumps(dict(config), sort_keys=True, separators=(",", ":"))
 
 
+def config_text(config: Mapping[str, int]) -> str:
+    """A configuration for people: `BLOCK=512 num_warps=8`."""
+    return " ".join(f"{name}={value}" for name, value in config.items()) or "(none)"
+
+
 class TuneParam(BaseModel):
     """One tunable parameter: where the source sets it, its value there, and the values to try."""
 
