@@ -37,7 +37,7 @@ class TuningRecords:
         row = {
             **context.model_dump(),
             "kernel_id": record.kernel_id,
-            "config": json.dumps(record.config, sort_keys=True),
+            "config": json.dumps(record.config),  # in the order of the parameters in the source
             "strategy": record.strategy,
             "status": record.status,
             "runtime_ms": record.runtime_ms,

@@ -11,9 +11,10 @@ counted) and stopping at the deadline between batches:
 
 Every variant goes through `Evaluator.evaluate_many`: static checks, the sandboxed worker, correctness over
 several trials, runtime checks and, on a timing backend, paired timing.  A variant that is not `ok` is
-recorded with its status and is never the best.  Each record is stored as soon as its verdict is in, so an
-interrupted tuning resumes where it stopped, and a configuration the registry already has a record for
-(same source, backend, device class, protocol) is answered from it without a worker.
+recorded with its status and is never the best.  Records are stored after each batch, in the order proposed
+(so an untimed backend's "first correct" is well defined); a configuration the registry has a record for
+(same source, backend, device class, protocol) is answered from it without a worker, and one whose batch
+was interrupted finds its verdict among the evaluations: an interrupted tuning resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ class Tuner:
             protocol=ev.protocol,
         )
         known = {r.kernel_id: r for r in self.registry.tuning_records(context)}
+        # transfer seeds a context with no records of its own, and replays itself when tuned again
+        transfer = not known or any(r.strategy == "transfer" for r in known.values())
         session = _Session(problem, source, discovery, context, known)
         summary = ProblemTuning(
             problem=problem.name,
@@ -140,7 +143,7 @@ class Tuner:
             return self._finish(summary, session, "", started)
 
         first: list[tuple[Config, str]] = []
-        if not known or any(r.strategy == "transfer" for r in known.values()):
+        if transfer:
             where, configs = self.registry.nearest_tuned_configs(context, self.transfer)
             first += [(c, "transfer") for c in self._usable(discovery, configs)]
             summary.transferred_from = where if first else None
@@ -199,61 +202,50 @@ class Tuner:
     def _measure(self, session: _Session, items: Sequence[tuple[Config, str]]) -> list[TuningRecord]:
         """Bake, judge (or find in the registry) and record each configuration; records in input order."""
         measured = session.measured()
-        slots: list[TuningRecord | tuple[Config, str, Candidate] | None] = []
-        todo: dict[str, tuple[Config, str, Candidate]] = {}
+        plan: list[tuple[Config, str, Candidate | None, TuningRecord | None]] = []
+        todo: dict[str, Candidate] = {}
         for config, strategy in items:
             if config_key(config) in measured:
-                slots.append(None)
                 continue
             measured.add(config_key(config))
             try:
                 text = bake(session.discovery, config)
             except VariantError as exc:
-                record = TuningRecord(
+                invalid = TuningRecord(
                     config=config,
                     kernel_id=kernel_id_of(f"# invalid variant {config_key(config)}"),
                     strategy=strategy,
                     status="invalid",
                     message=str(exc),
                 )
-                self._keep(session, record, store=True)
-                slots.append(record)
+                plan.append((config, strategy, None, invalid))
                 continue
             if text == session.source.source:
                 candidate = session.source
             else:
                 origin = f"tune {session.problem.name}: {config_key(config)} of kernel {session.source.kernel_id}"
                 candidate = Candidate(source=text, origin=origin)
-            known = session.known.get(candidate.kernel_id)
-            if known is not None:
-                record = known.model_copy(update={"config": config, "cached": True})
-                session.cached += 1
-                self._keep(session, record, store=False)
-                slots.append(record)
-            else:
-                slots.append((config, strategy, candidate))
-                todo.setdefault(candidate.kernel_id, (config, strategy, candidate))
-
-        def stored(result: EvaluationResult) -> None:  # as each verdict arrives: an interruption loses nothing
-            config, strategy, _ = todo[result.kernel_id]
-            record = _record(config, strategy, result)
-            session.known[result.kernel_id] = record
-            self.registry.store_tuning_record(session.context, record)
-
+            plan.append((config, strategy, candidate, None))
+            if candidate.kernel_id not in session.known:
+                todo.setdefault(candidate.kernel_id, candidate)
+        results: dict[str, EvaluationResult] = {}
         if todo:
-            pairs = [(candidate, session.problem) for _, _, candidate in todo.values()]
-            for result in self.evaluator.evaluate_many(pairs, on_result=stored):
+            for result in self.evaluator.evaluate_many([(c, session.problem) for c in todo.values()]):
+                results[result.kernel_id] = result
                 session.cached += result.cached
                 session.evaluated += not result.cached
         out = []
-        for slot in slots:
-            if isinstance(slot, tuple):
-                config, strategy, candidate = slot
-                record = session.known[candidate.kernel_id].model_copy(update={"config": config})
-                self._keep(session, record, store=False)
-                slot = record
-            if slot is not None:
-                out.append(slot)
+        for config, strategy, candidate, record in plan:
+            store = record is not None
+            if record is None and candidate.kernel_id not in session.known:
+                record = _record(config, strategy, results[candidate.kernel_id])
+                session.known[candidate.kernel_id] = record
+                store = True
+            elif record is None:  # the registry (or this batch) had it: no worker
+                record = session.known[candidate.kernel_id].model_copy(update={"config": config, "cached": True})
+                session.cached += 1
+            self._keep(session, record, store)
+            out.append(record)
         return out
 
     def _keep(self, session: _Session, record: TuningRecord, store: bool) -> None:
