@@ -489,6 +489,13 @@ def test_tune_command_help_json_and_exit_codes(tmp_path):
     assert relu["status"] == "tuned" and [p["name"] for p in relu["params"]] == ["BLOCK", "num_warps", "num_stages"]
     assert relu["variants"] == 1 and len(relu["records"]) == 2 and relu["speedup"] is None
 
+    late = runner.invoke(app, ["tune", "relu", *base, "--time-budget", "1e-6", "--json"])
+    (stopped,) = json.loads(late.stdout)["problems"]
+    assert late.exit_code == 0 and stopped["stopped_by"] == "time_budget" and stopped["variants"] == 0
+    assert stopped["evaluated"] == 0  # the kernel as written is always measured, here from the registry
+    stats = json.loads(runner.invoke(app, ["registry", "stats", "--registry", db, "--json"]).stdout)
+    assert stats["tuning_records"] == 2 and stats["evaluations"] == 2
+
     human = runner.invoke(app, ["tune", "relu", *base, "--budget", "1", "--strategy", "random", "-j", "1"])
     assert human.exit_code == 0 and "answered by the registry" in human.stdout and "no speedup" in human.stdout
     bad = [
@@ -499,3 +506,32 @@ def test_tune_command_help_json_and_exit_codes(tmp_path):
     for args in bad:
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and "error" in json.loads(result.stdout), result.stdout
+
+
+# --- the timed path (run on the GPU machine: python -m pytest -m gpu tests/test_tune.py) ------------------
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_tune_on_triton_cuda_times_every_variant_and_keeps_the_fastest(tmp_path):
+    db = tmp_path / "registry.db"
+    config = EvalConfig(backend="triton-cuda", size="gpu", trials=3, timeout_s=300)
+    assert api.evaluate(SOLUTIONS / "relu.py", "relu", config, db).status == tritongym.Status.ok
+    (relu,) = api.tune("relu", budget=4, config=config, registry=db).problems
+    assert relu.status == "tuned" and relu.timed and not relu.note
+    ok = [r for r in relu.records if r.ok]
+    assert all(r.runtime_ms and r.runtime_iqr_ms is not None for r in ok)
+    fastest = min(ok, key=lambda r: r.runtime_ms)
+    assert relu.best_kernel_id == fastest.kernel_id and relu.best_runtime_ms == fastest.runtime_ms
+    assert relu.speedup == pytest.approx(relu.records[0].runtime_ms / fastest.runtime_ms)
+    best = api.best("relu", registry=db, backend="triton-cuda")
+    assert best.kernel_id == fastest.kernel_id
+    assert (best.tuning is None) == (fastest.kernel_id == relu.source_kernel_id)
+    again = api.tune("relu", budget=4, config=config, registry=db).problems[0]
+    assert again.evaluated == 0 and again.source_kernel_id == relu.source_kernel_id

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from tritongym.core.eval.ast_scan import decorator_name, scan, snippet
+from tritongym.core.eval.ast_scan import SourceScan, decorator_name, scan, snippet
 from tritongym.core.tuning import Config, ParamKind, SearchSpace, TuneParam
 
 DEFAULTS = {"num_warps": 4, "num_stages": 3}
@@ -151,7 +151,7 @@ class Discovery:
         return self.space.model_copy(update={"params": params})
 
 
-def _scope_of(facts, node: ast.AST) -> ast.AST:
+def _scope_of(facts: SourceScan, node: ast.AST) -> ast.AST:
     """The function whose local names `node` sees (the module when it is at top level)."""
     parent = facts.parents.get(node)
     while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):

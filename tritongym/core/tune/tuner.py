@@ -107,8 +107,8 @@ class Tuner:
             protocol=ev.protocol,
         )
         known = {r.kernel_id: r for r in self.registry.tuning_records(context)}
-        # transfer seeds a context with no records of its own, and replays itself when tuned again
-        transfer = not known or any(r.strategy == "transfer" for r in known.values())
+        # the nearest tuning seeds a context with no records of its own, and again when that is tuned again
+        seed_from_nearest = not known or any(r.strategy == "transfer" for r in known.values())
         session = _Session(problem, source, discovery, context, known)
         summary = ProblemTuning(
             problem=problem.name,
@@ -143,7 +143,7 @@ class Tuner:
             return self._finish(summary, session, "", started)
 
         first: list[tuple[Config, str]] = []
-        if transfer:
+        if seed_from_nearest:
             where, configs = self.registry.nearest_tuned_configs(context, self.transfer)
             first += [(c, "transfer") for c in self._usable(discovery, configs)]
             summary.transferred_from = where if first else None
