@@ -96,8 +96,9 @@ def _print_problem(p) -> None:
             out.print(f"  [yellow]{escape(p.note)}[/]", highlight=False)
     stopped = {"budget": "the budget", "time_budget": "the time budget", "exhausted": "the strategy (no more)"}
     out.print(
-        f"  verdicts: {p.evaluated} reached now, {p.cached} answered by the registry; "
-        f"stopped by {stopped.get(p.stopped_by, 'nothing')}; {p.wall_s:.1f} s",
+        f"  verdicts: {p.evaluated} reached now, {p.cached} answered by the registry"
+        + (f"; stopped by {stopped[p.stopped_by]}" if p.stopped_by else "")
+        + f"; {p.wall_s:.1f} s",
         highlight=False,
     )
 
