@@ -21,6 +21,7 @@ LAYERS = [
     "core.eval",
     "core.reports",
     "core.learn",
+    "core.tune",
     "core.scaling",
     "core.api",
     "core.cli",

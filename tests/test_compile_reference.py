@@ -165,7 +165,7 @@ def test_m010_keeps_eager_timings_and_adds_the_compile_columns(tmp_path):
     db["reference_timings"].insert(
         {"problem_key": "p", "device_class": "H100", "precision": "ieee", "runtime_ms": 1.0, "stats": "{}"}
     )
-    assert migrate(db)[0] == "m010_compile_reference"  # then any later migration
+    assert migrate(db)[0] == "m010_compile_reference"  # then any later migrations
     rows = list(db["reference_timings"].rows)
     assert [(r["problem_key"], r["variant"], r["runtime_ms"]) for r in rows] == [("p", "eager", 1.0)]
     assert db["reference_timings"].pks == ["problem_key", "device_class", "precision", "variant"]

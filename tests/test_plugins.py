@@ -58,7 +58,8 @@ def test_builtins_are_registered_like_plugins():
     assert {("reward", n) for n in ("correctness", "speedup", "profiling")} <= set(registered)
     assert {r.plugin for r in registered.values()} <= set(DEFAULT_PLUGINS)
     assert all(r.doc for r in registered.values()), "every built-in has a one-line doc"
-    assert set(KINDS) == {"backend", "check", "reward", "estimator", "sample_filter", "engine"}
+    assert set(KINDS) == {"backend", "check", "reward", "estimator", "sample_filter", "engine", "search_strategy"}
+    assert {("search_strategy", "exhaustive"), ("search_strategy", "random")} <= set(registered)
 
 
 def test_plugin_from_file_is_used_in_an_evaluation(tmp_path, relu_problem):

@@ -40,6 +40,7 @@ _LAZY = {
     "AdvantageEstimator": "tritongym.core.interfaces",
     "SampleFilter": "tritongym.core.interfaces",
     "GenerationEngine": "tritongym.core.interfaces",
+    "SearchStrategy": "tritongym.core.interfaces",
 }
 
 __all__ = [  # noqa: RUF022 (grouped as _LAZY is)
@@ -66,6 +67,7 @@ __all__ = [  # noqa: RUF022 (grouped as _LAZY is)
     "AdvantageEstimator",
     "SampleFilter",
     "GenerationEngine",
+    "SearchStrategy",
 ]
 
 

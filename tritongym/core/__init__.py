@@ -4,8 +4,9 @@ The kernel (modules directly in `core/`) is what every subsystem and every plugi
 specs (`hookspecs`), the base classes plugins subclass (`interfaces`), the data that flows between the
 rooms of DESIGN.md §1 (`models`, `worker_task`, `turn_batch`, `generation`), the plugin host (`plugins`),
 evaluation settings (`config`), problems (`problems`), verdict rules (`verdict`), fingerprints
-(`fingerprint`), group statistics for estimators (`baselines`), source handling (`source`) and the
-user-facing errors (`errors`).  The kernel imports nothing from the subsystems.
+(`fingerprint`), group statistics for estimators (`baselines`), search spaces and tuning records for
+search strategies (`tuning`), source handling (`source`) and the user-facing errors (`errors`).  The
+kernel imports nothing from the subsystems.
 
 Subsystems, in the order a candidate flows through them, each importing only the kernel and the ones
 before it:
@@ -14,6 +15,7 @@ before it:
                worker process), GPU pool, verdicts: a `Candidate` in, an `EvaluationResult` out;
 - `registry/`  registry.db: every problem, kernel and evaluation, its migrations and browse queries;
 - `learn/`     the model's side: conversation, generation, rollouts, RL and SFT trainers;
+- `tune/`      launch configurations of stored kernels, each variant judged by `eval`, recorded in `registry`;
 - `scaling/`   test-time scaling over rollouts and the registry;
 - `reports/`   Fast@p and metrics tables and plots of stored runs;
 - `api.py`     the Python API, one function per CLI command, over all of the above;

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +29,8 @@ if TYPE_CHECKING:  # the learning side is imported by the commands that use it: 
     from tritongym.core.eval.screen import ScreenResult
     from tritongym.core.learn.learning import LearningConfig
     from tritongym.core.learn.run_config import RunConfig
+    from tritongym.core.tune import TuneSummary
+    from tritongym.core.tuning import TuningRecord
 
 MAX_CANDIDATE_BYTES = 1 << 20
 
@@ -59,7 +62,7 @@ def _run_config(config: RunConfig | str | Path) -> RunConfig:
 
 
 def plugins(extra_plugins: Sequence[str] = ()) -> list[Registered]:
-    """Every registered backend, check, reward, estimator, sample filter and engine."""
+    """Every registered backend, check, reward, estimator, sample filter, engine and search strategy."""
     return get_host(extra_plugins).all()
 
 
@@ -175,6 +178,17 @@ def check_problems(
         return list(pool.map(one, selected))
 
 
+class TunedFrom(BaseModel):
+    """A tuned variant's origin, from `tuning_records`: the kernel it was tuned from and the config baked in."""
+
+    source_kernel_id: str
+    config: dict[str, int]
+    strategy: str
+    backend: str
+    device_class: str
+    size: str
+
+
 class BestKernel(BaseModel):
     problem_id: str
     kernel_id: str
@@ -194,17 +208,20 @@ class BestKernel(BaseModel):
     precision: str | None = None  # ieee or tf32; None where the registry does not know it
     timing_samples: int | None = None  # timed samples behind runtime_ms (None: untimed)
     run_ids: list[int] = []  # the runs whose turns produced this kernel for this problem
+    tuning: TunedFrom | None = None  # where `tritongym tune` made it from, if it is a tuned variant
 
 
 def _best_kernel(reg: Registry, row: dict) -> BestKernel:
+    tuned = reg.tuning_of(row["kernel_id"], row["problem_name"])
     return BestKernel(
         problem_id=row["problem_name"],
         evaluation_id=row["id"],
         run_ids=reg.runs_of(row["kernel_id"], row["problem_name"]),
+        tuning=None if tuned is None else TunedFrom.model_validate({k: tuned[k] for k in TunedFrom.model_fields}),
         **{
             k: row[k]
             for k in BestKernel.model_fields
-            if k in row and k not in ("problem_id", "evaluation_id", "run_ids")
+            if k in row and k not in ("problem_id", "evaluation_id", "run_ids", "tuning")
         },
     )
 
@@ -458,6 +475,7 @@ class ExportedKernel(BaseModel):
     size: str
     precision: str | None
     run_ids: list[int]
+    tuning: TunedFrom | None = None  # a tuned variant: its source kernel and the config baked into the file
 
 
 class ExportManifest(BaseModel):
@@ -514,6 +532,7 @@ def export_best(
                         "size",
                         "precision",
                         "run_ids",
+                        "tuning",
                     }
                 ),
             )
@@ -618,3 +637,67 @@ def report(run_id: int, registry: RegistryArg = None, reference: str = "eager"):
     from tritongym.core.reports.run_report import run_report
 
     return run_report(open_registry(registry) or Registry(), run_id, reference)
+
+
+# --- tuning (`tritongym tune`) ------------------------------------------------------------------------
+
+
+def tune(
+    problems: str | Sequence[str] | None = None,
+    *,
+    file: str | Path | None = None,
+    problem: str | None = None,
+    strategy: str = "exhaustive",
+    strategy_options: dict | None = None,
+    budget: int = 16,
+    time_budget: float | None = None,
+    transfer: int = 2,
+    config: EvalConfig | str | Path | None = None,
+    registry: RegistryArg = None,
+    extra_plugins: Sequence[str] = (),
+    on_plan: Callable[[str, int], None] | None = None,
+    on_record: Callable[[str, TuningRecord], None] | None = None,
+) -> TuneSummary:
+    """`tritongym tune`: sweep the launch configurations of each problem's best honest kernel (or of `file`
+    on `problem`), every variant judged by the full pipeline and recorded in the registry.
+
+    `budget`: variants per problem besides the kernel as written; `time_budget`: seconds for the whole
+    call, after which no new batch starts; `transfer`: how many best configurations of the nearest earlier
+    tuning (another device class or size) to try first.  Returns a `TuneSummary` (core/tune/summary.py)."""
+    from tritongym.core.tune import Tuner, TuneSummary
+    from tritongym.core.tune.sources import TuneTarget, from_registry
+
+    started = time.perf_counter()
+    names = [problems] if isinstance(problems, str) else list(problems or [])
+    if file is not None and (problem is None or names):
+        raise ConfigError("tune a file with --file PATH --problem NAME, and no PROBLEM arguments beside them")
+    if file is None and problem is not None:
+        raise ConfigError("--problem names the problem of --file; to tune the registry's best kernel, pass PROBLEM")
+    if time_budget is not None and time_budget <= 0:
+        raise ConfigError(f"the time budget must be a positive number of seconds, not {time_budget}")
+    evaluator = make_evaluator(config, registry, extra_plugins)
+    if evaluator.registry is None:
+        raise ConfigError("tuning keeps its records in the registry: give it one (--registry PATH)")
+    host = evaluator.host
+    search = host.create("search_strategy", strategy, strategy_options)
+    if file is not None:
+        targets = [TuneTarget(load_problem(problem, evaluator.size), read_candidate(file), f"file {file}")]
+    else:
+        targets = from_registry(evaluator.registry, names or None, evaluator.device_class, evaluator.size)
+    deadline = None if time_budget is None else started + time_budget
+    tuner = Tuner(evaluator, search, budget, deadline, transfer, on_record=on_record, on_plan=on_plan)
+    with evaluator:
+        tuned = [tuner.tune(t.problem, t.source, t.origin) for t in targets]
+    return TuneSummary(
+        strategy=strategy,
+        strategy_options=search.options.model_dump(),
+        budget=budget,
+        time_budget_s=time_budget,
+        transfer=transfer,
+        backend=evaluator.backend_name,
+        device_class=evaluator.device_class,
+        size=evaluator.size,
+        registry=str(evaluator.registry.path),
+        problems=tuned,
+        wall_s=time.perf_counter() - started,
+    )

@@ -30,6 +30,12 @@ class CandidateFileError(TritonGymError):
     """The candidate file could not be read (missing, not text, too large)."""
 
 
+class NoKernelStored(TritonGymError):
+    """The registry holds no honest, correct kernel for a problem where one is needed (`tritongym tune`)."""
+
+    exit_code = 1
+
+
 class PluginError(TritonGymError):
     """A plugin failed to load or registered something invalid; the message names the plugin."""
 

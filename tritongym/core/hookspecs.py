@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         GenerationEngine,
         Reward,
         SampleFilter,
+        SearchStrategy,
     )
 
 PROJECT_NAME = "tritongym"
@@ -67,3 +68,11 @@ def register_sample_filters(register: Callable[[type[SampleFilter]], None]) -> N
 @hookspec
 def register_engines(register: Callable[[type[GenerationEngine]], None]) -> None:
     """Register generation engines (transformers, vLLM, HTTP) that produce rollouts with log-probs."""
+
+
+@hookspec
+def register_search_strategies(register: Callable[[type[SearchStrategy]], None]) -> None:
+    """Register search strategies for `tritongym tune`: classes that, given a kernel's search space
+    (`tritongym.core.tuning.SearchSpace`), the configurations measured so far and the budget left, propose
+    which launch configurations to measure next.  Every proposal is judged by the full evaluation pipeline;
+    a strategy only chooses."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         Evidence,
         Problem,
     )
+    from tritongym.core.tuning import Config, SearchSpace, TuningRecord
     from tritongym.core.turn_batch import Advantages, FilterDecision, TurnBatch
     from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
@@ -203,6 +205,27 @@ class GenerationEngine(PluginObject, ABC):
         """Free the model (and any server process)."""
 
 
+class SearchStrategy(PluginObject, ABC):
+    """Chooses which launch configurations `tritongym tune` measures next.
+
+    The tuner measures the kernel as written first, then any configurations it was told to try first (the
+    best configurations of the nearest earlier tuning, an `@triton.autotune` list), then asks the strategy
+    again and again until the budget is spent or it proposes nothing.  Every proposal is baked into a
+    variant of the source and judged by the whole pipeline; the strategy never runs code."""
+
+    kind = "search_strategy"
+
+    @abstractmethod
+    def propose(self, space: SearchSpace, records: Sequence[TuningRecord], budget: int) -> list[Config]:
+        """Up to `budget` configurations of `space` to measure next, best guess first; none that `records`
+        (every configuration measured in this tuning so far, the kernel as written included) already holds.
+        An empty list ends the search.
+
+        Must be a function of its options, `space` and `records` alone (no clock, no unseeded randomness):
+        a tuning run again, or resumed after an interruption, then asks for the same configurations and the
+        registry answers them without a worker."""
+
+
 KINDS: dict[str, type[PluginObject]] = {
     "backend": Backend,
     "check": Check,
@@ -210,6 +233,7 @@ KINDS: dict[str, type[PluginObject]] = {
     "estimator": AdvantageEstimator,
     "sample_filter": SampleFilter,
     "engine": GenerationEngine,
+    "search_strategy": SearchStrategy,
 }
 """Plugin kind -> base class every registered object of that kind must subclass."""
 
@@ -220,4 +244,5 @@ HOOK_OF_KIND = {
     "estimator": "register_estimators",
     "sample_filter": "register_sample_filters",
     "engine": "register_engines",
+    "search_strategy": "register_search_strategies",
 }

@@ -70,6 +70,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.engines.transformers_engine",
     "tritongym.plugins.engines.vllm_engine",
     "tritongym.plugins.engines.openai_engine",
+    "tritongym.plugins.strategies.exhaustive",
+    "tritongym.plugins.strategies.random_search",
 )
 """Built-in plugins, registered like any third-party plugin."""
 

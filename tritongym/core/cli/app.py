@@ -22,6 +22,7 @@ from tritongym.core import api
 from tritongym.core.cli import browse as cli_browse
 from tritongym.core.cli import report as cli_report
 from tritongym.core.cli import train as cli_train
+from tritongym.core.cli import tune as cli_tune
 from tritongym.core.cli.common import (
     BackendOpt,
     CompileRefOpt,
@@ -37,12 +38,15 @@ from tritongym.core.cli.common import (
     TrialsOpt,
     WorkersOpt,
     _emit_json,
+    _gpu_list,
     command,
     err,
     out,
 )
 from tritongym.core.errors import ConfigError
+from tritongym.core.interfaces import KINDS
 from tritongym.core.models import EvaluationResult, Status
+from tritongym.core.tuning import config_text
 
 app = typer.Typer(
     help="A gym for LLMs that write fast, honest Triton kernels.",
@@ -56,6 +60,7 @@ app.add_typer(problems_app, name="problems")
 app.add_typer(registry_app, name="registry")
 cli_train.register(app)  # rollouts, train, sft: the commands that load a model
 cli_report.register(app)  # report: Fast@p of a stored run
+cli_tune.register(app)  # tune: launch configurations of stored kernels
 cli_browse.register(registry_app)  # registry browse: registry.db in Datasette
 
 
@@ -66,21 +71,6 @@ def _config(config, **overrides):
 
 
 STATUS_STYLE = {Status.ok: "green", Status.incorrect: "yellow", Status.hacked: "magenta", Status.rejected: "magenta"}
-
-
-def _gpu_list(text: str | None) -> list[int] | None:
-    """`--gpus 0,1` as indices; a malformed list is bad input (exit 2), named as such."""
-    if text is None:
-        return None
-    from tritongym.core.errors import ConfigError
-
-    try:
-        gpus = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}") from None
-    if not gpus or any(g < 0 for g in gpus):
-        raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}")
-    return gpus
 
 
 def _status(result: EvaluationResult) -> str:
@@ -361,6 +351,13 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
         )
     if found.run_ids:
         out.print(f"produced by run(s) {', '.join(map(str, found.run_ids))}")
+    if found.tuning is not None:
+        t = found.tuning
+        out.print(
+            f"tuned from kernel {t.source_kernel_id} with {config_text(t.config)} (strategy {t.strategy}, "
+            + escape(f"{t.backend} on {t.device_class}, size {t.size})"),
+            highlight=False,
+        )
     out.print(f"Use --code to print its source, `tritongym kernel {found.kernel_id[:12]}` for its history.")
 
 
@@ -377,15 +374,18 @@ def _emitted_as_json_or_code(record, as_json: bool, code: bool) -> bool:
 def _print_leaderboard(kernels) -> None:
     timed = any(k.runtime_ms is not None for k in kernels)
     compiled = any(k.compile_speedup is not None for k in kernels)
+    tuned = any(k.tuning is not None for k in kernels)
     table = Table(title=f"best kernels of {len(kernels)} problem(s)")
     columns = ["problem", "kernel", "eval", "backend", "device", "size", "precision"]
     columns += ["ms", "samples", "speedup"] if timed else []
     columns += ["vs compile"] if compiled else []
+    columns += ["tuned config"] if tuned else []
     for col in columns + ["reward", "runs", "stored"]:
         table.add_column(col, overflow="fold")
     for k in kernels:
         timing = [_fmt(k.runtime_ms, ".4g"), _fmt(k.timing_samples, "d"), _fmt(k.speedup)] if timed else []
         timing += [_fmt(k.compile_speedup)] if compiled else []
+        timing += [escape(config_text(k.tuning.config)) if k.tuning else ""] if tuned else []
         table.add_row(
             escape(k.problem_id),
             k.kernel_id[:12],
@@ -472,13 +472,17 @@ def plugins_command(
     plugin: PluginOpt = None,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help="Only this kind: backend, check, reward, estimator, sample_filter, engine."),
+        typer.Option(
+            "--kind",
+            help="Only this kind: backend, check, reward, estimator, sample_filter, engine, search_strategy.",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ):
-    """List every registered backend, check, reward, estimator, sample filter and engine, with options."""
+    """List every registered backend, check, reward, estimator, sample filter, engine and search strategy,
+    with options."""
     registered = api.plugins(plugin or ())
-    kinds = sorted({r.kind for r in registered} | {"backend", "check", "reward", "estimator", "sample_filter"})
+    kinds = sorted({r.kind for r in registered} | set(KINDS))
     if kind is not None:
         if kind not in kinds:
             raise ConfigError(f"unknown kind '{kind}' (valid choices: {', '.join(kinds)})")

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tritongym.core.errors import TritonGymError
+from tritongym.core.errors import ConfigError, TritonGymError
 
 # Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -50,6 +50,36 @@ SkipCheckOpt = Annotated[
     typer.Option("--skip-check", help="Switch this check off (repeatable); `tritongym plugins` lists them."),
 ]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes (default: CPUs).")]
+
+
+def parse_assignments(items: list[str] | None, flag: str, example: str, form: str = "key=value") -> dict:
+    """`["a.b=3", "c=['x']"]` -> {"a.b": 3, "c": ["x"]}: each value read as TOML, and taken as a string
+    when it is not TOML, so `name=demo` works without quotes."""
+    from tritongym.core.config import tomllib
+
+    values: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} takes {form}, e.g. {flag} {example}; got {item!r}")
+        try:
+            values[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            values[key.strip()] = value
+    return values
+
+
+def _gpu_list(text: str | None) -> list[int] | None:
+    """`--gpus 0,1` as indices; a malformed list is bad input (exit 2), named as such."""
+    if text is None:
+        return None
+    try:
+        gpus = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}") from None
+    if not gpus or any(g < 0 for g in gpus):
+        raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}")
+    return gpus
 
 
 def _emit_json(data) -> None:

@@ -14,9 +14,16 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tritongym.core import api
-from tritongym.core.cli.common import JsonOpt, PluginOpt, RegistryOpt, _emit_json, command, err, out
-from tritongym.core.config import tomllib
-from tritongym.core.errors import ConfigError
+from tritongym.core.cli.common import (
+    JsonOpt,
+    PluginOpt,
+    RegistryOpt,
+    _emit_json,
+    command,
+    err,
+    out,
+    parse_assignments,
+)
 
 SetOpt = Annotated[
     list[str] | None,
@@ -28,16 +35,7 @@ ConfigArg = Annotated[Path, typer.Argument(help="Run config (TOML): model, engin
 def parse_overrides(items: list[str] | None) -> dict:
     """`["optim.steps=3", "sampling.stop=['```']"]` -> {"optim.steps": 3, ...}; a value that is not TOML is
     taken as a string, so `--set name=demo` works without quotes."""
-    overrides: dict = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set takes section.key=value, e.g. --set optim.steps=3; got {item!r}")
-        try:
-            overrides[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            overrides[key.strip()] = value
-    return overrides
+    return parse_assignments(items, "--set", "optim.steps=3", form="section.key=value")
 
 
 def _is_main_process() -> bool:

@@ -329,3 +329,45 @@ def m011_autotune_choices(db: sqlite_utils.Database) -> None:
     # nothing. Rows stored before this migration keep NULL: not recorded, never guessed (the stored result
     # JSON has no such field either).
     db["evaluations"].add_column("autotune", str)
+
+
+@migration
+def m012_tuning_records(db: sqlite_utils.Database) -> None:
+    # `tritongym tune` (issue 17): one row per launch configuration measured for a source kernel. The variant
+    # (the source with the configuration baked in) is an ordinary kernel with its own evaluation, so `best`
+    # finds it like any other; this table says which source and configuration it came from, which strategy
+    # proposed it and what it measured. Unique per source, variant, backend, device class and protocol: a
+    # tuning run twice, or resumed, finds its rows and starts no worker. Rows of the same problem and source
+    # under another device class or size seed a new tuning (transfer).
+    db["tuning_records"].create(
+        {
+            "id": int,
+            "problem_key": str,
+            "problem_name": str,
+            "source_kernel_id": str,
+            "kernel_id": str,
+            "config": str,
+            "strategy": str,
+            "backend": str,
+            "device_class": str,
+            "size": str,
+            "protocol": str,
+            "status": str,
+            "runtime_ms": float,
+            "runtime_iqr_ms": float,
+            "evaluation_id": int,
+            "message": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[
+            ("problem_key", "problems", "key"),
+            ("source_kernel_id", "kernels", "id"),
+            ("evaluation_id", "evaluations", "id"),
+        ],
+    )
+    db["tuning_records"].create_index(
+        ["problem_key", "source_kernel_id", "backend", "device_class", "protocol", "kernel_id"], unique=True
+    )
+    db["tuning_records"].create_index(["problem_name", "source_kernel_id"])
+    db["tuning_records"].create_index(["kernel_id"])

@@ -21,6 +21,7 @@ import sqlite_utils
 from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry.migrations import damage, migrate
+from tritongym.core.registry.tuning import TuningRecords
 
 DEFAULT_REGISTRY = "registry.db"
 
@@ -111,7 +112,7 @@ def _precision_in(config: str | None) -> str | None:
     return value if value in PRECISIONS else None
 
 
-class Registry:
+class Registry(TuningRecords):
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_registry_path()
         try:
@@ -406,6 +407,7 @@ class Registry:
             "problems_solved": solved,
             "runs": self.db["runs"].count,
             "turns": self.db["turns"].count,
+            "tuning_records": self.db["tuning_records"].count,
             "by_status": by_status,
             "by_backend": by_backend,
         }
