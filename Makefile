@@ -26,7 +26,9 @@ demo: $(STAMP)
 	$(BIN)/tritongym train configs/demo.toml --set 'model={path="runs/demo/sft-model"}'
 	$(BIN)/tritongym best relu || true
 	$(BIN)/tritongym best silu || true
-	@echo "metrics: runs/demo/metrics.jsonl, plot: runs/demo/metrics.png, every turn: tritongym registry stats"
+	@echo "plot: runs/demo/metrics.png  metrics: runs/demo/metrics.jsonl  registry: registry.db"
+	@echo "reward, correct and grad per RL step are in the table above (grad > 0: the step learned from differing rewards);"
+	@echo "every turn: $(BIN)/tritongym report RUN_ID (the run id printed above), $(BIN)/tritongym registry stats"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
