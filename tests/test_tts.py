@@ -99,3 +99,30 @@ def test_a_kernel_from_a_training_run_seeds_the_first_prompt(tiny_dir, tmp_path)
     relu_prompt = "\n".join(m["content"] for m in first_prompts["relu"])
     assert source.strip() in relu_prompt and "correct" in relu_prompt.lower()
     assert source.strip() not in "\n".join(m["content"] for m in first_prompts["silu"])
+
+
+def test_tune_budget_ends_the_run_by_tuning_each_problems_best_kernel(tiny_dir, tmp_path):
+    """`[tts] tune_budget`: the best kernel stored for relu is tuned after the rollouts (every variant judged by
+    the run's evaluator and recorded); silu, for which the tiny model found nothing correct, is skipped."""
+    registry = Registry(tmp_path / "registry.db")
+    solution = (SOLUTIONS / "relu.py").read_text()
+    config = tts_config(tiny_dir, tmp_path / "out", prefill=f"```python\n{solution}\n```\n", tune_budget=2)
+    config = config.model_copy(update={"interaction": {**config.interaction, "max_turns": 1}})
+    summary = api.tts(config, registry=registry)
+    assert [t.problem for t in summary.tuned] == ["relu"]
+    (relu,) = summary.tuned
+    assert relu.status == "tuned" and relu.variants == 2 and relu.backend == "triton-cpu"
+    assert relu.strategy == "exhaustive" and summary.tune_s > 0
+    stored = list(registry.db["tuning_records"].rows)
+    assert len(stored) == len(relu.records) == 3  # the kernel as written and its two variants
+    assert {r["problem_name"] for r in stored} == {"relu"}
+
+
+def test_an_unknown_tune_strategy_fails_before_any_sample(tiny_dir, tmp_path):
+    from tritongym.core.errors import TritonGymError
+
+    config = tts_config(tiny_dir, tmp_path / "out", tune_budget=1, tune_strategy="no-such-strategy")
+    registry = Registry(tmp_path / "registry.db")
+    with pytest.raises(TritonGymError, match="no-such-strategy"):
+        api.tts(config, registry=registry)
+    assert registry.db["turns"].count == 0

@@ -207,6 +207,11 @@ def tts_command(
     )
     if summary.seeded:
         out.print("seeded from the registry: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.seeded.items())))
+    for t in summary.tuned:
+        gain = f", {t.speedup:.2f}x over the kernel found" if t.speedup is not None else " (not timed on this backend)"
+        best = ", ".join(f"{k}={v}" for k, v in (t.best_config or {}).items()) or "as written"
+        line = f"tuned {t.problem}: {t.variants} variants, {t.rejected} rejected, best {best}{gain}"
+        out.print(line, highlight=False)
     if summary.run_id is not None:
         out.print(f"run {summary.run_id}: tritongym report {summary.run_id}")
 

@@ -92,6 +92,13 @@ class TTSConfig(BaseModel):
     problems_per_batch: int = Field(
         default=8, ge=1, description="problems whose samples are rolled out together (bounds engine memory)"
     )
+    tune_budget: int = Field(
+        default=0,
+        ge=0,
+        description="after the rollouts, tune the best kernel of each problem that has one with this many variants "
+        "(`tritongym tune`); 0 = off",
+    )
+    tune_strategy: str = Field(default="exhaustive", description="the search strategy of that tuning")
 
 
 class RunConfig(BaseModel):

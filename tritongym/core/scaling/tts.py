@@ -8,6 +8,9 @@ turn seeing the evaluation of the earlier ones, and the registry as memory.
 - `[tts] seed_from_registry = k` shows the k best honest kernels the registry knows for the problem (from
   any earlier run) in every prompt, before the conversation's own turns: a kernel found in training seeds
   the search.
+- `[tts] tune_budget = n` ends the run by tuning the best kernel of each problem that has an honest one
+  (`tritongym tune`, `tune_strategy`, n variants, the same evaluator and registry): what the samples found
+  gets its launch configuration tuned for this device before the run reports.
 - Context: unless the run config's `[interaction]` names a `context`, test-time scaling uses `top-w`
   (the task plus the w best earlier turns by reward, w = 4), as the field does for long horizons.
 
@@ -21,10 +24,12 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
+from tritongym.core.errors import ConfigError
 from tritongym.core.learn.interaction import Interaction, Turn
 from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.models import EvaluationResult, Problem
 from tritongym.core.registry import Registry
+from tritongym.core.tune.summary import ProblemTuning
 
 TTS_CONTEXT = "top-w"
 """The context mode of a test-time run whose config does not choose one."""
@@ -43,6 +48,10 @@ class TTSSummary(BaseModel):
     seeded: dict[str, int] = Field(description="problem -> kernels shown from the registry")
     generate_s: float
     evaluate_s: float
+    tuned: list[ProblemTuning] = Field(
+        default_factory=list, description="the end-of-run tuning of each problem's best kernel (`tune_budget`)"
+    )
+    tune_s: float = 0.0
     seconds: float
 
 
@@ -77,8 +86,14 @@ def run_tts(
         config = config.model_copy(update={"interaction": {**config.interaction, "context": TTS_CONTEXT}})
     tts = config.tts
     parts = prepare_run(config, registry=registry, extra_plugins=extra_plugins, training=False)
+    # an unknown strategy or bad option fails now, before any sample is drawn
+    search = parts.evaluator.host.create("search_strategy", tts.tune_strategy) if tts.tune_budget else None
+    if search is not None and registry is None:
+        raise ConfigError("[tts] tune_budget keeps its tuning records in the registry: run with a registry")
     tally = RolloutTally()
     seeded: dict[str, int] = {}
+    tuned: list[ProblemTuning] = []
+    tune_s = 0.0
     with RolloutRunner.session(parts, registry, "tts") as runner:
         seeds = {}
         if registry is not None and tts.seed_from_registry:
@@ -97,6 +112,10 @@ def run_tts(
                 seeds=seeds,
             )
             tally.add(batch)
+        if search is not None:
+            tune_started = time.perf_counter()
+            tuned = tune_best_kernels(parts.evaluator, search, parts.problems, tts.tune_budget)
+            tune_s = time.perf_counter() - tune_started
     return TTSSummary(
         run_id=runner.run_id,
         problems=len(parts.problems),
@@ -108,5 +127,26 @@ def run_tts(
         seeded=seeded,
         generate_s=tally.generate_s,
         evaluate_s=tally.evaluate_s,
+        tuned=tuned,
+        tune_s=tune_s,
         seconds=time.perf_counter() - started,
     )
+
+
+def tune_best_kernels(evaluator, search, problems: Sequence[Problem], budget: int) -> list[ProblemTuning]:
+    """Tune the best honest kernel the registry holds for each problem (those without one are skipped: the
+    samples found nothing to tune), through the run's own evaluator."""
+    from tritongym.core.tune import Tuner
+    from tritongym.core.tune.sources import from_registry
+
+    registry = evaluator.registry
+    found = [
+        p.name
+        for p in problems
+        if registry.best(p.name, evaluator.device_class, evaluator.size) or registry.best(p.name)
+    ]
+    if not found:
+        return []
+    tuner = Tuner(evaluator, search, budget)
+    targets = from_registry(registry, found, evaluator.device_class, evaluator.size)
+    return [tuner.tune(t.problem, t.source, t.origin) for t in targets]
