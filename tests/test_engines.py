@@ -174,6 +174,14 @@ def test_seed_repeats_a_run(engine, tiny_spec):
     assert [g.token_ids for g in first] != [g.token_ids for g in second]  # each call has its own seed
 
 
+def test_batches_of_one_call_draw_different_samples(engine, tiny_spec):
+    """A group larger than batch_size spans batches; each batch continues the call's stream instead of
+    restarting it, so the group's later samples are not copies of its first ones."""
+    engine.start(tiny_spec, SamplingOptions(temperature=1.0, max_tokens=12, seed=3))
+    generations = engine.generate([CONVERSATIONS[0]] * 4)  # batch_size 2: two batches of the same prompt
+    assert [g.token_ids for g in generations[:2]] != [g.token_ids for g in generations[2:]]
+
+
 def test_max_tokens_is_length_and_stop_strings_cut(engine, tiny_spec):
     full = _first(engine, tiny_spec, max_tokens=12, seed=5)
     assert full.finish_reason == "length" and len(full.token_ids) == 12

@@ -17,7 +17,8 @@ left-padded.  What is returned, and why:
 - **Sampling** follows `SamplingOptions` alone: the checkpoint's `generation_config` (top_k = 50 by
   default in transformers, a repetition penalty, ...) is replaced by a neutral one at `start`.
   temperature 0 is greedy.  With a seed, call n samples under seed + n (the global RNG is forked, not
-  disturbed), so a run repeats call for call; the outputs depend on how calls are batched.
+  disturbed), so a run repeats call for call; the batches of one call continue one random stream (a
+  conversation repeated in two batches gives two samples); the outputs depend on how calls are batched.
 """
 
 from __future__ import annotations
@@ -130,9 +131,16 @@ class TransformersEngine(GenerationEngine):
         self._calls += 1
         out: list[Generation] = []
         size = self.options.batch_size
-        with torch.no_grad():
+        devices = []
+        if self.device.type == "cuda":
+            devices = [self.device.index if self.device.index is not None else torch.cuda.current_device()]
+        # one seeded stream for the whole call: the batches after the first continue it, so the same
+        # conversation in two batches of a call (samples > batch_size) is two samples, not one twice
+        with torch.no_grad(), torch.random.fork_rng(devices=devices, enabled=seed is not None):
+            if seed is not None:
+                torch.manual_seed(seed)
             for start in range(0, len(prompts), size):
-                out.extend(self._generate_batch(prompts[start : start + size], seed))
+                out.extend(self._generate_batch(prompts[start : start + size]))
         return out
 
     def _require_started(self):
@@ -143,7 +151,7 @@ class TransformersEngine(GenerationEngine):
     def _render(self, conversation: list[Message]) -> list[int]:
         return render_prompt(self.tokenizer, conversation)
 
-    def _generate_batch(self, prompts: list[list[int]], seed: int | None) -> list[Generation]:
+    def _generate_batch(self, prompts: list[list[int]]) -> list[Generation]:
         import torch
 
         sampling, tokenizer = self.sampling, self.tokenizer
@@ -160,20 +168,14 @@ class TransformersEngine(GenerationEngine):
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         if sampling.stop:
             kwargs["stopping_criteria"] = self._stop_criteria(width)
-        devices = []
-        if self.device.type == "cuda":
-            devices = [self.device.index if self.device.index is not None else torch.cuda.current_device()]
-        with torch.random.fork_rng(devices=devices, enabled=seed is not None):
-            if seed is not None:
-                torch.manual_seed(seed)
-            result = self.model.generate(
-                input_ids=ids.to(self.device),
-                attention_mask=mask.to(self.device),
-                max_new_tokens=sampling.max_tokens,
-                output_logits=True,
-                return_dict_in_generate=True,
-                **kwargs,
-            )
+        result = self.model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            max_new_tokens=sampling.max_tokens,
+            output_logits=True,
+            return_dict_in_generate=True,
+            **kwargs,
+        )
         tokens = result.sequences[:, width:]
         logprobs = torch.stack(
             [
