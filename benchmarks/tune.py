@@ -5,13 +5,16 @@ triton-cuda (gpu sizes): the kernel as written is judged first, then up to `--bu
 `--strategy`, every one through the full pipeline (correctness trials, hack checks, paired timing).
 Reported per problem: the parameters found, variants measured and rejected, the speedup over the eager
 reference of the kernel as written and of the best variant, the best configuration, and the tuning wall
-time; then the geometric means overall and on the GEMM-type problems.  A second `tune` of the first
-problem checks that a repeated tune is answered from the registry (no new evaluation rows).
+time.  Side by side, the baseline: the same kernel under Triton's own `@triton.autotune` over the same
+configurations (every configuration tune measured correct, the kernel as written first;
+`tritongym.core.tune.autotuned` writes that source), evaluated once through the same pipeline; its speedup,
+the config Triton picked and Triton's autotuning time (`bench_time`, spent before timing) are reported.
+Then the geometric means overall and on the GEMM-type problems.  A second `tune` of the first problem
+checks that a repeated tune is answered from the registry (no new evaluation rows).
 Prints a table and writes JSON (default benchmarks/results/tune.json).
 
-Not in this script yet: the same kernels under Triton's own `@triton.autotune` over the same space.
-
     python benchmarks/tune.py [--problems matmul,softmax] [--budget 8] [--strategy exhaustive]
+    python benchmarks/tune.py --merge part1.json part2.json --out tune.json   # one table from several runs
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ import tritongym
 from tritongym.core import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.problems import suite_names
+from tritongym.core.tune.autotuned import autotuned_source
+from tritongym.core.tune.space import discover
+from tritongym.core.tune.variant import VariantError
 
 GEMM_TYPE = {
     "matmul",
@@ -76,6 +82,32 @@ def evaluation_rows(db: Path) -> int:
         registry.close()
 
 
+def triton_autotune(name: str, tuning, config: EvalConfig, db: Path, work: Path) -> dict:
+    """The bundled solution under `@triton.autotune` over the configurations tune measured correct,
+    evaluated once through the same pipeline (correctness, checks, paired timing) into the same registry."""
+    configs = [r.config for r in tuning.records if r.status == "ok"]
+    try:
+        source = autotuned_source(discover((SOLUTIONS / f"{name}.py").read_text()), configs)
+    except VariantError as exc:
+        return {"error": f"not comparable: {exc}"}
+    path = work / f"{name}_autotuned.py"
+    path.write_text(source)
+    started = time.perf_counter()
+    result = api.evaluate(path, name, config, db)
+    wall = time.perf_counter() - started
+    return {
+        "configs": len(configs),
+        "status": str(result.status.value if hasattr(result.status, "value") else result.status),
+        "message": result.message if result.status != "ok" else "",
+        "speedup": result.speedup,
+        "runtime_ms": result.runtime_ms,
+        "picked": [c.config for c in result.autotune],
+        "autotune_s": sum(c.autotune_s or 0.0 for c in result.autotune),
+        "how": [c.how for c in result.autotune],
+        "wall_s": wall,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default=None, help="comma separated (default: every bundled solution)")
@@ -84,14 +116,24 @@ def main() -> None:
     parser.add_argument("--backend", default="triton-cuda")
     parser.add_argument("--size", default="gpu")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tune.json")
+    parser.add_argument("--merge", type=Path, nargs="+", help="print and write one table from these JSON results")
     args = parser.parse_args()
+    if args.merge:
+        parts = [json.loads(p.read_text()) for p in args.merge]
+        first = parts[0]
+        for key in ("budget", "strategy", "backend", "size"):
+            setattr(args, key, first[key])
+        records = [r for part in parts for r in part["problems"]]
+        repeat = next((part["repeat"] for part in parts if part.get("repeat")), None)
+        report(records, repeat, args)
+        return
     names = (
         args.problems.split(",") if args.problems else [n for n in suite_names() if (SOLUTIONS / f"{n}.py").exists()]
     )
     config = EvalConfig(backend=args.backend, size=args.size)
     work = Path(tempfile.mkdtemp(prefix="tritongym-tune-bench-"))
 
-    rows, records = [], []
+    records = []
     for name in names:
         db = work / f"{name}.db"
         started = time.perf_counter()
@@ -112,21 +154,11 @@ def main() -> None:
         tuning = summary.problems[0]
         before = reference_speedup(db, tuning.source_kernel_id)
         after = reference_speedup(db, tuning.best_kernel_id) if tuning.best_kernel_id else before
-        params = ", ".join(p.name for p in tuning.params) or "-"
-        best = ", ".join(f"{k}={v}" for k, v in (tuning.best_config or {}).items()) or "-"
-        print(f"{name}: {tuning.status}, before {fmt(before)}, after {fmt(after)} ({wall:.0f} s)", flush=True)
-        rows.append(
-            [
-                name,
-                params,
-                tuning.variants,
-                tuning.rejected,
-                fmt(before),
-                fmt(after),
-                fmt(tuning.speedup),
-                best,
-                f"{wall:.0f}",
-            ]
+        baseline = triton_autotune(name, tuning, config, db, work)
+        print(
+            f"{name}: {tuning.status}, before {fmt(before)}, after {fmt(after)} ({wall:.0f} s); "
+            f"@triton.autotune {fmt(baseline.get('speedup'))} {baseline.get('error', '')}",
+            flush=True,
         )
         records.append(
             {
@@ -144,6 +176,7 @@ def main() -> None:
                 "best_config": tuning.best_config,
                 "wall_s": wall,
                 "device_class": tuning.device_class,
+                "triton_autotune": baseline,
             }
         )
 
@@ -168,27 +201,58 @@ def main() -> None:
             "wall_s": time.perf_counter() - started,
         }
 
+    report(records, repeat, args)
+
+
+def report(records: list[dict], repeat: dict | None, args) -> None:
+    """The table, the geometric means and the JSON, from the per-problem records (of one run or merged)."""
     ok = [r for r in records if "error" not in r]
+    autotuned = [r for r in ok if r["triton_autotune"].get("speedup")]
+    rows = []
+    for r in ok:
+        baseline = r["triton_autotune"]
+        picked = ", ".join(f"{k}={v}" for c in baseline.get("picked", []) for k, v in c.items() if v is not None)
+        rows.append(
+            [
+                r["problem"],
+                r["variants"],
+                r["rejected"],
+                fmt(r["speedup_before"]),
+                fmt(r["speedup_after"]),
+                ", ".join(f"{k}={v}" for k, v in (r["best_config"] or {}).items()) or "-",
+                f"{r['wall_s']:.0f}",
+                fmt(baseline.get("speedup")) if "error" not in baseline else "n/a",
+                picked or baseline.get("error", baseline.get("status", "-")),
+                f"{baseline['autotune_s']:.2f}" if baseline.get("autotune_s") is not None else "-",
+            ]
+        )
     summary = {
         "geomean_before": geomean([r["speedup_before"] for r in ok]),
         "geomean_after": geomean([r["speedup_after"] for r in ok]),
         "geomean_before_gemm": geomean([r["speedup_before"] for r in ok if r["gemm_type"]]),
         "geomean_after_gemm": geomean([r["speedup_after"] for r in ok if r["gemm_type"]]),
         "tuning_wall_s_median": sorted(r["wall_s"] for r in ok)[len(ok) // 2] if ok else None,
+        # on the problems where both ran: tune's best against Triton's autotuner over the same configs
+        "compared": len(autotuned),
+        "geomean_tuned_where_compared": geomean([r["speedup_after"] for r in autotuned]),
+        "geomean_triton_autotune": geomean([r["triton_autotune"]["speedup"] for r in autotuned]),
+        "geomean_tuned_gemm_where_compared": geomean([r["speedup_after"] for r in autotuned if r["gemm_type"]]),
+        "geomean_triton_autotune_gemm": geomean([r["triton_autotune"]["speedup"] for r in autotuned if r["gemm_type"]]),
     }
     device = ok[0]["device_class"] if ok else args.backend
     print_table(
         f"tritongym tune on {device}: {args.strategy}, budget {args.budget}",
         [
             "problem",
-            "params",
             "variants",
             "rejected",
             "speedup before",
-            "after",
-            "tuned/source",
+            "after tune",
             "best config",
-            "wall s",
+            "tune s",
+            "@triton.autotune",
+            "its pick",
+            "autotune s",
         ],
         rows,
     )
@@ -196,6 +260,15 @@ def main() -> None:
         f"geomean speedup over eager: {fmt(summary['geomean_before'])} -> {fmt(summary['geomean_after'])}; "
         f"GEMM-type {fmt(summary['geomean_before_gemm'])} -> {fmt(summary['geomean_after_gemm'])}"
     )
+    print(
+        f"where both ran ({summary['compared']} problems): tune {fmt(summary['geomean_tuned_where_compared'])}, "
+        f"@triton.autotune {fmt(summary['geomean_triton_autotune'])}; GEMM-type: tune "
+        f"{fmt(summary['geomean_tuned_gemm_where_compared'])}, @triton.autotune "
+        f"{fmt(summary['geomean_triton_autotune_gemm'])}"
+    )
+    for r in records:
+        if "error" in r:
+            print(f"{r['problem']}: {r['error']}")
     if repeat:
         rows_new, again_s = repeat["new_evaluation_rows"], repeat["wall_s"]
         print(f"repeated tune of {repeat['problem']}: {rows_new} new evaluation rows, {again_s:.1f} s")
@@ -211,7 +284,6 @@ def main() -> None:
                 "summary": summary,
                 "repeat": repeat,
                 "problems": records,
-                "triton_autotune_baseline": "not measured by this version of the script",
             },
             indent=2,
         )

@@ -7,6 +7,7 @@ broken one rejected, a second tune answered by the registry.  The timed path run
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import textwrap
@@ -22,6 +23,7 @@ from tritongym.core.config import EvalConfig
 from tritongym.core.errors import NoKernelStored, PluginError
 from tritongym.core.plugins import PluginHost
 from tritongym.core.registry import Registry
+from tritongym.core.tune.autotuned import autotuned_source
 from tritongym.core.tune.space import discover, values_around
 from tritongym.core.tune.variant import VariantError, bake
 from tritongym.core.tuning import SearchSpace, TuneParam, TuningRecord, config_key
@@ -535,3 +537,84 @@ def test_tune_on_triton_cuda_times_every_variant_and_keeps_the_fastest(tmp_path)
     assert (best.tuning is None) == (fastest.kernel_id == relu.source_kernel_id)
     again = api.tune("relu", budget=4, config=config, registry=db).problems[0]
     assert again.evaluated == 0 and again.source_kernel_id == relu.source_kernel_id
+
+
+# --- the baseline: the same kernel under Triton's own @triton.autotune -----------------------------------
+
+
+def test_the_autotuned_rewrite_moves_the_tuned_values_into_configs_and_the_grid_into_meta():
+    discovery = discover(solution("matmul"))
+    configs = [discovery.as_written(), {**discovery.as_written(), "BLOCK_M": 128, "num_warps": 8}]
+    rewritten = autotuned_source(discovery, configs)
+    tree = ast.parse(rewritten)
+    kernel = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "matmul_kernel")
+    autotune = kernel.decorator_list[0]
+    assert ast.unparse(autotune.func) == "triton.autotune" and ast.unparse(kernel.decorator_list[1]) == "triton.jit"
+    listed = next(k.value for k in autotune.keywords if k.arg == "configs")
+    assert [ast.unparse(c) for c in listed.elts] == [
+        "triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=4, num_stages=3)",
+        "triton.Config({'BLOCK_M': 128, 'BLOCK_N': 64, 'BLOCK_K': 32}, num_warps=8, num_stages=3)",
+    ]
+    key = ast.literal_eval(next(k.value for k in autotune.keywords if k.arg == "key"))
+    assert key[:3] == ["M", "N", "K"] and all(k.startswith(("M", "N", "K", "stride")) for k in key)
+    launch = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript))
+    assert not launch.keywords  # BLOCK_* went to the configs; num_warps/num_stages were never passed
+    assert ast.unparse(launch.func.slice) == (
+        "lambda META: (triton.cdiv(m, META['BLOCK_M']), triton.cdiv(n, META['BLOCK_N']))"
+    )
+    assert discover(rewritten).space.points  # what tune itself reads back: an autotune list of two points
+
+
+PARTIAL_SUMS = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def partial_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        block = 128
+        partial = torch.empty(triton.cdiv(x.numel(), block), device=x.device)
+        partial_sum_kernel[(partial.numel(),)](x, partial, x.numel(), BLOCK=block)
+        return partial.sum()
+"""
+
+
+def test_a_source_whose_block_name_feeds_other_host_code_is_not_rewritten():
+    with pytest.raises(VariantError, match=r"`block` \(line 16\) is used outside the launch"):
+        autotuned_source(discover(PARTIAL_SUMS), [discover(PARTIAL_SUMS).as_written()])
+    conv = discover(solution("conv2d"))  # `grid = (cdiv(..., bm), ...)` named first: moved into the launch
+    assert "lambda META: (triton.cdiv(b * h_out * w_out, META['BLOCK_M'])" in autotuned_source(
+        conv, [conv.as_written()]
+    )
+    with pytest.raises(VariantError, match="already uses @triton.autotune"):
+        autotuned_source(discover(AUTOTUNED), [{"BLOCK": 64}])
+
+
+def test_the_autotuned_rewrite_of_relu_is_correct_on_triton_cpu(tmp_path):
+    discovery = discover(solution("relu"))
+    configs = [discovery.as_written(), {"BLOCK": 256, "num_warps": 2, "num_stages": 3}]
+    path = tmp_path / "relu_autotuned.py"
+    path.write_text(autotuned_source(discovery, configs))
+    result = api.evaluate(path, "relu", CONFIG, tmp_path / "registry.db")
+    assert result.status == tritongym.Status.ok, result.message
+    (choice,) = result.autotune
+    assert choice.kernel == "relu_kernel" and choice.declared == 2
+    assert choice.config["BLOCK"] == 1024 and choice.how == "first"  # the interpreter takes the first config
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SOLUTIONS.glob("*.py")))
+def test_every_bundled_solution_has_an_autotuned_rewrite_over_its_own_configuration(name):
+    discovery = discover(solution(name))
+    rewritten = discover(autotuned_source(discovery, [discovery.as_written()]))
+    kernels = {p.kernel for p in discovery.space.params}
+    assert {a.kernel for a in rewritten.autotunes} == kernels  # one autotune list per tuned kernel
+    assert all(len(a.configs) == 1 for a in rewritten.autotunes)
+    listed = {(p.kernel, p.name.split("@")[0].split(".")[-1], p.current) for p in rewritten.space.params}
+    assert listed == {(p.kernel, p.name.split("@")[0].split(".")[-1], p.current) for p in discovery.space.params}
