@@ -21,9 +21,14 @@ from tritongym.core import api
 from tritongym.core.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import NoKernelStored, PluginError
+from tritongym.core.learn.feedback import render_feedback
+from tritongym.core.learn.run_config import load_run_config
 from tritongym.core.plugins import PluginHost
+from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
+from tritongym.core.tune import ProblemTuning
 from tritongym.core.tune.autotuned import autotuned_source
+from tritongym.core.tune.feedback import FeedbackTuner
 from tritongym.core.tune.space import discover, values_around
 from tritongym.core.tune.variant import VariantError, bake
 from tritongym.core.tuning import SearchSpace, TuneParam, TuningRecord, config_key
@@ -510,6 +515,69 @@ def test_tune_command_help_json_and_exit_codes(tmp_path):
         assert result.exit_code == 2 and "error" in json.loads(result.stdout), result.stdout
 
 
+# --- tuning as feedback ------------------------------------------------------------------------------------
+
+
+def tuning(source_ms: float | None, best_ms: float | None, best: dict, variants: int = 4) -> ProblemTuning:
+    written = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4}
+    records = [TuningRecord(config=written, kernel_id="k0", strategy="source", status="ok", runtime_ms=source_ms)]
+    records.append(TuningRecord(config=best, kernel_id="k1", strategy="exhaustive", status="ok", runtime_ms=best_ms))
+    return ProblemTuning(
+        problem="matmul",
+        status="tuned",
+        message="",
+        source_kernel_id="k0",
+        source_origin="a training turn",
+        backend="triton-cuda",
+        device_class="H100",
+        size="gpu",
+        strategy="exhaustive",
+        variants=variants,
+        best_config=best,
+        speedup=source_ms / best_ms if source_ms and best_ms else None,
+        timed=source_ms is not None,
+        records=records,
+    )
+
+
+def test_the_feedback_line_names_the_speedup_and_only_the_values_that_changed():
+    faster = tuning(1.8, 1.0, {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8})
+    assert faster.feedback_line() == (
+        "tuned: 1.8x faster with BLOCK_M=128, num_warps=8 (4 other configurations tried, every one judged)."
+    )
+    same = tuning(1.0, 1.0, {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4}, variants=1)
+    assert same.feedback_line() == (
+        "tuned: no faster launch configuration than yours (1 other configuration tried, every one judged)."
+    )
+    assert tuning(None, None, {"BLOCK_M": 128}).feedback_line() is None  # untimed: cannot say faster
+
+
+def test_feedback_tuning_skips_an_untimed_backend_and_the_line_reaches_the_rendered_feedback(tmp_path):
+    db = tmp_path / "registry.db"
+    problem = load_problem("relu", "cpu")
+    candidate = api.read_candidate(SOLUTIONS / "relu.py")
+    evaluator = api.make_evaluator(CONFIG, db)
+    with evaluator:
+        feedback = FeedbackTuner(evaluator, budget=2)
+        results = evaluator.evaluate_many([(candidate, problem)])
+        assert results[0].status == tritongym.Status.ok
+        assert feedback.tune_batch([(candidate, problem)], results) == 0  # triton-cpu times nothing
+        assert feedback.line_for("relu", results[0]) is None
+        assert evaluator.registry.db["tuning_records"].count == 0
+        line = tuning(1.8, 1.0, {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8}).feedback_line()
+        rendered = render_feedback(results[0], notes=(line,))
+    assert "tuned: 1.8x faster with BLOCK_M=128, num_warps=8" in rendered
+    assert rendered.index("tuned: 1.8x") < rendered.index("Reward:")
+
+
+def test_a_run_config_turns_feedback_tuning_on_per_rollout():
+    config = load_run_config(overrides={"rollout.tune_feedback": 3, "rollout.tune_feedback_strategy": "random"})
+    assert (config.rollout.tune_feedback, config.rollout.tune_feedback_strategy) == (3, "random")
+    assert load_run_config().rollout.tune_feedback == 0  # off by default: it costs evaluations
+    with pytest.raises(Exception, match="tune_feedback"):
+        load_run_config(overrides={"rollout.tune_feedback": -1})
+
+
 # --- the timed path (run on the GPU machine: python -m pytest -m gpu tests/test_tune.py) ------------------
 
 
@@ -618,3 +686,21 @@ def test_every_bundled_solution_has_an_autotuned_rewrite_over_its_own_configurat
     assert all(len(a.configs) == 1 for a in rewritten.autotunes)
     listed = {(p.kernel, p.name.split("@")[0].split(".")[-1], p.current) for p in rewritten.space.params}
     assert listed == {(p.kernel, p.name.split("@")[0].split(".")[-1], p.current) for p in discovery.space.params}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_feedback_tuning_on_triton_cuda_tunes_a_correct_turn_once_and_says_what_it_found(tmp_path):
+    config = EvalConfig(backend="triton-cuda", size="gpu", trials=3, timeout_s=300)
+    problem = load_problem("relu", "gpu")
+    candidate = api.read_candidate(SOLUTIONS / "relu.py")
+    evaluator = api.make_evaluator(config, tmp_path / "registry.db")
+    with evaluator:
+        feedback = FeedbackTuner(evaluator, budget=3)
+        results = evaluator.evaluate_many([(candidate, problem)])
+        assert results[0].status == tritongym.Status.ok and results[0].speedup is not None
+        assert feedback.tune_batch([(candidate, problem)], results) == 1
+        assert feedback.tune_batch([(candidate, problem)], results) == 0  # the same kernel is tuned once
+        line = feedback.line_for("relu", results[0])
+        assert evaluator.registry.db["tuning_records"].count == 4  # the kernel as written and three variants
+    assert line is not None and line.startswith("tuned: ") and "3 other configurations tried" in line, line

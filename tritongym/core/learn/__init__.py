@@ -6,6 +6,7 @@ the checked set-up of a run (`run_config`, `run_setup`), multi-turn rollouts thr
 trainer (`trainer`, `training`), cold-start SFT (`sft`, `sft_data`, `sft_masks`) and what both trainers
 share under accelerate (`accelerated`, `token_rows`).
 
-May import: the kernel, `eval`, `registry`.  torch, transformers and accelerate only inside functions
-or in the trainer modules, which the CLI imports only for the commands that train.
+May import: the kernel, `eval`, `registry`, `tune` (tuning as feedback).  torch, transformers and
+accelerate only inside functions or in the trainer modules, which the CLI imports only for the commands
+that train.
 """

@@ -42,8 +42,11 @@ def trim_traceback(text: str, max_lines: int = 30) -> str:
     return "\n".join([*lines[:head], f"  ... ({len(lines) - head - tail} lines omitted) ...", *lines[-tail:]])
 
 
-def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30, max_profile_rows: int = 6) -> str:
-    """The next user message for a multi-turn rollout, from one evaluation."""
+def render_feedback(
+    result: EvaluationResult, max_traceback_lines: int = 30, max_profile_rows: int = 6, notes: tuple[str, ...] = ()
+) -> str:
+    """The next user message for a multi-turn rollout, from one evaluation; `notes` (e.g. what tuning the
+    kernel found, `core/tune/feedback.py`) come after the timing, before the reward."""
     parts = [
         f"Evaluation on problem `{result.problem_id}` ({result.backend}, {result.device}): "
         f"{result.status.value}. {_HEADLINES[result.status]}"
@@ -94,5 +97,6 @@ def render_feedback(result: EvaluationResult, max_traceback_lines: int = 30, max
             f"{rec.kernel} x{rec.count}" + ("" if rec.own else " (not yours)") for rec in result.launches[:8]
         )
         parts.append(f"Triton kernels launched across {result.trials} trials: {shown}.")
+    parts.extend(notes)
     parts.append(f"Reward: {result.reward.describe()}.")
     return "\n\n".join(p for p in parts if p)

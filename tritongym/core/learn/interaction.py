@@ -380,12 +380,18 @@ class Interaction:
         """The code of a reply that was started with the assistant prefill."""
         return extract_code(self.options.assistant_prefill + response)
 
-    def make_turn(self, response: str, extraction: CodeExtraction, result: EvaluationResult | None) -> Turn:
-        """The history entry for a reply: its evaluation and reward, or the zero-reward no-code verdict."""
+    def make_turn(
+        self, response: str, extraction: CodeExtraction, result: EvaluationResult | None, notes: tuple[str, ...] = ()
+    ) -> Turn:
+        """The history entry for a reply: its evaluation and reward, or the zero-reward no-code verdict;
+        `notes` are added to the evaluation's feedback (what tuning the kernel found)."""
         if extraction.code is None:
             return Turn(response=response, code=None, feedback=no_code_feedback(extraction), reward=0.0)
         if result is None:
             raise ValueError("a reply with code needs the EvaluationResult of that code")
         return Turn(
-            response=response, code=extraction.code, feedback=render_evaluation(result), reward=result.reward.total
+            response=response,
+            code=extraction.code,
+            feedback=render_evaluation(result, notes=notes),
+            reward=result.reward.total,
         )

@@ -26,6 +26,7 @@ from tritongym.core.interfaces import GenerationEngine
 from tritongym.core.learn.interaction import Interaction, Turn
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry import Registry
+from tritongym.core.tune.feedback import FeedbackTuner
 
 if TYPE_CHECKING:
     from tritongym.core.learn.run_setup import RunParts
@@ -136,6 +137,7 @@ class RolloutRunner:
         run_id: int | None = None,
         stop_when_correct: bool = False,
         overlap: bool = True,
+        tune_feedback: FeedbackTuner | None = None,
     ) -> None:
         self.engine = engine
         self.interaction = interaction
@@ -144,6 +146,7 @@ class RolloutRunner:
         self.run_id = run_id
         self.stop_when_correct = stop_when_correct
         self.overlap = overlap
+        self.tune_feedback = tune_feedback
         self._next_trajectory = 0
         self._seeds: dict[str, list[Turn]] = {}
 
@@ -151,6 +154,9 @@ class RolloutRunner:
     def for_run(cls, parts: RunParts, registry: Registry | None = None, run_id: int | None = None) -> RolloutRunner:
         """The runner a run config describes: its engine, interaction and evaluator, and `[rollout]` options."""
         rollout = parts.config.rollout
+        tune_feedback = None
+        if rollout.tune_feedback:
+            tune_feedback = FeedbackTuner(parts.evaluator, rollout.tune_feedback, rollout.tune_feedback_strategy)
         return cls(
             parts.engine,
             parts.interaction,
@@ -159,6 +165,7 @@ class RolloutRunner:
             run_id,
             stop_when_correct=rollout.stop_when_correct,
             overlap=rollout.overlap,
+            tune_feedback=tune_feedback,
         )
 
     @classmethod
@@ -251,6 +258,8 @@ class RolloutRunner:
         """A chunk's kernels, judged on the evaluation thread; with the seconds it took there."""
         started = time.perf_counter()
         results = self.evaluator.evaluate_many(pairs)
+        if self.tune_feedback is not None:  # tuned here, on the evaluation thread that owns the evaluator
+            self.tune_feedback.tune_batch(pairs, results)
         return results, time.perf_counter() - started
 
     def _generate(self, chunk: list[dict], histories: dict[int, list[Turn]]):
@@ -287,7 +296,8 @@ class RolloutRunner:
                 result = next(results)
                 batch.evaluations += 0 if result.cached else 1
                 reward, status = result.reward, result.status.value
-            history_turn = self.interaction.make_turn(generation.text, extraction, result)
+            line = self.tune_feedback.line_for(t["problem"].name, result) if self.tune_feedback else None
+            history_turn = self.interaction.make_turn(generation.text, extraction, result, (line,) if line else ())
             record = TurnRecord(
                 problem=t["problem"],
                 group=t["group"],

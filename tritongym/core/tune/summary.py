@@ -48,6 +48,20 @@ class ProblemTuning(BaseModel):
     wall_s: float = 0.0
     records: list[TuningRecord] = Field(default_factory=list, description="in the order measured; source first")
 
+    def feedback_line(self) -> str | None:
+        """What tuning found, in one line a model can act on next turn: `tuned: 1.8x faster with
+        BLOCK_M=128, num_warps=8 (best of 6 configurations tried)`, naming only the values that changed.
+        None where nothing was timed (an untimed backend cannot say faster) or nothing was tuned."""
+        if self.status != "tuned" or not self.timed or not self.records:
+            return None
+        tried = f"{self.variants} other configuration{'s' if self.variants != 1 else ''} tried"
+        written = self.records[0].config
+        changed = {k: v for k, v in (self.best_config or {}).items() if written.get(k) != v}
+        if self.speedup is None or self.speedup <= 1.0 or not changed:
+            return f"tuned: no faster launch configuration than yours ({tried}, every one judged)."
+        values = ", ".join(f"{k}={v}" for k, v in changed.items())
+        return f"tuned: {self.speedup:.2g}x faster with {values} ({tried}, every one judged)."
+
 
 class TuneSummary(BaseModel):
     """`tritongym tune`: the settings and one `ProblemTuning` per problem."""
