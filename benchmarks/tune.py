@@ -82,6 +82,11 @@ def evaluation_rows(db: Path) -> int:
         registry.close()
 
 
+def vars_of(args) -> dict:
+    """The settings a result file records (what `--merge` reads back)."""
+    return {"backend": args.backend, "size": args.size, "strategy": args.strategy, "budget": args.budget}
+
+
 def triton_autotune(name: str, tuning, config: EvalConfig, db: Path, work: Path) -> dict:
     """The bundled solution under `@triton.autotune` over the configurations tune measured correct,
     evaluated once through the same pipeline (correctness, checks, paired timing) into the same registry."""
@@ -179,6 +184,8 @@ def main() -> None:
                 "triton_autotune": baseline,
             }
         )
+        args.out.parent.mkdir(parents=True, exist_ok=True)  # a run cut off by a time limit keeps what it measured
+        args.out.with_suffix(".partial.json").write_text(json.dumps({**vars_of(args), "problems": records}) + "\n")
 
     repeat = None
     if records and "error" not in records[0]:
