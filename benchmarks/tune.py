@@ -84,7 +84,13 @@ def evaluation_rows(db: Path) -> int:
 
 def vars_of(args) -> dict:
     """The settings a result file records (what `--merge` reads back)."""
-    return {"backend": args.backend, "size": args.size, "strategy": args.strategy, "budget": args.budget}
+    return {
+        "python": platform.python_version(),
+        "backend": args.backend,
+        "size": args.size,
+        "strategy": args.strategy,
+        "budget": args.budget,
+    }
 
 
 def triton_autotune(name: str, tuning, config: EvalConfig, db: Path, work: Path) -> dict:
@@ -128,6 +134,7 @@ def main() -> None:
         first = parts[0]
         for key in ("budget", "strategy", "backend", "size"):
             setattr(args, key, first[key])
+        args.python = next((part["python"] for part in parts if part.get("python")), None)
         records = [r for part in parts for r in part["problems"]]
         repeat = next((part["repeat"] for part in parts if part.get("repeat")), None)
         report(records, repeat, args)
@@ -283,7 +290,7 @@ def report(records: list[dict], repeat: dict | None, args) -> None:
     args.out.write_text(
         json.dumps(
             {
-                "python": platform.python_version(),
+                "python": getattr(args, "python", None) or platform.python_version(),
                 "backend": args.backend,
                 "size": args.size,
                 "strategy": args.strategy,
