@@ -47,6 +47,14 @@ def trial_seeds(config: EvalConfig) -> list[int]:
     return [first + i for i in range(config.trials)]
 
 
+def shape_sets(problem: Problem, mode: str) -> list[dict]:
+    """The extra shape sets an evaluation checks (`EvalConfig.shapes`): 'auto' = declared or derived,
+    'declared' = only the problem's EXTRA_SIZES, 'off' = none."""
+    if mode == "off" or (mode == "declared" and problem.extra_sizes_origin != "declared"):
+        return []
+    return list(problem.extra_sizes)
+
+
 def resolve_backend_name(config: EvalConfig, host: PluginHost) -> str:
     if config.backend != "auto":
         return config.backend
@@ -139,7 +147,8 @@ class Evaluator:
                 unique.append(i)
         pending = unique
         workers = self.config.workers or os.cpu_count() or 1
-        tasks = {i: self._task(*items[i]) for i in pending}  # here: registry reads stay on this thread
+        screens = self._screens([items[i][1] for i in pending], workers)
+        tasks = {i: self._task(*items[i], screens.get(items[i][1].key)) for i in pending}  # registry reads here
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending) or 1))) as pool:
             futures = {pool.submit(self._measure, tasks[i]): i for i in pending}
             for future in as_completed(futures):
@@ -260,7 +269,25 @@ class Evaluator:
             )
         return verdict.model_copy(update={"plugin": plugin, "stage": check.stage})
 
-    def _task(self, candidate: Candidate, problem: Problem) -> WorkerTask:
+    def _screens(self, problems: list[Problem], workers: int) -> dict:
+        """Each problem's negative-control screen (`screen.cached_screens`), when a check reads the
+        degeneracy probes; a problem degenerate for a control then gets the probe that tells it apart."""
+        if not problems or not any(c.needs_screen for c in self.runtime_checks):
+            return {}
+        from tritongym.core.eval.screen import cached_screens
+
+        return cached_screens(
+            problems,
+            self.backend,
+            self.device,
+            self.device_class,
+            self.limits,
+            self.tolerances,
+            self.registry,
+            workers,
+        )
+
+    def _task(self, candidate: Candidate, problem: Problem, screen=None) -> WorkerTask:
         cached, cached_compiled, bandwidth = None, None, None
         compiled = self.config.compile_reference and self.backend.device_type != "cpu"
         if self.registry is not None and self.backend.device_type != "cpu":
@@ -270,6 +297,7 @@ class Evaluator:
                     problem.key, self.device_class, self.config.precision, variant="compile"
                 )
             bandwidth = self.registry.bandwidth(self.device_class)
+        extra_sizes = shape_sets(problem, self.config.shapes)
         return WorkerTask(
             cached_reference=cached,
             compile_reference=compiled,
@@ -278,6 +306,9 @@ class Evaluator:
             problem_name=problem.name,
             problem_source=problem.source,
             sizes=problem.sizes,
+            extra_sizes=extra_sizes,
+            extra_sizes_optional=problem.extra_sizes_origin == "derived",
+            degenerate=screen.degenerate_probes() if screen is not None else {},
             candidate_source=candidate.source,
             device=self.device,
             seeds=trial_seeds(self.config),
@@ -448,7 +479,7 @@ class Evaluator:
             return
         if evidence.ref_runtime_ms / evidence.runtime_ms <= cap:
             return
-        task = self._task(candidate, problem)
+        task = self._task(candidate, problem).model_copy(update={"extra_sizes": [], "late_trial": False})
         second, _ = self._measure(task)
         self._reconcile_timing(second, task, problem)
         failure = status_of_failure(second)
