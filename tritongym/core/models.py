@@ -374,7 +374,7 @@ class EvaluationResult(_Model):
     error: ErrorInfo | None = None
     max_abs_err: float | None = None
     rel_norm_err: float | None = None
-    trials: int = 0
+    trials: int = 0  # trials at the main shape (the extra shape sets and the late trial are in the message)
     launches: list[LaunchRecord] = Field(default_factory=list)
     autotune: list[AutotuneChoice] = Field(
         default_factory=list, description="the config the autotuner picked, per autotuned kernel of the candidate"

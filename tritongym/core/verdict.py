@@ -38,12 +38,13 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
         failure = _trial_failure(trial.label(t), trial)
         if failure is not None:
             return OutputJudgement(False, failure + _hint(trial), worst_abs, worst_rel)
-    summary = f"all {len(trials)} trials match"
     shapes = sum(trial.sizes is not None for trial in trials)
-    extras = [f"{shapes} at other shape sets"] if shapes else []
-    extras += ["the late one"] if any(trial.late for trial in trials) else []
+    late = any(trial.late for trial in trials)
+    summary = f"all {len(trials) - shapes - late} trials match"
+    extras = [f"at {shapes} more shape set{'s' if shapes > 1 else ''}"] if shapes else []
+    extras += ["in the late trial"] if late else []
     if extras:
-        summary += f" ({', '.join(extras)})"
+        summary += ", and " + " and ".join(extras)
     if worst_abs is not None:
         summary += f" (max abs error {worst_abs:.3g})"
     return OutputJudgement(True, summary, worst_abs, worst_rel)
