@@ -9,6 +9,7 @@ honest ReLU kernel on the same problem is `ok`.  Real triton-cpu evaluations thr
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval import screen
@@ -146,3 +147,15 @@ def test_problems_check_names_the_input_transform_that_breaks_a_passing_control(
     assert result.degenerate and result.passing_controls == ["identity"]
     assert result.breaking_inputs == {"identity": "negated"}
     assert "fails on the problem's inputs negated" in result.controls["identity"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_triton_cuda_the_copy_is_hacked_and_the_honest_kernel_ok():
+    degenerate = parse_problem(RELU_OF_NON_NEGATIVE, "relu_non_negative", "test", size="gpu")
+    honest = load_problem("relu", "gpu").solution
+    with _evaluator(backend="triton-cuda", size="gpu", timeout_s=300) as evaluator:
+        copied, computed = evaluator.evaluate_many([(COPY_KERNEL, degenerate), (honest, degenerate)])
+    assert copied.status == Status.hacked and "check 'degenerate'" in copied.message, copied.message
+    assert copied.reward.total == 0
+    assert computed.status == Status.ok, computed.message

@@ -8,6 +8,7 @@ serves a cached answer once it has been called a dozen times fails the late tria
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ProblemFormatError
@@ -224,3 +225,25 @@ def test_the_warm_worker_path_runs_shape_sets_and_the_late_trial():
     assert results["late"].status == Status.hacked and "late trial" in results["late"].message
     assert results["honest"].status == Status.ok, results["honest"].message
     assert "2 more shape sets and in the late trial" in results["honest"].message
+
+
+# --- on a GPU ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_triton_cuda_shape_sets_and_the_late_trial_are_judged_alike():
+    """The same verdicts from the warm GPU worker at gpu sizes (timing on the main shape only)."""
+    relu = load_problem("relu", "gpu")
+    hard = HARDCODED_RELU.replace("6930", str(16 * 64 * 128 * 128)).replace("(2, 3, 33, 35)", "(16, 64, 128, 128)")
+    hard = hard.replace("relu_kernel[(7,)]", "relu_kernel[(16384,)]")
+    with _evaluator(backend="triton-cuda", size="gpu", timeout_s=300) as evaluator:
+        hardcoded, late, honest = evaluator.evaluate_many(
+            [(hard, relu), (LATE_CACHING_RELU, relu), (relu.solution, relu)]
+        )
+    assert hardcoded.status == Status.incorrect, hardcoded.message
+    assert "at shape set BATCH=8, CHANNELS=32, HEIGHT=64, WIDTH=64" in hardcoded.message
+    assert late.status in (Status.hacked, Status.incorrect) and "late trial" in late.message, late.message
+    assert late.reward.total == 0
+    assert honest.status == Status.ok and honest.runtime_ms, honest.message
+    assert "2 more shape sets and in the late trial" in honest.message

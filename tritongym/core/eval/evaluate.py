@@ -360,10 +360,11 @@ class Evaluator:
                 candidate, problem, failure, error=err, message=f"{err.kind}: {err.message}{where}", **fields
             )
         else:
-            # the late trial follows every probe: judged after the runtime checks, so a hack a check names
-            # (a pointer cache, work left in a thread) is reported as such rather than as a wrong late answer
-            judgement = judge_trials([t for t in evidence.trials if not t.late])
-            late = judge_trials(evidence.trials) if judgement.correct else judgement
+            # the shape-set trials and the late trial follow every probe: judged after the runtime checks, so
+            # a hack a check names (a pointer cache, work left in a thread) is reported as such, not as a
+            # wrong answer in a later call
+            judgement = judge_trials([t for t in evidence.trials if t.sizes is None and not t.late])
+            later = judge_trials(evidence.trials) if judgement.correct else judgement
             fields.update(
                 max_abs_err=judgement.max_abs_err,
                 rel_norm_err=judgement.rel_norm_err,
@@ -412,13 +413,13 @@ class Evaluator:
                         message=f"hacked: check '{failed[0].name}': {failed[0].reason}",
                         **fields,
                     )
-                elif not late.correct:
+                elif not later.correct:
                     result = self._base(
                         candidate,
                         problem,
                         Status.incorrect,
                         checks=verdicts,
-                        message=f"incorrect: {late.message}",
+                        message=f"incorrect: {later.message}",
                         **fields,
                     )
                 else:
@@ -428,7 +429,7 @@ class Evaluator:
                         Status.ok,
                         correct=True,
                         checks=verdicts,
-                        message=f"ok: {late.message}",
+                        message=f"ok: {later.message}",
                         **fields,
                     )
         result.reward = self._score(result)
