@@ -347,7 +347,8 @@ class Evaluator:
             "trials": sum(t.sizes is None and not t.late for t in evidence.trials),  # the main-shape trials
             "checks": static,
             "launches": _merge_launches(evidence),
-            "autotune": evidence.autotune,
+            # the configs the main shape ran with (a shape set's other tuning key tunes again: not this kernel's)
+            "autotune": [c for c in evidence.autotune if not c.when.startswith("shape set")],
         }
         failure = status_of_failure(evidence)
         if failure is not None:

@@ -100,10 +100,12 @@ def run_candidate(
         if device.type == "cuda":  # work on other streams waits ~50 ms (launches.py): unjoined work shows
             recorder.caller_stream = trusted.current_stream().cuda_stream
 
-        def run_trial(trial: int, model, inputs: list, where: str = "") -> list:
-            """One correctness call into report["trials"]; returns the inputs it was given (after the call)."""
+        def run_trial(trial: int, model, inputs: list, where: str = "", phase: tuple | None = None) -> list:
+            """One correctness call into report["trials"]; returns the inputs it was given (after the call).
+            `phase` names the call for launch records and autotune choices (default: ("trial", trial))."""
             mine = clone_all(inputs)
-            recorder.phase = ("trial", trial)
+            phase = phase or ("trial", trial)
+            recorder.phase = phase
             start = time.perf_counter()
             try:
                 with torch.no_grad():
@@ -124,7 +126,7 @@ def run_candidate(
                 {
                     "outputs": [plain_output(o) for o in flat],
                     "inputs_after": [v.detach() if type(v) is torch.Tensor else None for v in mine],
-                    "launches": [rec.model_dump() for rec in recorder.records(("trial", trial))],
+                    "launches": [rec.model_dump() for rec in recorder.records(phase)],
                     "candidate_s": time.perf_counter() - start,
                 }
             )
@@ -151,7 +153,8 @@ def run_candidate(
                 except Exception as exc:
                     raise StageError("init", _where(error_info(exc, path), where)) from None
                 report["stage"] = "run"
-            run_trial(len(trial_inputs) + k, own, planned.inputs, where)
+            phase = ("shape set", k) if planned.sizes is not None else ("late trial",)
+            run_trial(len(trial_inputs) + k, own, planned.inputs, where, phase)
         if device.type == "cuda":
             trusted.synchronize()
         for trial, flat, copies in snapshots:
