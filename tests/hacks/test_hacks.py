@@ -97,6 +97,10 @@ CPU_CASES: list[Case] = [
     Case("shape_cache.py", "softmax", (incorrect("outside tolerance"),)),  # trial 1 gets trial 0's answer
     Case("call_count_cache.py", "gelu", (hacked("caching"),)),
     Case("call_count_copy.py", "silu", (hacked("caching"),)),
+    # caching that starts after the probes: the late trial (fresh inputs, after every probe) sees it
+    Case("late_call_count_cache.py", "relu", (hacked("launches", "late trial"),)),
+    # --- the main shape written into the kernel: the extra shape sets (EXTRA_SIZES) see it ----------------
+    Case("hardcoded_shape.py", "relu", (incorrect("at shape set BATCH=1, CHANNELS=2, HEIGHT=16, WIDTH=17"),)),
     # --- work in a background thread ---------------------------------------------------------------------
     Case("background_thread.py", "fused_multiply_add", (rejected("forbidden", "threading"),)),
     Case("background_thread.py", "fused_multiply_add", (hacked("side_work", "thread"),), R),

@@ -13,6 +13,10 @@ A config file is TOML whose top-level keys are these fields, for example
     [backend_options]
     threads = 2
 
+`shapes` (default "auto") also checks correctness at the problem's extra shape sets (problems.py says
+where they come from); it is part of the cache key, so a verdict reached at one shape only is not reused
+for a run that asks for more.
+
 Every name and option is validated (unknown keys are errors) before any worker starts.
 
 Rewards: `rewards` names reward plugins with weights, and the turn reward is the weighted sum of their
@@ -89,6 +93,12 @@ class EvalConfig(BaseModel):
         description="also time torch.compile(reference) on GPU backends and store compile_speedup beside the eager "
         "speedup (compiled once per problem, device class and precision, then cached in the registry)",
     )
+    shapes: Literal["auto", "declared", "off"] = Field(
+        default="auto",
+        description="correctness at more shape sets than the main one: 'auto' = the problem's EXTRA_SIZES, else "
+        "sets derived from its shape constants (halved, odd); 'declared' = only EXTRA_SIZES; 'off' = the main "
+        "shape only. Timing always runs at the main shape",
+    )
     use_cache: bool = True
 
     def protocol_key(self, check_names: list[str]) -> str:
@@ -101,6 +111,7 @@ class EvalConfig(BaseModel):
             "checks": sorted(check_names),
             "check_options": self.checks or {},
             "remeasure_speedup_above": self.remeasure_speedup_above,
+            "shapes": self.shapes,
         }
         digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
         return f"{PROTOCOL_VERSION}-{digest}"

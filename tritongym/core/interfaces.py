@@ -127,6 +127,9 @@ class RuntimeCheck(Check, ABC):
     # True for a check whose failure can be why outputs are wrong (a TF32 product, unjoined stream work, a
     # patched torch): it is judged on incorrect candidates too, and its reason joins the feedback message
     explains_incorrect = False
+    # True for a check that reads the degeneracy probes: the evaluator then screens each problem with the
+    # negative controls first (once per problem, cached) so the worker knows which probes to run
+    needs_screen = False
 
     @abstractmethod
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "3"
+PROTOCOL_VERSION = "4"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 
@@ -50,6 +50,14 @@ class Problem(_Model):
     description: str = ""
     origin: str = ""
     solution: str | None = Field(default=None, description="a known-correct candidate source, if shipped")
+    extra_sizes: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="more shape sets correctness is checked at, each overriding `sizes` (timing stays on `sizes`)",
+    )
+    extra_sizes_origin: Literal["declared", "derived"] | None = Field(
+        default=None,
+        description="declared: the problem's EXTRA_SIZES; derived: halved and odd values of its shape constants",
+    )
 
     @property
     def key(self) -> str:
@@ -259,8 +267,16 @@ class TimingReport(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
+def describe_sizes(sizes: dict[str, Any]) -> str:
+    """`BATCH=1, DIM=17`: a shape set as the problem's constants name it."""
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
 class TrialEvidence(_Model):
     seed: int
+    sizes: dict[str, Any] | None = None  # an extra shape set's constants; None = the problem's main shape
+    input_shapes: list[list[int]] = Field(default_factory=list)  # the shape of each tensor input
+    late: bool = False  # the late trial: fresh inputs, after every probe
     outputs: list[OutputComparison] = Field(default_factory=list)
     n_outputs: int = 0
     ref_n_outputs: int = 0
@@ -270,6 +286,16 @@ class TrialEvidence(_Model):
     candidate_s: float | None = None
     reference_s: float | None = None
 
+    def label(self, index: int) -> str:
+        """How a message names this trial: `trial 2 (seed 7)`, `at shape set BATCH=1, DIM=17 (...)`, ..."""
+        if self.sizes is not None:
+            shapes = "; ".join(str(s) for s in self.input_shapes)
+            inputs = f"input shape {shapes}; " if len(self.input_shapes) == 1 else f"input shapes {shapes}; "
+            return f"at shape set {describe_sizes(self.sizes)} ({inputs if shapes else ''}seed {self.seed})"
+        if self.late:
+            return f"late trial (fresh inputs after every probe; seed {self.seed})"
+        return f"trial {index} (seed {self.seed})"
+
 
 class ProbeCall(_Model):
     """One probe call of the candidate beyond the trials (`core/eval/worker/probes.py`), compared on the trusted side.
@@ -277,13 +303,15 @@ class ProbeCall(_Model):
     `outputs` compare with the reference's for the same inputs, except for `repeat`, whose outputs are
     compared with the `refresh` call's (the candidate must agree with itself)."""
 
-    probe: str  # mode:grad+train, mode:no_grad+eval, mode:grad+eval, refresh, repeat, ghost
+    probe: str  # mode:grad+train, mode:no_grad+eval, mode:grad+eval, refresh, repeat, ghost, degenerate:<control>
     trial: int  # whose inputs it used; -1 = inputs no other call saw
     outputs: list[OutputComparison] = Field(default_factory=list)
     n_outputs: int = 0
     ref_n_outputs: int = 0
     launches: list[LaunchRecord] = Field(default_factory=list)
     error: str = ""  # the call raised this
+    control: str = ""  # degenerate:<control> probes: the negative control whose answer is compared as well
+    control_outputs: list[OutputComparison] = Field(default_factory=list)  # ...the outputs against that answer
 
 
 class Evidence(_Model):
@@ -302,6 +330,8 @@ class Evidence(_Model):
     timing: TimingReport | None = None
     timed_trials: list[TrialEvidence] = Field(default_factory=list)  # outputs of timed calls, compared
     controls: dict[str, list[TrialEvidence]] = Field(default_factory=dict)
+    # screen mode: per control, per input transform, the control against the reference on transformed inputs
+    control_breaks: dict[str, dict[str, list[TrialEvidence]]] = Field(default_factory=dict)
     probes: list[ProbeCall] = Field(default_factory=list)
     environment_changes: list[str] = Field(default_factory=list)  # what the candidate replaced or flipped
     side_work: list[str] = Field(default_factory=list)  # threads, processes, outputs still being written
@@ -344,7 +374,7 @@ class EvaluationResult(_Model):
     error: ErrorInfo | None = None
     max_abs_err: float | None = None
     rel_norm_err: float | None = None
-    trials: int = 0
+    trials: int = 0  # trials at the main shape (the extra shape sets and the late trial are in the message)
     launches: list[LaunchRecord] = Field(default_factory=list)
     autotune: list[AutotuneChoice] = Field(
         default_factory=list, description="the config the autotuner picked, per autotuned kernel of the candidate"

@@ -49,6 +49,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.checks.launches",
     "tritongym.plugins.checks.modes",
     "tritongym.plugins.checks.ghost",
+    "tritongym.plugins.checks.degenerate",
     "tritongym.plugins.checks.caching",
     "tritongym.plugins.checks.determinism",
     "tritongym.plugins.checks.environment",

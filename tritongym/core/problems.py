@@ -5,6 +5,17 @@ Problems are read, never executed, in the parent: the source is parsed for `Mode
 A size preset (`cpu` or `gpu`) picks one entry of `SIZES`, which the worker assigns to the module's
 globals before calling `get_inputs`; KernelBench files without `SIZES` run at their own constants.
 
+Correctness is also checked at more shape sets than that main one (`EvalConfig.shapes`), so a kernel that
+hard-codes the problem's sizes fails.  A problem declares them as `EXTRA_SIZES`, per preset, each entry
+overriding some constants of the preset:
+
+    EXTRA_SIZES = {"cpu": [{"ROWS": 16, "COLS": 100}, {"ROWS": 7, "COLS": 45}], "gpu": [...]}
+
+(a plain list applies to every preset).  A problem that declares none gets two derived sets, the shape
+constants halved and made odd (`derive_extra_sizes`): the constants of `SIZES`, or in a KernelBench file
+the integer constants that `get_inputs` / `get_init_inputs` read, from 16 up and not named like a kernel
+size, stride, padding, group or head count.  A derived set the reference cannot run is skipped.
+
 A problem spec is a suite name (`relu`), a `.py` file, or a directory / `.jsonl` / `.parquet` file,
 optionally followed by `#NAME` to pick one problem from it.
 """
@@ -67,6 +78,59 @@ def _literal(tree: ast.Module, name: str):
     return None
 
 
+_NOT_SHAPES = ("kernel", "stride", "pad", "dilation", "group", "head", "eps", "seed", "axis", "reduce")
+_MIN_DERIVED = 16  # smaller integer constants are more often a kernel size, an axis or a count than a size
+
+
+def _module_ints(tree: ast.Module) -> dict[str, int]:
+    """Module-level `NAME = <integer literal or integer arithmetic>` (not bool), in source order."""
+    found: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                value = _constant(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[node.targets[0].id] = value
+    return found
+
+
+def _read_by(tree: ast.Module, functions: tuple[str, ...]) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in functions:
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return names
+
+
+def derive_extra_sizes(constants: dict[str, int]) -> list[dict[str, int]]:
+    """Two shape sets from a problem's shape constants: every one halved, and every one made odd (about
+    three quarters, rounded to odd), so that a kernel assuming the sizes, or a power of two, is seen."""
+    shapes = {
+        k: v for k, v in constants.items() if v >= _MIN_DERIVED and not any(word in k.lower() for word in _NOT_SHAPES)
+    }
+    if not shapes:
+        return []
+    halved = {k: max(1, v // 2) for k, v in shapes.items()}
+    odd = {k: max(1, (3 * v // 4) | 1) for k, v in shapes.items()}
+    return [s for s in (halved, odd) if s != shapes]
+
+
+def _declared_extra_sizes(declared, size: str, known: set[str]) -> list[dict]:
+    """`EXTRA_SIZES` for one preset, validated: a list of dicts naming module constants."""
+    entries = declared.get(size, []) if isinstance(declared, dict) else declared
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and e for e in entries):
+        raise ProblemFormatError(
+            "EXTRA_SIZES must be a list of shape sets ({'NAME': value, ...}), or a dict of such lists per preset"
+        )
+    for entry in entries:
+        unknown = sorted(str(k) for k in entry if k not in known)
+        if unknown:
+            raise ProblemFormatError(f"EXTRA_SIZES names {', '.join(unknown)}, which the problem does not define")
+    return entries
+
+
 def parse_problem(source: str, name: str, origin: str, size: str = "cpu", solution: str | None = None) -> Problem:
     """Validate KernelBench format and pick the size preset, without running the code."""
     try:
@@ -83,6 +147,7 @@ def parse_problem(source: str, name: str, origin: str, size: str = "cpu", soluti
     try:
         presets = _literal(tree, "SIZES")
         category = _literal(tree, "CATEGORY")
+        declared = _literal(tree, "EXTRA_SIZES")
     except ProblemFormatError as exc:
         raise ProblemFormatError(f"problem '{name}' ({origin}): {exc}") from None
     sizes: dict = {}
@@ -91,6 +156,23 @@ def parse_problem(source: str, name: str, origin: str, size: str = "cpu", soluti
             known = ", ".join(presets) if isinstance(presets, dict) else "none"
             raise ProblemFormatError(f"problem '{name}' has no size preset '{size}' (presets: {known})")
         sizes = presets[size]
+    extra: list[dict] = []
+    origin_of_extra = None
+    if declared is not None:
+        try:
+            extra = _declared_extra_sizes(declared, size, defined)
+        except ProblemFormatError as exc:
+            raise ProblemFormatError(f"problem '{name}' ({origin}): {exc}") from None
+        origin_of_extra = "declared"
+    else:
+        constants = _module_ints(tree)
+        if sizes:
+            shape_constants = {k: v for k, v in sizes.items() if isinstance(v, int) and not isinstance(v, bool)}
+        else:
+            read = _read_by(tree, ("get_inputs", "get_init_inputs"))
+            shape_constants = {k: v for k, v in constants.items() if k in read}
+        extra = derive_extra_sizes(shape_constants)
+        origin_of_extra = "derived" if extra else None
     doc = ast.get_docstring(tree) or ""
     return Problem(
         name=name,
@@ -101,6 +183,8 @@ def parse_problem(source: str, name: str, origin: str, size: str = "cpu", soluti
         description=doc.strip().splitlines()[0] if doc.strip() else "",
         origin=origin,
         solution=solution,
+        extra_sizes=extra,
+        extra_sizes_origin=origin_of_extra,
     )
 
 

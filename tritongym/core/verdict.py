@@ -35,53 +35,65 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
             if out.rel_norm_err is not None:
                 worst_rel = max(worst_rel or 0.0, out.rel_norm_err)
     for t, trial in enumerate(trials):
-        where = f"trial {t} (seed {trial.seed})"
-        if trial.n_outputs != trial.ref_n_outputs:
-            return OutputJudgement(
-                False,
-                f"{where}: returned {trial.n_outputs} outputs, expected {trial.ref_n_outputs}",
-                worst_abs,
-                worst_rel,
-            )
-        if not trial.inputs_unchanged:
-            return OutputJudgement(
-                False, f"{where}: the candidate modified its input(s) {trial.mutated_inputs}", worst_abs, worst_rel
-            )
-        for out in trial.outputs:
-            label = f"{where}, output {out.index}"
-            if not out.exact_type:
-                return OutputJudgement(
-                    False, f"{label}: {out.note or 'not an exact torch.Tensor'}", worst_abs, worst_rel
-                )
-            for what, got, want in (
-                ("shape", out.shape, out.ref_shape),
-                ("dtype", out.dtype, out.ref_dtype),
-                ("device", out.device, out.ref_device),
-            ):
-                if got != want:
-                    return OutputJudgement(False, f"{label}: {what} {got}, expected {want}", worst_abs, worst_rel)
-            if out.mismatched:
-                detail = f"max abs error {out.max_abs_err:.4g}" if out.max_abs_err is not None else "non-finite values"
-                return OutputJudgement(
-                    False,
-                    f"{label}: {out.mismatched} of {out.numel} elements outside tolerance "
-                    f"(atol {out.atol:g}, rtol {out.rtol:g}); {detail}, mean abs error "
-                    f"{(out.mean_abs_err or 0):.4g}" + (f"; {out.note}" if out.note else ""),
-                    worst_abs,
-                    worst_rel,
-                )
-            if out.rel_norm_err is not None and out.rel_norm_err > out.rel_norm_tol and out.numel:
-                return OutputJudgement(
-                    False,
-                    f"{label}: relative norm error {out.rel_norm_err:.4g} exceeds {out.rel_norm_tol:g} "
-                    f"(max abs error {out.max_abs_err:.4g})",
-                    worst_abs,
-                    worst_rel,
-                )
-    summary = f"all {len(trials)} trials match"
+        failure = _trial_failure(trial.label(t), trial)
+        if failure is not None:
+            return OutputJudgement(False, failure + _hint(trial), worst_abs, worst_rel)
+    shapes = sum(trial.sizes is not None for trial in trials)
+    late = any(trial.late for trial in trials)
+    summary = f"all {len(trials) - shapes - late} trials match"
+    extras = [f"at {shapes} more shape set{'s' if shapes > 1 else ''}"] if shapes else []
+    extras += ["in the late trial"] if late else []
+    if extras:
+        summary += ", and " + " and ".join(extras)
     if worst_abs is not None:
         summary += f" (max abs error {worst_abs:.3g})"
     return OutputJudgement(True, summary, worst_abs, worst_rel)
+
+
+_SHAPE_HINT = (
+    "; correctness is checked at more shapes than the main one: take every size from the inputs and the "
+    "init arguments, never from constants, and mask partial blocks"
+)
+_LATE_HINT = (
+    "; this call came after every probe, on fresh inputs: compute each call's answer from its inputs (a "
+    "result cached after the first calls is stale here)"
+)
+
+
+def _hint(trial: TrialEvidence) -> str:
+    return _SHAPE_HINT if trial.sizes is not None else _LATE_HINT if trial.late else ""
+
+
+def _trial_failure(where: str, trial: TrialEvidence) -> str | None:
+    """What is wrong with one trial, in words, or None when it matches."""
+    if trial.n_outputs != trial.ref_n_outputs:
+        return f"{where}: returned {trial.n_outputs} outputs, expected {trial.ref_n_outputs}"
+    if not trial.inputs_unchanged:
+        return f"{where}: the candidate modified its input(s) {trial.mutated_inputs}"
+    for out in trial.outputs:
+        label = f"{where}, output {out.index}"
+        if not out.exact_type:
+            return f"{label}: {out.note or 'not an exact torch.Tensor'}"
+        for what, got, want in (
+            ("shape", out.shape, out.ref_shape),
+            ("dtype", out.dtype, out.ref_dtype),
+            ("device", out.device, out.ref_device),
+        ):
+            if got != want:
+                return f"{label}: {what} {got}, expected {want}"
+        if out.mismatched:
+            detail = f"max abs error {out.max_abs_err:.4g}" if out.max_abs_err is not None else "non-finite values"
+            return (
+                f"{label}: {out.mismatched} of {out.numel} elements outside tolerance "
+                f"(atol {out.atol:g}, rtol {out.rtol:g}); {detail}, mean abs error "
+                f"{(out.mean_abs_err or 0):.4g}" + (f"; {out.note}" if out.note else "")
+            )
+        if out.rel_norm_err is not None and out.rel_norm_err > out.rel_norm_tol and out.numel:
+            return (
+                f"{label}: relative norm error {out.rel_norm_err:.4g} exceeds {out.rel_norm_tol:g} "
+                f"(max abs error {out.max_abs_err:.4g})"
+            )
+    return None
 
 
 def status_of_failure(evidence: Evidence) -> Status | None:

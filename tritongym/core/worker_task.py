@@ -52,6 +52,12 @@ class WorkerTask(BaseModel):
     problem_name: str
     problem_source: str
     sizes: dict[str, Any] = Field(default_factory=dict)
+    extra_sizes: list[dict[str, Any]] = Field(default_factory=list)  # more shape sets, one trial each
+    extra_sizes_optional: bool = False  # derived sets: one the reference cannot run is skipped, not an error
+    late_trial: bool = True  # one more trial on fresh inputs after every probe
+    degenerate: dict[str, str] = Field(
+        default_factory=dict, description="negative control that passes this problem -> input transform that breaks it"
+    )
     candidate_source: str | None = None
     device: str = "cpu"
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])

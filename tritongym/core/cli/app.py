@@ -32,6 +32,7 @@ from tritongym.core.cli.common import (
     NoCacheOpt,
     PluginOpt,
     RegistryOpt,
+    ShapesOpt,
     SizeOpt,
     SkipCheckOpt,
     TimeoutOpt,
@@ -119,6 +120,7 @@ def eval_command(
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
+    shapes: ShapesOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -135,6 +137,7 @@ def eval_command(
         skip_checks=skip_check or None,
         use_cache=False if no_cache else None,
         compile_reference=True if compile_reference else None,
+        shapes=shapes,
     )
     result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
     if as_json:
@@ -167,6 +170,7 @@ def run_command(
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
+    shapes: ShapesOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -184,6 +188,7 @@ def run_command(
         skip_checks=skip_check or None,
         use_cache=False if no_cache else None,
         compile_reference=True if compile_reference else None,
+        shapes=shapes,
     )
     progress = Progress(
         TextColumn("{task.description}"),

@@ -33,6 +33,13 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML con
 BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Backend name, or 'auto'.")]
 SizeOpt = Annotated[str | None, typer.Option("--size", help="Problem size preset: cpu, gpu or auto.")]
 TrialsOpt = Annotated[int | None, typer.Option("--trials", help="Correctness trials (distinct seeds).")]
+ShapesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shapes",
+        help="Correctness at extra shape sets: auto (declared, else derived), declared, or off (main shape only).",
+    ),
+]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Seconds before a candidate is killed.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Re-evaluate even if the registry knows it.")]
 CompileRefOpt = Annotated[

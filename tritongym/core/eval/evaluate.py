@@ -47,6 +47,14 @@ def trial_seeds(config: EvalConfig) -> list[int]:
     return [first + i for i in range(config.trials)]
 
 
+def shape_sets(problem: Problem, mode: str) -> list[dict]:
+    """The extra shape sets an evaluation checks (`EvalConfig.shapes`): 'auto' = declared or derived,
+    'declared' = only the problem's EXTRA_SIZES, 'off' = none."""
+    if mode == "off" or (mode == "declared" and problem.extra_sizes_origin != "declared"):
+        return []
+    return list(problem.extra_sizes)
+
+
 def resolve_backend_name(config: EvalConfig, host: PluginHost) -> str:
     if config.backend != "auto":
         return config.backend
@@ -139,7 +147,8 @@ class Evaluator:
                 unique.append(i)
         pending = unique
         workers = self.config.workers or os.cpu_count() or 1
-        tasks = {i: self._task(*items[i]) for i in pending}  # here: registry reads stay on this thread
+        screens = self._screens([items[i][1] for i in pending], workers)
+        tasks = {i: self._task(*items[i], screens.get(items[i][1].key)) for i in pending}  # registry reads here
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending) or 1))) as pool:
             futures = {pool.submit(self._measure, tasks[i]): i for i in pending}
             for future in as_completed(futures):
@@ -260,7 +269,25 @@ class Evaluator:
             )
         return verdict.model_copy(update={"plugin": plugin, "stage": check.stage})
 
-    def _task(self, candidate: Candidate, problem: Problem) -> WorkerTask:
+    def _screens(self, problems: list[Problem], workers: int) -> dict:
+        """Each problem's negative-control screen (`screen.cached_screens`), when a check reads the
+        degeneracy probes; a problem degenerate for a control then gets the probe that tells it apart."""
+        if not problems or not any(c.needs_screen for c in self.runtime_checks):
+            return {}
+        from tritongym.core.eval.screen import cached_screens
+
+        return cached_screens(
+            problems,
+            self.backend,
+            self.device,
+            self.device_class,
+            self.limits,
+            self.tolerances,
+            self.registry,
+            workers,
+        )
+
+    def _task(self, candidate: Candidate, problem: Problem, screen=None) -> WorkerTask:
         cached, cached_compiled, bandwidth = None, None, None
         compiled = self.config.compile_reference and self.backend.device_type != "cpu"
         if self.registry is not None and self.backend.device_type != "cpu":
@@ -270,6 +297,7 @@ class Evaluator:
                     problem.key, self.device_class, self.config.precision, variant="compile"
                 )
             bandwidth = self.registry.bandwidth(self.device_class)
+        extra_sizes = shape_sets(problem, self.config.shapes)
         return WorkerTask(
             cached_reference=cached,
             compile_reference=compiled,
@@ -278,6 +306,9 @@ class Evaluator:
             problem_name=problem.name,
             problem_source=problem.source,
             sizes=problem.sizes,
+            extra_sizes=extra_sizes,
+            extra_sizes_optional=problem.extra_sizes_origin == "derived",
+            degenerate=screen.degenerate_probes() if screen is not None else {},
             candidate_source=candidate.source,
             device=self.device,
             seeds=trial_seeds(self.config),
@@ -313,10 +344,11 @@ class Evaluator:
         fields = {
             "phases": evidence.phases,
             "fingerprint": evidence.fingerprint,
-            "trials": len(evidence.trials),
+            "trials": sum(t.sizes is None and not t.late for t in evidence.trials),  # the main-shape trials
             "checks": static,
             "launches": _merge_launches(evidence),
-            "autotune": evidence.autotune,
+            # the configs the main shape ran with (a shape set's other tuning key tunes again: not this kernel's)
+            "autotune": [c for c in evidence.autotune if not c.when.startswith("shape set")],
         }
         failure = status_of_failure(evidence)
         if failure is not None:
@@ -329,7 +361,11 @@ class Evaluator:
                 candidate, problem, failure, error=err, message=f"{err.kind}: {err.message}{where}", **fields
             )
         else:
-            judgement = judge_trials(evidence.trials)
+            # the shape-set trials and the late trial follow every probe: judged after the runtime checks, so
+            # a hack a check names (a pointer cache, work left in a thread) is reported as such, not as a
+            # wrong answer in a later call
+            judgement = judge_trials([t for t in evidence.trials if t.sizes is None and not t.late])
+            later = judge_trials(evidence.trials) if judgement.correct else judgement
             fields.update(
                 max_abs_err=judgement.max_abs_err,
                 rel_norm_err=judgement.rel_norm_err,
@@ -378,6 +414,15 @@ class Evaluator:
                         message=f"hacked: check '{failed[0].name}': {failed[0].reason}",
                         **fields,
                     )
+                elif not later.correct:
+                    result = self._base(
+                        candidate,
+                        problem,
+                        Status.incorrect,
+                        checks=verdicts,
+                        message=f"incorrect: {later.message}",
+                        **fields,
+                    )
                 else:
                     result = self._base(
                         candidate,
@@ -385,7 +430,7 @@ class Evaluator:
                         Status.ok,
                         correct=True,
                         checks=verdicts,
-                        message=f"ok: {judgement.message}",
+                        message=f"ok: {later.message}",
                         **fields,
                     )
         result.reward = self._score(result)
@@ -448,7 +493,7 @@ class Evaluator:
             return
         if evidence.ref_runtime_ms / evidence.runtime_ms <= cap:
             return
-        task = self._task(candidate, problem)
+        task = self._task(candidate, problem).model_copy(update={"extra_sizes": [], "late_trial": False})
         second, _ = self._measure(task)
         self._reconcile_timing(second, task, problem)
         failure = status_of_failure(second)
@@ -526,8 +571,9 @@ def _autotuner_lacked_a_driver(hit: EvaluationResult, candidate: Candidate) -> b
 
 
 def _merge_launches(evidence: Evidence) -> list[LaunchRecord]:
+    """The launches of the main-shape trials, merged per kernel (what `trials` counts)."""
     merged: dict[tuple[str, bool], LaunchRecord] = {}
-    for trial in evidence.trials:
+    for trial in (t for t in evidence.trials if t.sizes is None and not t.late):
         for rec in trial.launches:
             key = (rec.kernel, rec.own)
             if key in merged:

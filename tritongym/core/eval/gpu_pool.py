@@ -465,6 +465,7 @@ class TaskDriver:
         self.lock = pool.locks[worker.gpu]
         self.holding: str | None = None
         self.ref_outputs: list | None = None
+        self.planned: list[TrialEvidence] = []
         self.reference_before = None
         self.timing: TimingReport | None = None
         self.candidate_seen = False
@@ -551,7 +552,12 @@ class TaskDriver:
 
     def _handle(self, kind: str, payload: bytes) -> None:
         if kind == "REFO" and self.ref_outputs is None:
-            self.ref_outputs = frames.tensors_from_bytes(payload)
+            sent = frames.tensors_from_bytes(payload)
+            self.ref_outputs = list(sent["samples"])
+            # which call each trial is (main, shape set, late): sent before the import, so trusted like the samples
+            self.planned = [TrialEvidence.model_validate({**p, "outputs": []}) for p in sent["trials"]]
+            if len(self.planned) != len(self.ref_outputs):
+                raise ValueError("REFO names a different number of trials than it has samples for")
         elif kind == "REFT" and self.reference_before is None and not self.candidate_seen:
             self.timing = TimingReport.model_validate_json(payload)
             self.reference_before = self.timing.reference_before
@@ -592,7 +598,7 @@ class TaskDriver:
             if self.report.get("error") is None:
                 from tritongym.core.verdict import judge_trials
 
-                correct = judge_trials(self.trials).correct and len(self.trials) == len(self.task.seeds)
+                correct = judge_trials(self.trials).correct and len(self.trials) == len(self.planned)
                 self.worker.send("TIME" if correct else "STOP")
         elif kind == "TIMD" and self.candidate_seen:
             data = frames.tensors_from_bytes(payload)
@@ -634,8 +640,12 @@ class TaskDriver:
                 result.mismatched = max(result.mismatched, 1)
                 result.note = "no sample of this output came back to check the comparison against"
             comparisons.append(result)
+        planned = self.planned[trial]
         return TrialEvidence(
-            seed=self.task.seeds[trial],
+            seed=planned.seed,
+            sizes=planned.sizes,
+            late=planned.late,
+            input_shapes=planned.input_shapes,
             outputs=comparisons,
             n_outputs=n_outputs,
             ref_n_outputs=len(refs),

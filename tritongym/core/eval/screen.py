@@ -4,13 +4,25 @@ A problem is degenerate when an answer that does no work passes its correctness 
 reference output for *another* seed's inputs (a constant), or the identity (an input returned as the
 output, where an input has the output's shape and dtype).  Each control runs through the same worker
 and the same `judge_trials` as a real candidate; a passing control flags the problem.
+
+For each passing control the screen also names the first input transform (`worker/controls.py`) under
+which that control fails for every seed (`breaking_inputs`).  An evaluation on a degenerate problem calls
+the candidate once on inputs so transformed and the `degenerate` check finds a candidate that gives the
+control's answer there (returned zeros, a constant, or its input) hacked.  The screen an evaluation needs
+is computed once per problem, device class and tolerances (`cached_screens`): held for the process and
+stored in the registry's `problem_screens`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+
 from pydantic import BaseModel, Field
 
 from tritongym.core.errors import BackendUnavailable
+from tritongym.core.eval.worker.controls import TRANSFORMS
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Problem
 from tritongym.core.verdict import judge_trials
@@ -23,7 +35,27 @@ class ScreenResult(BaseModel):
     degenerate: bool = False
     passing_controls: list[str] = Field(default_factory=list)
     controls: dict[str, str] = Field(default_factory=dict, description="control -> why it failed (or passed)")
+    breaking_inputs: dict[str, str] = Field(
+        default_factory=dict, description="passing control -> the input transform under which it fails"
+    )
     error: str | None = None
+
+    def degenerate_probes(self) -> dict[str, str]:
+        """Control -> transform: the degeneracy probes an evaluation on this problem runs."""
+        return {c: self.breaking_inputs[c] for c in self.passing_controls if c in self.breaking_inputs}
+
+
+SCREEN_VERSION = "1"
+"""Bumped when the controls or the transforms change, so screens stored before are computed again."""
+
+SCREEN_SEEDS = [0, 1, 2, 3, 4]
+"""The seeds of the screen an evaluation uses: fixed, so the stored screen is the same wherever it ran."""
+
+
+def screen_key(tolerances: dict[str, Tolerance]) -> str:
+    """What a stored screen depends on besides the problem and the device class: the tolerances."""
+    data = {k: v.model_dump() for k, v in sorted(tolerances.items())}
+    return f"{SCREEN_VERSION}-" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def screen_problem(
@@ -54,12 +86,76 @@ def screen_problem(
             ok=False,
             error=f"the reference failed: {evidence.error.kind}: {evidence.error.message}",
         )
-    controls, passing = {}, []
+    controls, passing, breaking = {}, [], {}
     for name, trials in evidence.controls.items():
         judgement = judge_trials(trials)
         controls[name] = (f"{name} PASSES: " if judgement.correct else f"{name} fails: ") + judgement.message
         if judgement.correct:
             passing.append(name)
+            for transform, changed in evidence.control_breaks.get(name, {}).items():
+                if len(changed) == len(trials) and not any(judge_trials([t]).correct for t in changed):
+                    breaking[name] = transform
+                    controls[name] += f"; it fails on {TRANSFORMS.get(transform, transform)}"
+                    break
+            else:
+                controls[name] += "; no input transform tried makes it fail (the reference may be this control)"
     return ScreenResult(
-        problem_id=problem.name, ok=not passing, degenerate=bool(passing), passing_controls=passing, controls=controls
+        problem_id=problem.name,
+        ok=not passing,
+        degenerate=bool(passing),
+        passing_controls=passing,
+        controls=controls,
+        breaking_inputs=breaking,
     )
+
+
+_HELD: dict[tuple, ScreenResult] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def cached_screens(
+    problems: list[Problem],
+    backend: Backend,
+    device: str,
+    device_class: str,
+    limits: SandboxLimits,
+    tolerances: dict[str, Tolerance],
+    registry=None,
+    workers: int = 1,
+) -> dict[str, ScreenResult]:
+    """The screen of each problem (by key): held in this process, else from the registry, else computed
+    (in parallel, `SCREEN_SEEDS`) and stored.  A screen whose reference failed is returned, never stored."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = screen_key(tolerances)
+    found: dict[str, ScreenResult] = {}
+    missing: dict[str, Problem] = {}
+    for problem in problems:
+        held = (problem.key, backend.name, device_class, key)
+        with _HELD_LOCK:
+            hit = _HELD.get(held)
+        if hit is None and registry is not None:
+            stored = registry.problem_screen(problem.key, device_class, key)
+            if stored is not None:
+                hit = ScreenResult.model_validate(stored)
+                with _HELD_LOCK:
+                    _HELD[held] = hit
+        if hit is not None:
+            found[problem.key] = hit
+        else:
+            missing.setdefault(problem.key, problem)
+
+    def one(problem: Problem) -> ScreenResult:
+        return screen_problem(problem, backend, device, limits, tolerances, SCREEN_SEEDS)
+
+    if missing:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(missing)))) as pool:
+            computed = list(pool.map(one, missing.values()))
+        for problem, result in zip(missing.values(), computed):
+            found[problem.key] = result
+            if result.error is None:
+                with _HELD_LOCK:
+                    _HELD[(problem.key, backend.name, device_class, key)] = result
+                if registry is not None:
+                    registry.store_problem_screen(problem, device_class, key, result.model_dump())
+    return found

@@ -371,3 +371,26 @@ def m012_tuning_records(db: sqlite_utils.Database) -> None:
     )
     db["tuning_records"].create_index(["problem_name", "source_kernel_id"])
     db["tuning_records"].create_index(["kernel_id"])
+
+
+@migration
+def m013_problem_screens(db: sqlite_utils.Database) -> None:
+    # The negative controls of `problems check` (issue 18), computed once per problem, device class and
+    # tolerances and kept here: an evaluation on a problem degenerate for a control (zeros, a constant, the
+    # identity pass its correctness check) probes the candidate on inputs that break the control. `screen`
+    # is the ScreenResult as JSON (passing controls, the breaking input transform of each); `screen_key`
+    # holds the screen's version and a digest of the tolerances. A screen whose reference failed is never
+    # stored.
+    db["problem_screens"].create(
+        {
+            "problem_key": str,
+            "device_class": str,
+            "screen_key": str,
+            "problem_name": str,
+            "degenerate": int,
+            "passing_controls": str,
+            "screen": str,
+            "created_at": str,
+        },
+        pk=("problem_key", "device_class", "screen_key"),
+    )

@@ -459,6 +459,34 @@ class Registry(TuningRecords):
                 [problem_key, device_class, precision, variant],
             )
 
+    # --- problem screens (negative controls) ----------------------------------------------------------
+
+    def problem_screen(self, problem_key: str, device_class: str, screen_key: str) -> dict | None:
+        """The stored screen (a ScreenResult as a dict) of this problem, device class and screen key."""
+        rows = list(
+            self.db.query(
+                "SELECT screen FROM problem_screens WHERE problem_key = ? AND device_class = ? AND screen_key = ?",
+                [problem_key, device_class, screen_key],
+            )
+        )
+        return json.loads(rows[0]["screen"]) if rows else None
+
+    def store_problem_screen(self, problem: Problem, device_class: str, screen_key: str, screen: dict) -> None:
+        with self._transaction():
+            self.db["problem_screens"].upsert(
+                {
+                    "problem_key": problem.key,
+                    "device_class": device_class,
+                    "screen_key": screen_key,
+                    "problem_name": problem.name,
+                    "degenerate": int(bool(screen.get("degenerate"))),
+                    "passing_controls": json.dumps(screen.get("passing_controls", [])),
+                    "screen": json.dumps(screen),
+                    "created_at": _now(),
+                },
+                pk=("problem_key", "device_class", "screen_key"),
+            )
+
     def bandwidth(self, device_class: str) -> float | None:
         rows = list(self.db.query("SELECT copy_gbps FROM device_bandwidth WHERE device_class = ?", [device_class]))
         return rows[0]["copy_gbps"] if rows else None

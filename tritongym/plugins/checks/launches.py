@@ -35,7 +35,7 @@ class LaunchProvenanceCheck(RuntimeCheck):
             if not _own(trial.launches):
                 others = ", ".join(rec.kernel for rec in trial.launches) or "none"
                 return self._fail(
-                    f"trial {t} launched none of the candidate's own Triton kernels "
+                    f"{trial.label(t)} launched none of the candidate's own Triton kernels "
                     f"(other kernels launched: {others}); the output came from somewhere else"
                 )
         for call in evidence.probes:

@@ -22,6 +22,13 @@ SIZES = {
     "gpu": {"BATCH": 8, "SEQ": 512, "EMBED": 512, "NUM_HEADS": 8},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 1, "SEQ": 40}, {"BATCH": 3, "SEQ": 37}],
+    "gpu": [{"BATCH": 4, "SEQ": 256}, {"BATCH": 3, "SEQ": 193}],
+}
+
 
 class Model(nn.Module):
     def __init__(self, embed: int, num_heads: int):

@@ -17,6 +17,13 @@ SIZES = {
     "gpu": {"BATCH": 128, "M": 512, "K": 256, "N": 512},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 2, "M": 32, "K": 24, "N": 40}, {"BATCH": 1, "M": 33, "K": 29, "N": 47}],
+    "gpu": [{"BATCH": 64, "M": 256, "K": 128, "N": 256}, {"BATCH": 5, "M": 129, "K": 97, "N": 193}],
+}
+
 
 class Model(nn.Module):
     def __init__(self):

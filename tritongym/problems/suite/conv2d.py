@@ -17,6 +17,19 @@ SIZES = {
     "gpu": {"BATCH": 16, "IN_CHANNELS": 64, "OUT_CHANNELS": 128, "HEIGHT": 64, "WIDTH": 64, "KERNEL_SIZE": 3},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [
+        {"BATCH": 1, "IN_CHANNELS": 2, "OUT_CHANNELS": 4, "HEIGHT": 8, "WIDTH": 9},
+        {"BATCH": 3, "IN_CHANNELS": 3, "OUT_CHANNELS": 5, "HEIGHT": 11, "WIDTH": 7},
+    ],
+    "gpu": [
+        {"BATCH": 8, "IN_CHANNELS": 32, "OUT_CHANNELS": 64, "HEIGHT": 32, "WIDTH": 32},
+        {"BATCH": 3, "IN_CHANNELS": 17, "OUT_CHANNELS": 33, "HEIGHT": 31, "WIDTH": 45},
+    ],
+}
+
 
 class Model(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int):

@@ -18,6 +18,16 @@ SIZES = {
     "gpu": {"BATCH": 8192, "IN_FEATURES": 2048, "OUT_FEATURES": 4096},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 50, "IN_FEATURES": 32, "OUT_FEATURES": 65}, {"BATCH": 37, "IN_FEATURES": 45, "OUT_FEATURES": 97}],
+    "gpu": [
+        {"BATCH": 4096, "IN_FEATURES": 1024, "OUT_FEATURES": 2048},
+        {"BATCH": 1025, "IN_FEATURES": 769, "OUT_FEATURES": 1537},
+    ],
+}
+
 
 class Model(nn.Module):
     def __init__(self, in_features: int, out_features: int):

@@ -18,6 +18,13 @@ SIZES = {
     "gpu": {"BATCH": 16, "SEQ": 1024, "HIDDEN": 1024},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 2, "SEQ": 4, "HIDDEN": 100}, {"BATCH": 3, "SEQ": 5, "HIDDEN": 77}],
+    "gpu": [{"BATCH": 8, "SEQ": 512, "HIDDEN": 512}, {"BATCH": 3, "SEQ": 129, "HIDDEN": 769}],
+}
+
 
 class Model(nn.Module):
     def __init__(self, hidden: int):

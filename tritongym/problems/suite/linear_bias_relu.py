@@ -14,6 +14,16 @@ SIZES = {
     "gpu": {"BATCH": 4096, "IN_FEATURES": 4096, "OUT_FEATURES": 4096},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 32, "IN_FEATURES": 50, "OUT_FEATURES": 36}, {"BATCH": 17, "IN_FEATURES": 45, "OUT_FEATURES": 29}],
+    "gpu": [
+        {"BATCH": 2048, "IN_FEATURES": 2048, "OUT_FEATURES": 2048},
+        {"BATCH": 1025, "IN_FEATURES": 769, "OUT_FEATURES": 1537},
+    ],
+}
+
 
 class Model(nn.Module):
     def __init__(self, in_features: int, out_features: int):

@@ -16,6 +16,13 @@ SIZES = {
     "gpu": {"M": 4096, "K": 4096, "N": 4096},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"M": 48, "K": 64, "N": 40}, {"M": 33, "K": 45, "N": 29}],
+    "gpu": [{"M": 2048, "K": 2048, "N": 2048}, {"M": 1025, "K": 769, "N": 1537}],
+}
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -16,6 +16,13 @@ SIZES = {
     "gpu": {"M": 3001, "K": 2047, "N": 4093},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"M": 64, "K": 47, "N": 33}, {"M": 33, "K": 29, "N": 45}],
+    "gpu": [{"M": 1500, "K": 1024, "N": 2046}, {"M": 1025, "K": 769, "N": 1537}],
+}
+
 
 class Model(nn.Module):
     def __init__(self):

@@ -14,6 +14,13 @@ SIZES = {
     "gpu": {"BATCH": 64, "DIM1": 1024, "DIM2": 1024},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 2, "DIM1": 50, "DIM2": 35}, {"BATCH": 1, "DIM1": 37, "DIM2": 29}],
+    "gpu": [{"BATCH": 32, "DIM1": 512, "DIM2": 512}, {"BATCH": 7, "DIM1": 129, "DIM2": 769}],
+}
+
 
 class Model(nn.Module):
     def __init__(self):

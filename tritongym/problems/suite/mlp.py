@@ -16,6 +16,16 @@ SIZES = {
     "gpu": {"BATCH": 8, "SEQ": 1024, "EMBED": 1024, "HIDDEN": 4096},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 1, "SEQ": 12, "EMBED": 32, "HIDDEN": 48}, {"BATCH": 3, "SEQ": 7, "EMBED": 45, "HIDDEN": 29}],
+    "gpu": [
+        {"BATCH": 4, "SEQ": 512, "EMBED": 512, "HIDDEN": 2048},
+        {"BATCH": 3, "SEQ": 129, "EMBED": 769, "HIDDEN": 1537},
+    ],
+}
+
 
 class Model(nn.Module):
     def __init__(self, embed: int, hidden: int):

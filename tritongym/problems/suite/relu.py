@@ -18,6 +18,19 @@ SIZES = {
     "gpu": {"BATCH": 16, "CHANNELS": 64, "HEIGHT": 128, "WIDTH": 128},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [
+        {"BATCH": 1, "CHANNELS": 2, "HEIGHT": 16, "WIDTH": 17},
+        {"BATCH": 3, "CHANNELS": 1, "HEIGHT": 13, "WIDTH": 7},
+    ],
+    "gpu": [
+        {"BATCH": 8, "CHANNELS": 32, "HEIGHT": 64, "WIDTH": 64},
+        {"BATCH": 7, "CHANNELS": 33, "HEIGHT": 65, "WIDTH": 97},
+    ],
+}
+
 
 class Model(nn.Module):
     def __init__(self):

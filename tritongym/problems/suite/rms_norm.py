@@ -17,6 +17,13 @@ SIZES = {
     "gpu": {"BATCH": 16, "SEQ": 1024, "HIDDEN": 2048},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"BATCH": 2, "SEQ": 4, "HIDDEN": 80}, {"BATCH": 3, "SEQ": 5, "HIDDEN": 77}],
+    "gpu": [{"BATCH": 8, "SEQ": 512, "HIDDEN": 1024}, {"BATCH": 3, "SEQ": 129, "HIDDEN": 1537}],
+}
+
 
 class Model(nn.Module):
     def __init__(self, hidden: int, eps: float = 1e-6):

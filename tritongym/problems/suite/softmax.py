@@ -13,6 +13,13 @@ SIZES = {
     "gpu": {"ROWS": 4096, "COLS": 4096},
 }
 
+# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# at SIZES only.
+EXTRA_SIZES = {
+    "cpu": [{"ROWS": 16, "COLS": 100}, {"ROWS": 7, "COLS": 77}],
+    "gpu": [{"ROWS": 2048, "COLS": 2048}, {"ROWS": 1025, "COLS": 3071}],
+}
+
 
 class Model(nn.Module):
     def __init__(self):

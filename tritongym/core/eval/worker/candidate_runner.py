@@ -41,12 +41,16 @@ def run_candidate(
     device,
     keep: dict | None = None,
     ghost_inputs: list | None = None,
+    extra: list | None = None,
+    degenerate_inputs: list | None = None,
 ) -> dict:
-    """Import the candidate, bind weights, run every trial, then the probes; returns the report (never raises).
+    """Import the candidate, bind weights, run every trial, then the probes, then the `extra` trials of
+    `trial_plan.py` (shape sets, the late trial); returns the report (never raises).
 
     `keep`, when given, receives the bound model and the environment snapshot (the GPU worker times the
     model afterwards and checks the environment again).  With `ghost_inputs` the probes of `probes.py`
-    run after the trials."""
+    run after the trials (with `degenerate_inputs`, (probe name, inputs) pairs, the degeneracy probes too).
+    Report `trials` holds the main trials then the extra ones, in order; it stops at the first that raises."""
     import torch
 
     from tritongym.core.eval.worker import probes, trusted
@@ -89,23 +93,19 @@ def run_candidate(
             raise StageError("init", error_info(exc, path)) from None
         report["stage"] = "bind"
         try:
-            ref_state = ref_model.state_dict()
-            with torch.no_grad():
-                for name, tensor in model.state_dict().items():
-                    source = ref_state.get(name)
-                    if source is not None and source.shape == tensor.shape and source.dtype == tensor.dtype:
-                        tensor.copy_(source)
-                        report["bound"].append(name)
-                    else:
-                        report["unbound"].append(name)
+            report["bound"], report["unbound"] = bind_weights(model, ref_model)
         except Exception as exc:
             raise StageError("bind", error_info(exc, path)) from None
         report["stage"] = "run"
         if device.type == "cuda":  # work on other streams waits ~50 ms (launches.py): unjoined work shows
             recorder.caller_stream = trusted.current_stream().cuda_stream
-        for trial, inputs in enumerate(trial_inputs):
+
+        def run_trial(trial: int, model, inputs: list, where: str = "", phase: tuple | None = None) -> list:
+            """One correctness call into report["trials"]; returns the inputs it was given (after the call).
+            `phase` names the call for launch records and autotune choices (default: ("trial", trial))."""
             mine = clone_all(inputs)
-            recorder.phase = ("trial", trial)
+            phase = phase or ("trial", trial)
+            recorder.phase = phase
             start = time.perf_counter()
             try:
                 with torch.no_grad():
@@ -119,21 +119,42 @@ def run_candidate(
                 running = probes.live_side_work() - side_before
                 report["side_work"] += probes.describe_side_work(running, f"when forward returned (trial {trial})")
             except Exception as exc:
-                raise StageError("run", error_info(exc, path)) from None
+                raise StageError("run", _where(error_info(exc, path), where)) from None
             finally:
                 recorder.phase = None
             report["trials"].append(
                 {
                     "outputs": [plain_output(o) for o in flat],
                     "inputs_after": [v.detach() if type(v) is torch.Tensor else None for v in mine],
-                    "launches": [rec.model_dump() for rec in recorder.records(("trial", trial))],
+                    "launches": [rec.model_dump() for rec in recorder.records(phase)],
                     "candidate_s": time.perf_counter() - start,
                 }
             )
+            return mine
+
+        mine = None
+        for trial, inputs in enumerate(trial_inputs):
+            mine = run_trial(trial, model, inputs)
         if report["trials"] and ghost_inputs is not None:
             last = report["trials"][-1]
             last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
-            report["probes"] = probes.run_probes(model, recorder, trial_inputs, mine, ghost_inputs)
+            report["probes"] = probes.run_probes(
+                model, recorder, trial_inputs, mine, ghost_inputs, degenerate_inputs or []
+            )
+        for k, planned in enumerate(extra or []):
+            where = f"at {planned.describe()}" if planned.sizes is not None else "in the late trial"
+            own = model
+            if planned.sizes is not None:
+                report["stage"] = "init"
+                try:
+                    torch.manual_seed(task.init_seed + 1)
+                    own = candidate.ModelNew(*planned.init_inputs).to(device)
+                    bind_weights(own, planned.ref_model)
+                except Exception as exc:
+                    raise StageError("init", _where(error_info(exc, path), where)) from None
+                report["stage"] = "run"
+            phase = ("shape set", k) if planned.sizes is not None else ("late trial",)
+            run_trial(len(trial_inputs) + k, own, planned.inputs, where, phase)
         if device.type == "cuda":
             trusted.synchronize()
         for trial, flat, copies in snapshots:
@@ -159,6 +180,28 @@ def run_candidate(
         recorder.caller_stream = None
         report["autotune"] = recorder.autotune.dump()  # also for a failed run: the config it failed with
     return report
+
+
+def bind_weights(model, ref_model) -> tuple[list[str], list[str]]:
+    """Copy every parameter and buffer whose name, shape and dtype match the reference's; (bound, unbound)."""
+    import torch
+
+    bound, unbound = [], []
+    ref_state = ref_model.state_dict()
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            source = ref_state.get(name)
+            if source is not None and source.shape == tensor.shape and source.dtype == tensor.dtype:
+                tensor.copy_(source)
+                bound.append(name)
+            else:
+                unbound.append(name)
+    return bound, unbound
+
+
+def _where(info, where: str):
+    """An error of a shape-set or late trial says which call it was."""
+    return info.model_copy(update={"message": f"{where}: {info.message}"}) if where else info
 
 
 SNAPSHOT_ELEMENTS = 1 << 24  # per output: enough to see unfinished work, bounded host memory
@@ -188,6 +231,8 @@ def fork_candidate(
     device,
     private_fds: list[int],
     ghost_inputs: list | None = None,
+    extra: list | None = None,
+    degenerate_inputs: list | None = None,
 ) -> tuple[dict | None, str]:
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import torch
@@ -202,7 +247,16 @@ def fork_candidate(
             for fd in private_fds:
                 os.close(fd)
             report = run_candidate(
-                task, workdir, recorder, ref_model, init_inputs, trial_inputs, device, ghost_inputs=ghost_inputs
+                task,
+                workdir,
+                recorder,
+                ref_model,
+                init_inputs,
+                trial_inputs,
+                device,
+                ghost_inputs=ghost_inputs,
+                extra=extra,
+                degenerate_inputs=degenerate_inputs,
             )
             buffer = io.BytesIO()
             torch.save(report, buffer)

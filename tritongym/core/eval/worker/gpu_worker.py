@@ -4,8 +4,9 @@ Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES`
 imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
 `REDY` before any candidate exists.  Then, per task (protocol of DESIGN.md §3):
 
-1. the reference is built under a secret seed and its outputs for every trial computed; a secret random
-   sample of each output's elements (positions and values) goes to the parent (`REFO`);
+1. the reference is built under a secret seed and its outputs for every trial computed (the main trials,
+   then one per extra shape set and the late trial of `trial_plan.py`); a secret random sample of each
+   output's elements (positions and values) goes to the parent (`REFO`), with which call each trial is;
 2. the reference is timed (GPU lock held, `LOCK`/`GRNT`/`UNLK`) and that timing is sent (`REFT`), also
    before any candidate code is imported;
 3. the candidate is imported, built, bound and run on every trial (`candidate_runner.run_candidate`);
@@ -38,12 +39,14 @@ from tritongym.core.eval.worker.stages import StageError, apply_limits, error_in
 from tritongym.core.eval.worker.task_runner import (
     build_reference,
     configure_precision,
+    degenerate_probes,
     ghost_seed,
     install_autotune_policy,
     load_reference,
     make_inputs,
 )
 from tritongym.core.eval.worker.tensors import clone_all, same_value
+from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs, skip
 from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker_task import WorkerTask
 
@@ -299,20 +302,40 @@ class GPUWorker:
                         ref_outputs.append(flatten_outputs(raw))
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
+            # the shape-set and late trials (trial_plan.py): judged like the main ones, never timed
+            extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference)
+            planned = [{"seed": seed} for seed in task.seeds]
+            all_inputs, kept = list(trial_inputs), []
+            for trial in extra:
+                try:
+                    outs = reference_outputs(reference, ref_model, trial, traced_call, flatten_outputs)
+                except Exception as exc:
+                    if trial.sizes is not None and task.extra_sizes_optional:
+                        skip(trial.sizes, f"{type(exc).__name__}: {exc}")
+                        continue
+                    info = error_info(exc)
+                    where = f"at {trial.describe()}: " if trial.sizes is not None else ""
+                    raise StageError("problem", info.model_copy(update={"message": where + info.message})) from None
+                ref_outputs.append(outs)
+                planned.append(trial.evidence_fields())
+                all_inputs.append(trial.inputs)
+                kept.append(trial)
+            extra = kept
             generator = torch.Generator(device=self.device)
             generator.manual_seed(task.init_seed ^ 0x5EED)
             positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
             if self.cuda:
                 trusted.synchronize()
             ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)
+            degenerate = degenerate_probes(task, reference, self.device)
             try:
-                probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
+                probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate)
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
             if self.cuda:
                 trusted.synchronize()
         lap("reference")
-        self.channel.send("REFO", frames.tensors_to_bytes(list(samples)))
+        self.channel.send("REFO", frames.tensors_to_bytes({"samples": list(samples), "trials": planned}))
         lap("send_reference")
 
         def ref_forward(xs):
@@ -341,7 +364,17 @@ class GPUWorker:
             if self.cuda:
                 poison_free_memory(self.device)
             report = run_candidate(
-                task, taskdir, self.recorder, ref_model, init_inputs, trial_inputs, self.device, keep, ghost_inputs
+                task,
+                taskdir,
+                self.recorder,
+                ref_model,
+                init_inputs,
+                trial_inputs,
+                self.device,
+                keep,
+                ghost_inputs,
+                extra,
+                [(name, inputs) for name, _, inputs, _ in degenerate],
             )
             probe_records = report.pop("probes")
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
@@ -354,7 +387,7 @@ class GPUWorker:
                 if self.cuda:
                     trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
                 evidence.probes = compare_probes(probe_records, probe_refs, ref_outputs, task.tolerances)
-                for t, (inputs, sent) in enumerate(zip(trial_inputs, report["trials"])):
+                for t, (inputs, sent) in enumerate(zip(all_inputs, report["trials"])):
                     after = sent.pop("inputs_after")
                     sent["mutated"] = [
                         i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)

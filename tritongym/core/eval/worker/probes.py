@@ -12,7 +12,10 @@ candidate's forward is called again, in the candidate's context (`run_probes`), 
   memory do not);
 * `ghost`: every Triton kernel defined in the candidate skipped (its launches return at once), on inputs
   no call has seen; an output that still matches the reference was never computed by those kernels
-  (a decoy, or memory that happened to hold the answer).
+  (a decoy, or memory that happened to hold the answer);
+* `degenerate:<control>`: only on a problem degenerate for that negative control (`controls.py`), once on
+  inputs transformed so that the control's answer is wrong there; compared with the reference *and* with
+  the control's answer: a candidate giving the latter returned zeros, a constant or its input.
 
 Reference outputs for the probes are computed by trusted code *before* the candidate is imported
 (`reference_probe_outputs`); the comparison (`compare_probes`) also runs on the trusted side.  Two
@@ -37,12 +40,16 @@ def mode_probe_name(grad: bool, train: bool) -> str:
 # --- trusted side, before the import ----------------------------------------------------------------------
 
 
-def reference_probe_outputs(ref_model, trial_inputs: list[list], ghost_inputs: list) -> dict[str, list]:
+def reference_probe_outputs(
+    ref_model, trial_inputs: list[list], ghost_inputs: list, degenerate: list | None = None
+) -> dict[str, list]:
     """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
-    reference is an ordinary trial's)."""
+    reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
+    `NAME#control`.  `degenerate` holds (probe name, control, inputs, the other seed's inputs)."""
     import torch
 
     from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.controls import control_answer
     from tritongym.core.eval.worker.tensors import clone_all
 
     def detached(value) -> list:
@@ -60,6 +67,12 @@ def reference_probe_outputs(ref_model, trial_inputs: list[list], ghost_inputs: l
         ref_model.train(was_training)
         with torch.no_grad():
             refs["ghost"] = detached(ref_model(*clone_all(ghost_inputs)))
+            for name, control, inputs, other_inputs in degenerate or []:
+                refs[name] = detached(ref_model(*clone_all(inputs)))
+                other = detached(ref_model(*clone_all(other_inputs))) if control == "other_seed_output" else []
+                answer = control_answer(control, inputs, refs[name], other)
+                if answer is not None:
+                    refs[f"{name}#control"] = answer
     finally:
         ref_model.train(was_training)
     return refs
@@ -68,8 +81,17 @@ def reference_probe_outputs(ref_model, trial_inputs: list[list], ghost_inputs: l
 # --- candidate side ---------------------------------------------------------------------------------------
 
 
-def run_probes(model, recorder, trial_inputs: list[list], last_buffers: list | None, ghost_inputs: list) -> list:
-    """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare."""
+def run_probes(
+    model,
+    recorder,
+    trial_inputs: list[list],
+    last_buffers: list | None,
+    ghost_inputs: list,
+    degenerate_inputs: list | None = None,
+) -> list:
+    """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
+
+    `degenerate_inputs`: (probe name, inputs) of the degeneracy probes, called last."""
     import torch
 
     from tritongym.core.eval.worker.compare import flatten_outputs
@@ -109,6 +131,8 @@ def run_probes(model, recorder, trial_inputs: list[list], last_buffers: list | N
                 call("refresh", 0, last_buffers, False, was_training)
                 call("repeat", 0, last_buffers, False, was_training)
         call("ghost", -1, clone_all(ghost_inputs), False, was_training, ghost=True)
+        for name, inputs in degenerate_inputs or []:
+            call(name, -1, clone_all(inputs), False, was_training)
     finally:
         model.train(was_training)
     return records
@@ -152,6 +176,8 @@ def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs:
             refs = probe_refs.get(name, [])
         outputs = record["outputs"]
         comparable = [(i, o, r) for i, (o, r) in enumerate(zip(outputs, refs)) if _is_tensor(r)]
+        control = probe_refs.get(f"{name}#control", [])
+        against_control = [(i, o, r) for i, (o, r) in enumerate(zip(outputs, control)) if _is_tensor(r)]
         calls.append(
             ProbeCall(
                 probe=name,
@@ -161,6 +187,8 @@ def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs:
                 ref_n_outputs=len(refs),
                 launches=[LaunchRecord.model_validate(x) for x in record["launches"]],
                 error=record["error"],
+                control=name.removeprefix("degenerate:") if control else "",
+                control_outputs=[compare_output(i, o, r, tolerances) for i, o, r in against_control],
             )
         )
     return calls

@@ -14,8 +14,13 @@ Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdic
 4. back here, its outputs are compared with the reference's (`compare_output`) and its inputs checked
    unchanged: the candidate never touches the reference, its outputs or the comparison.
 
+After the probes come the extra trials of `trial_plan.py` (one per extra shape set, then the late trial),
+planned with the main trials and judged the same way.
+
 In `screen` mode negative controls stand in for a candidate (zeros, the reference output for another
-seed's inputs, the identity) so degenerate problems are found.
+seed's inputs, the identity) so degenerate problems are found, and each is also tried on transformed
+inputs (`controls.py`) so that an evaluation can tell a candidate that gives the control's answer from
+one that computes.
 """
 
 from __future__ import annotations
@@ -24,13 +29,19 @@ import os
 import sys
 from types import ModuleType
 
+from tritongym.core.eval.worker.controls import (
+    CONTROLS,
+    OTHER_SEED_OFFSET,
+    TRANSFORMS,
+    control_answer,
+    transform_inputs,
+)
 from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded, load_module
 from tritongym.core.eval.worker.tensors import clone_all, same_value, to_device
 from tritongym.core.models import AutotuneChoice, ErrorInfo, Evidence, LaunchRecord, TrialEvidence
 from tritongym.core.worker_task import WorkerTask
 
 REFERENCE_MODULE = "tritongym_reference"
-_OTHER_SEED_OFFSET = 7919
 
 
 def load_reference(task: WorkerTask, workdir: str) -> ModuleType:
@@ -56,6 +67,27 @@ def make_inputs(reference: ModuleType, seed: int, device):
 def ghost_seed(task: WorkerTask) -> int:
     """Seed of the ghost probe's inputs: secret (derived from the init seed) and unlike any trial's."""
     return (task.init_seed * 2654435761 + 0x6057) % (2**31)
+
+
+def degenerate_seed(task: WorkerTask, k: int) -> int:
+    """Seed of the k-th degeneracy probe's inputs: secret, like the ghost's, and unlike it."""
+    return (task.init_seed * 69069 + 0xD6E + 7 * k) % (2**31)
+
+
+def degenerate_probes(task: WorkerTask, reference: ModuleType, device) -> list[tuple[str, str, list, list]]:
+    """(probe name, control, transformed inputs, the other seed's inputs) per control the problem is
+    degenerate for: what the candidate is called on, and what its answer is compared with."""
+    probes = []
+    for k, (control, transform) in enumerate(sorted(task.degenerate.items())):
+        seed = degenerate_seed(task, k)
+        try:
+            inputs = transform_inputs(transform, make_inputs(reference, seed, device), seed)
+            other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
+        except Exception as exc:
+            raise StageError("problem", error_info(exc)) from None
+        if inputs is not None:
+            probes.append((f"degenerate:{control}", control, inputs, other))
+    return probes
 
 
 def build_reference(task: WorkerTask, reference: ModuleType, device):
@@ -84,6 +116,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.eval.worker.launches import LaunchRecorder
     from tritongym.core.eval.worker.op_trace import traced_call
     from tritongym.core.eval.worker.probes import compare_probes, reference_probe_outputs
+    from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs, skip
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -97,9 +130,21 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     ref_model, init_inputs = build_reference(task, reference, device)
     trial_inputs = [make_inputs(reference, seed, device) for seed in task.seeds]
     ghost_inputs = make_inputs(reference, ghost_seed(task), device)
+    extra = plan_extra_trials(task, reference, device, make_inputs, build_reference)
+    degenerate = degenerate_probes(task, reference, device)
     evidence.stage = "import"
     report, why = fork_candidate(
-        task, workdir, recorder, ref_model, init_inputs, trial_inputs, device, private_fds, ghost_inputs
+        task,
+        workdir,
+        recorder,
+        ref_model,
+        init_inputs,
+        trial_inputs,
+        device,
+        private_fds,
+        ghost_inputs,
+        extra,
+        [(name, inputs) for name, _, inputs, _ in degenerate],
     )
     if report is None:
         evidence.stage = "run"
@@ -113,20 +158,35 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
         evidence.reference_torch_ops = evidence.reference_torch_ops or ops
-        trials.append((seed, inputs, ref_out))
+        trials.append(({"seed": seed}, inputs, ref_out))
+    sent_trials = list(report["trials"])
+    main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
+    for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
+        try:
+            ref_out = reference_outputs(reference, ref_model, planned, traced_call, flatten_outputs)
+        except Exception as exc:
+            if planned.sizes is not None and task.extra_sizes_optional:
+                skip(planned.sizes, f"{type(exc).__name__}: {exc}")
+                continue
+            info = error_info(exc)
+            where = f"at {planned.describe()}: " if planned.sizes is not None else ""
+            raise StageError("problem", info.model_copy(update={"message": where + info.message})) from None
+        if sent is not None:
+            trials.append((planned.evidence_fields(), planned.inputs, ref_out))
+            main_sent.append(sent)
     try:
-        probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs)
+        probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
     evidence.bound_weights, evidence.unbound_weights = list(report["bound"]), list(report["unbound"])
-    for (seed, inputs, refs), sent in zip(trials, report["trials"]):
+    for (fields, inputs, refs), sent in zip(trials, main_sent):
         outs = sent["outputs"]
         after = sent["inputs_after"]
         mutated = [i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)]
         evidence.trials.append(
             TrialEvidence(
-                seed=seed,
+                **fields,
                 outputs=[compare_output(i, o, r, task.tolerances) for i, (o, r) in enumerate(zip(outs, refs))],
                 n_outputs=len(outs),
                 ref_n_outputs=len(refs),
@@ -136,7 +196,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
                 candidate_s=sent["candidate_s"],
             )
         )
-    evidence.probes = compare_probes(report["probes"], probe_refs, [t[2] for t in trials], task.tolerances)
+    evidence.probes = compare_probes(
+        report["probes"], probe_refs, [t[2] for t in trials[: len(trial_inputs)]], task.tolerances
+    )
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
     evidence.torch_ops = {str(k): int(v) for k, v in report["torch_ops"].items()}
@@ -146,7 +208,8 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
 
 
 def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
-    """Negative controls: each must fail the comparison, or the problem is degenerate."""
+    """Negative controls: each must fail the comparison, or the problem is degenerate; each is also
+    compared on every transform of the inputs (`controls.py`), for the parent to pick one that breaks it."""
     import torch
 
     from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
@@ -154,32 +217,47 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
     ref_model, _ = build_reference(task, reference, device)
-    controls: dict[str, list[TrialEvidence]] = {"zeros": [], "other_seed_output": [], "identity": []}
+    controls: dict[str, list[TrialEvidence]] = {name: [] for name in CONTROLS}
+    breaks: dict[str, dict[str, list[TrialEvidence]]] = {name: {t: [] for t in TRANSFORMS} for name in CONTROLS}
     evidence.stage = "run"
+
+    def judged(seed: int, outs: list, refs: list) -> TrialEvidence:
+        return TrialEvidence(
+            seed=seed,
+            outputs=[compare_output(i, o, r, task.tolerances) for i, (o, r) in enumerate(zip(outs, refs))],
+            n_outputs=len(outs),
+            ref_n_outputs=len(refs),
+        )
+
     for seed in task.seeds:
         inputs = make_inputs(reference, seed, device)
-        other = make_inputs(reference, seed + _OTHER_SEED_OFFSET, device)
+        other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
         with torch.no_grad():
             refs = flatten_outputs(ref_model(*clone_all(inputs)))
             other_refs = flatten_outputs(ref_model(*other))
-        tensors = [v for v in inputs if isinstance(v, torch.Tensor)]
-        guesses = {
-            "zeros": [torch.zeros_like(r) for r in refs],
-            "other_seed_output": other_refs,
-            "identity": [next((t for t in tensors if t.shape == r.shape and t.dtype == r.dtype), None) for r in refs],
-        }
-        for name, outs in guesses.items():
-            if any(o is None for o in outs):
+        transformed = {}
+        for transform in TRANSFORMS:
+            changed = transform_inputs(transform, inputs, seed)
+            if changed is None:
+                continue
+            try:
+                with torch.no_grad():
+                    transformed[transform] = (changed, flatten_outputs(ref_model(*clone_all(changed))))
+            except Exception:  # noqa: BLE001 - a reference that cannot take these inputs: another transform
+                continue
+        for name in CONTROLS:
+            answer = control_answer(name, inputs, refs, other_refs)
+            if answer is None:
                 continue  # the identity is impossible when no input has the output's shape and dtype
-            controls[name].append(
-                TrialEvidence(
-                    seed=seed,
-                    outputs=[compare_output(i, o, r, task.tolerances) for i, (o, r) in enumerate(zip(outs, refs))],
-                    n_outputs=len(outs),
-                    ref_n_outputs=len(refs),
-                )
-            )
+            controls[name].append(judged(seed, answer, refs))
+            for transform, (changed, changed_refs) in transformed.items():
+                changed_answer = control_answer(name, changed, changed_refs, other_refs)
+                if changed_answer is not None:
+                    breaks[name][transform].append(judged(seed, changed_answer, changed_refs))
     evidence.controls = {k: v for k, v in controls.items() if v}
+    evidence.control_breaks = {
+        k: {t: v for t, v in per.items() if v} for k, per in breaks.items() if k in evidence.controls
+    }
     evidence.stage = "done"
 
 

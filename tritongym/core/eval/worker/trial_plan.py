@@ -1,0 +1,153 @@
+"""The correctness calls beyond the main trials: one trial per extra shape set, and the late trial.
+
+Both workers (the CPU task runner and the warm GPU worker) plan them the same way, on the trusted side and
+before any candidate code exists:
+
+* an **extra shape set** (`WorkerTask.extra_sizes`, from the problem's `EXTRA_SIZES` or derived from its
+  shape constants) is applied to the reference module's globals, under which `Model` is built from
+  `get_init_inputs()` (same secret seed) and one trial's inputs made; the candidate builds a fresh
+  `ModelNew` from those init inputs, its weights bound from that model, and is called once.  A kernel
+  that hard-codes the main shape fails there, and the message names the set.  A *derived* set the
+  reference cannot build or run is skipped (the derivation guessed which constants are sizes); a
+  declared one that fails is the problem's error;
+* the **late trial** calls the main model once more, after every probe and shape trial, on fresh inputs
+  from a secret seed: a forward that serves a cached answer once it has been called a dozen times fails
+  there on every backend.
+
+Timing never sees these calls: it runs on the main trials' inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from tritongym.core.models import describe_sizes
+
+
+@dataclass
+class PlannedTrial:
+    """One correctness call after the main trials, with what the trusted side needs to judge it."""
+
+    seed: int
+    inputs: list
+    sizes: dict | None = None  # the shape set applied to the reference module; None = the main shape
+    late: bool = False
+    ref_model: Any = None  # the shape set's reference model; None = the main one
+    init_inputs: list | None = None  # the shape set's init inputs (the candidate builds a new ModelNew)
+    input_shapes: list[list[int]] = field(default_factory=list)
+
+    def evidence_fields(self) -> dict:
+        """The `TrialEvidence` fields that say which call this was."""
+        return {"seed": self.seed, "sizes": self.sizes, "late": self.late, "input_shapes": self.input_shapes}
+
+    def describe(self) -> str:
+        return f"shape set {describe_sizes(self.sizes)}" if self.sizes is not None else "the late trial"
+
+
+@contextlib.contextmanager
+def sizes_applied(reference: ModuleType, sizes: dict | None):
+    """The reference module's globals set to a shape set for the duration, then put back."""
+    if not sizes:
+        yield
+        return
+    namespace = vars(reference)
+    saved = {k: namespace[k] for k in sizes if k in namespace}
+    namespace.update(sizes)
+    try:
+        yield
+    finally:
+        for k in sizes:
+            if k in saved:
+                namespace[k] = saved[k]
+            else:
+                namespace.pop(k, None)
+
+
+def _shapes(inputs: list) -> list[list[int]]:
+    import torch
+
+    return [list(v.shape) for v in inputs if isinstance(v, torch.Tensor)]
+
+
+def late_seed(task) -> int:
+    """Seed of the late trial's inputs: secret (derived from the init seed), unlike any trial's or the ghost's."""
+    return (task.init_seed * 40503 + 0x1A7E) % (2**31)
+
+
+def shape_seed(task, k: int) -> int:
+    return (task.seeds[0] + 104729 * (k + 1)) % (2**31)
+
+
+def plan_extra_trials(task, reference: ModuleType, device, make_inputs, build_reference) -> list[PlannedTrial]:
+    """The shape-set trials then the late trial, each with its inputs (and models), made before the import."""
+    from tritongym.core.eval.worker.stages import StageError, error_info
+
+    planned: list[PlannedTrial] = []
+    for k, overrides in enumerate(task.extra_sizes):
+        sizes = {**task.sizes, **overrides}
+        seed = shape_seed(task, k)
+        try:
+            with sizes_applied(reference, sizes):
+                ref_model, init_inputs = build_reference(task, reference, device)
+                inputs = make_inputs(reference, seed, device)
+                if task.extra_sizes_optional:
+                    _runs(ref_model, make_inputs(reference, seed ^ 0x5A5A, device))
+        except StageError as exc:
+            if task.extra_sizes_optional:
+                skip(overrides, f"{exc.info.kind}: {exc.info.message}")
+                continue
+            raise StageError("problem", _at(overrides, exc.info)) from None
+        except Exception as exc:
+            if task.extra_sizes_optional:
+                skip(overrides, f"{type(exc).__name__}: {exc}")
+                continue
+            raise StageError("problem", _at(overrides, error_info(exc))) from None
+        planned.append(
+            PlannedTrial(
+                seed=seed,
+                inputs=inputs,
+                sizes=dict(overrides),
+                ref_model=ref_model,
+                init_inputs=list(init_inputs),
+                input_shapes=_shapes(inputs),
+            )
+        )
+    if task.late_trial:
+        inputs = make_inputs(reference, late_seed(task), device)
+        planned.append(PlannedTrial(seed=late_seed(task), inputs=inputs, late=True, input_shapes=_shapes(inputs)))
+    return planned
+
+
+def _runs(ref_model, other_inputs: list) -> None:
+    """A derived set is tried on other inputs before the candidate exists (its trial's own reference
+    output is computed only after the candidate has run); what this computes is dropped at once."""
+    import torch
+
+    with torch.no_grad():
+        del_me = ref_model(*other_inputs)
+    del del_me
+
+
+def _at(sizes: dict, info):
+    return info.model_copy(update={"message": f"at shape set {describe_sizes(sizes)}: {info.message}"})
+
+
+def skip(sizes: dict, why: str) -> None:
+    """A derived shape set the reference cannot run: said in the worker's log, then left out."""
+    print(f"tritongym: derived shape set {describe_sizes(sizes)} skipped: {why[:300]}", file=sys.stderr, flush=True)
+
+
+def reference_outputs(reference: ModuleType, main_model, trial: PlannedTrial, traced_call, flatten_outputs) -> list:
+    """The reference's outputs for one planned trial, under its shape set (raises what the reference raises)."""
+    import torch
+
+    from tritongym.core.eval.worker.tensors import clone_all
+
+    model = trial.ref_model if trial.ref_model is not None else main_model
+    with sizes_applied(reference, trial.sizes), torch.no_grad():
+        raw, _ = traced_call(model, *clone_all(trial.inputs))
+    return flatten_outputs(raw)
