@@ -56,6 +56,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.checks.torch_compute",
     "tritongym.plugins.checks.dot_precision",
     "tritongym.plugins.checks.timing",
+    "tritongym.plugins.checks.llm_judge",
     "tritongym.plugins.rewards.correctness",
     "tritongym.plugins.rewards.speedup",
     "tritongym.plugins.rewards.profiling",
