@@ -64,6 +64,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.estimators.rloo",
     "tritongym.plugins.estimators.trloo",
     "tritongym.plugins.estimators.reinforce",
+    "tritongym.plugins.estimators.hrd",
     "tritongym.plugins.estimators.mrs",
     "tritongym.plugins.estimators.prs",
     "tritongym.plugins.estimators.meaningful_turn",
