@@ -12,7 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import RELU_KERNEL
+from conftest import RELU_KERNEL, registry_before
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
@@ -316,3 +316,35 @@ def test_a_tiny_llama_judges_through_the_transformers_engine_once(tmp_path, relu
     assert not check2.started and check2.engine.model is None  # the judge model was never loaded
     assert len(registry.judge_verdicts_of(kernel)) == 1
     registry.close()
+
+
+def test_without_a_registry_the_check_still_asks_once_per_kernel(server, relu_problem):
+    server.answers = ["VERDICT: PASS\nREASON: fine"]
+    check = bound(openai_judge(server), None)
+    for _ in range(3):
+        assert check.judge(Evidence(), Candidate(source=RELU_KERNEL), relu_problem).passed
+    assert len(server.posts) == 1
+    assert bound(openai_judge(server), None, reuse=False).judge(Evidence(), Candidate(source=RELU_KERNEL), relu_problem)
+    assert len(server.posts) == 2
+
+
+def test_m014_brings_an_older_registry_forward_and_needs_no_other_migration(tmp_path):
+    from tritongym.core.models import JudgeVerdict
+    from tritongym.core.registry.migrations import m014_judge_verdicts
+
+    old = registry_before(tmp_path / "old.db", "m014")
+    assert "judge_verdicts" not in old.table_names()
+    old.close()
+    registry = Registry(tmp_path / "old.db")
+    verdict = JudgeVerdict(
+        check="llm-judge", kernel_id="k", problem_key="p", judge_model="m", template_hash="t", passed=None, answer="?"
+    )
+    registry.store_judge_verdict(verdict)
+    assert registry.judge_verdict("llm-judge", "k", "p", "m", "t") == verdict
+    assert registry.judge_verdict("llm-judge", "k", "p", "m", "other") is None
+    registry.close()
+    import sqlite_utils
+
+    alone = sqlite_utils.Database(memory=True)  # on a database with no other table, it applies by itself
+    m014_judge_verdicts(alone)
+    assert alone["judge_verdicts"].pks == ["check_name", "kernel_id", "problem_key", "judge_model", "template_hash"]

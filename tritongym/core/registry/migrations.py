@@ -379,9 +379,9 @@ def m014_judge_verdicts(db: sqlite_utils.Database) -> None:
     # model x prompt template, so a kernel judged once is not sent to the same model with the same prompt
     # again, whichever run, protocol or `--no-cache` evaluation judges it next (the evaluations table is keyed
     # by protocol; a judge's verdict does not depend on it). `passed` is NULL where the answer said neither
-    # pass nor fail; the raw `answer` is kept, so the check's policy decides at each use. Touches no other
-    # table (m013 is another change's; this one does not need it), and kernels are referenced by id only:
-    # a verdict is reached before the evaluation that stores the kernel row.
+    # pass nor fail; the raw `answer` is kept, so the check's policy decides at each use. It touches no
+    # other table and needs no other migration; kernels are referenced by id only, since a verdict is
+    # reached before the evaluation that stores the kernel row.
     db["judge_verdicts"].create(
         {
             "check_name": str,

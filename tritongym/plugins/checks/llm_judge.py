@@ -22,7 +22,8 @@ Design choices, and why:
 - **Cached verdicts**: a verdict is stored in the registry's `judge_verdicts` table (migration m014) under
   check, kernel id, problem key, judge model (engine, model and sampling settings) and template hash; the
   same kernel judged again for the same problem by the same judge and prompt is answered from there, under
-  any protocol and in any run, without starting the engine (the model is loaded at the first real call).
+  any protocol and in any run, without starting the engine (the model is loaded at the first real call);
+  without a registry, verdicts are kept for the life of the check.
   `--no-cache` (`use_cache = false`) asks again and replaces the stored verdict.  The identity is the
   configuration, not the weights: after changing a model in place, change `template` or clear the table.
 - **An unparseable answer** (no `VERDICT: PASS` or `VERDICT: FAIL` line, after any `<think>` block) fails
@@ -161,6 +162,7 @@ class LLMJudgeCheck(RuntimeCheck):
         self.memo: JudgeMemo | None = None
         self.reuse = True
         self.started = False
+        self.asked: dict[tuple[str, ...], JudgeVerdict] = {}  # this process's verdicts, for runs without a registry
 
     # --- identity -------------------------------------------------------------------------------------
 
@@ -249,7 +251,9 @@ class LLMJudgeCheck(RuntimeCheck):
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         key = (self.name, candidate.kernel_id, problem.key, self.judge_model, self.template_hash)
-        stored = self.memo.judge_verdict(*key) if self.memo is not None and self.reuse else None
+        stored = None
+        if self.reuse:
+            stored = self.memo.judge_verdict(*key) if self.memo is not None else self.asked.get(key)
         if stored is None:
             answer = self.ask(self.prompt(evidence, candidate, problem))
             passed, reason = parse_answer(answer)
@@ -265,6 +269,7 @@ class LLMJudgeCheck(RuntimeCheck):
             )
             if self.memo is not None:
                 self.memo.store_judge_verdict(stored)
+            self.asked[key] = stored
         return self.verdict(stored)
 
     def verdict(self, stored: JudgeVerdict) -> CheckVerdict:
@@ -294,8 +299,9 @@ class LLMJudgeCheck(RuntimeCheck):
 
 
 def describe_evidence(evidence: Evidence) -> str:
-    """What the evaluation saw, as a markdown section for the prompt: deterministic for a given kernel
-    (counts and names, no timings), so it does not change what is asked from one evaluation to the next."""
+    """What the evaluation saw, as a markdown section for the prompt: kernel and op names with their counts,
+    and PR to two decimals (no timings).  Not part of the cache key: a kernel judged once keeps its verdict
+    whatever a later evaluation of it saw."""
     own: dict[str, int] = {}
     other: dict[str, int] = {}
     for trial in evidence.trials:
