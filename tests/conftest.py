@@ -28,13 +28,16 @@ def _isolated_plugins(monkeypatch):
 
 @pytest.fixture(scope="session")
 def sandbox_checks() -> dict[str, dict]:
-    """Every runtime check plus `structure`: the static source policy switched off, so a test of the sandbox
-    or of a runtime probe reaches the worker with code the policy would refuse (os, streams, patches)."""
+    """Every runtime check that is on by default plus `structure`: the static source policy switched off, so a
+    test of the sandbox or of a runtime probe reaches the worker with code the policy would refuse (os,
+    streams, patches)."""
     host = PluginHost(load_entry_points=False)
     return {
         name: {}
         for name in host.names("check")
-        if name == "structure" or host.get("check", name).cls.stage == "runtime"
+        if name == "structure"
+        or host.get("check", name).cls.stage == "runtime"
+        and host.get("check", name).cls.default_enabled
     }
 
 

@@ -45,10 +45,13 @@ def evaluated(tmp_path_factory):
     assert PASSTHROUGH != RELU_KERNEL and NEVER_LAUNCHED != RELU_KERNEL
     path = tmp_path_factory.mktemp("browse") / "tg-registry.db"
     problem = load_problem("relu")
+    host = PluginHost(load_entry_points=False)
     runtime_checks = {
         name: {}
-        for name in PluginHost(load_entry_points=False).names("check")
-        if name == "structure" or PluginHost(load_entry_points=False).get("check", name).cls.stage == "runtime"
+        for name in host.names("check")
+        if name == "structure"
+        or host.get("check", name).cls.stage == "runtime"
+        and host.get("check", name).cls.default_enabled
     }
     base = dict(backend="triton-cpu", trials=3, timeout_s=120, workers=1)
     cases = [

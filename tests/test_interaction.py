@@ -59,7 +59,11 @@ def test_first_prompt_has_reference_example_and_contract(softmax):
 
 
 def test_every_bundled_template_is_valid_and_every_option_documented():
-    assert sorted(p.name for p in TEMPLATES_DIR.iterdir()) == ["example.md", "feedback.md", "system.md", "task.md"]
+    names = ["example.md", "feedback.md", "judge.md", "system.md", "task.md"]
+    assert sorted(p.name for p in TEMPLATES_DIR.iterdir()) == names  # judge.md: the llm-judge check's prompt
+    from tritongym.plugins.checks.llm_judge import check_template
+
+    check_template((TEMPLATES_DIR / "judge.md").read_text())
     assert all(field.description for field in InteractionOptions.model_fields.values())
     # a context mode is a name in `context` and a selector: the two lists cannot drift apart
     assert set(get_args(InteractionOptions.model_fields["context"].annotation)) == set(CONTEXT_SELECTORS)

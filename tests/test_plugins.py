@@ -285,3 +285,23 @@ def test_cli_plugins_lists_estimators_and_filters_with_their_options():
     assert table.exit_code == 0 and "lower=0.999" in table.stdout and "speedup" not in table.stdout
     bad = CliRunner().invoke(app, ["plugins", "--kind", "filters"])
     assert bad.exit_code == 2 and "valid choices" in bad.output
+
+
+def test_cli_plugins_lists_hrd_and_the_llm_judge_with_their_options():
+    from typer.testing import CliRunner
+
+    from tritongym.core.cli.app import app
+
+    result = CliRunner().invoke(app, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {(r["kind"], r["name"]): r for r in json.loads(result.stdout)}
+    hrd = {o["name"]: o["default"] for o in rows[("estimator", "hrd")]["options"]}
+    assert hrd["alpha"] == 0.1 and hrd["baseline"] == "leave-one-out"
+    assert hrd["plan_components"] == {"speedup": 1.0} and hrd["code_components"] == {"correctness": 1.0}
+    assert rows[("estimator", "hrd")]["plugin"] == "tritongym.plugins.estimators.hrd"
+    judge = rows[("check", "llm-judge")]
+    options = {o["name"]: o for o in judge["options"]}
+    assert judge["plugin"] == "tritongym.plugins.checks.llm_judge" and "off by default" in judge["doc"]
+    assert options["engine"]["default"] == "openai" and options["unparseable"]["default"] == "fail"
+    assert options["template"]["default"] is None and "$candidate_code" in options["template"]["description"]
+    assert {"model", "engine_options", "evidence", "temperature", "max_tokens", "seed"} <= set(options)

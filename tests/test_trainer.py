@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -254,3 +255,90 @@ def test_cli_rollouts_and_train(tiny_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "1 steps" in done.stdout and "metrics.png" in done.stdout
     assert (tmp_path / "out" / "model" / "config.json").is_file()
+
+
+def _hand_turn(trainer, problem, trajectory: int, response: str, components: dict):
+    """A turn as rollouts make it, with a response we wrote: the engine's ids and log-probs are the real
+    tokenizer's and model's (what the engine would have returned), the reward is given."""
+    from tritongym.core.generation import Generation
+    from tritongym.core.learn.model_loading import render_prompt
+    from tritongym.core.learn.rollouts import TurnRecord
+    from tritongym.core.learn.token_rows import TokenRow
+    from tritongym.core.models import RewardBreakdown
+
+    messages = trainer.parts.interaction.first_messages(problem)
+    prompt = render_prompt(trainer.tokenizer, messages)
+    ids = trainer.tokenizer(response, add_special_tokens=False)["input_ids"] + [trainer.tokenizer.eos_token_id]
+    (logprobs,) = trainer.old_logprobs([TokenRow(prompt, ids)])
+    generation = Generation(text=response, prompt_token_ids=prompt, token_ids=ids, logprobs=logprobs)
+    reward = RewardBreakdown(total=sum(components.values()), components=components)
+    code = trainer.parts.interaction.extract(response).code
+    return TurnRecord(problem, 0, trajectory, trajectory, 0, messages, generation, code, None, reward, "", "ok")
+
+
+def test_a_training_step_with_hrd_gives_plan_and_code_tokens_their_own_advantages(tiny_dir, tmp_path):
+    import torch
+
+    from tritongym.core.learn.run_setup import prepare_run
+    from tritongym.core.learn.trainer import Trainer
+
+    config = loop_config(
+        tiny_dir,
+        tmp_path / "run",
+        interaction__max_turns=1,
+        interaction__assistant_prefill="",
+        learning__estimator="hrd",
+        learning__filters={},
+        optim__lr=1e-2,
+        optim__micro_batch=2,
+    )
+    parts = prepare_run(config)
+    try:
+        trainer = Trainer(parts)
+        problem = parts.problems[0]
+        code = "```python\nimport triton\n\nclass ModelNew:\n    pass\n```"
+        records = [
+            _hand_turn(
+                trainer, problem, 0, f"Fuse the max into one pass.\n{code}\nDone.", {"correctness": 1.0, "speedup": 2.0}
+            ),
+            _hand_turn(trainer, problem, 1, f"Copy, then clamp.\n{code}", {"correctness": 0.0}),
+        ]
+        before = [p.detach().clone() for p in trainer.model.parameters()]
+        metrics, batch = trainer.learn(records, step=0)
+        assert 0 < metrics["hrd/code_tokens"] < 1 and metrics["grad_norm"] > 0 and math.isfinite(metrics["loss"])
+        assert any(not torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
+        signal = parts.learning.build(batch)
+        for row, (plan, code_advantage) in enumerate([(0.1 * 2.0, 1.0), (0.1 * -2.0, -1.0)]):
+            tokens = batch.tokens[row]
+            is_code = batch.code_mask[row] & tokens
+            ids = records[row].generation.token_ids
+            assert bool(is_code.any()) and bool((tokens & ~is_code).any())  # both spans present
+            assert signal.advantages[row][is_code].tolist() == pytest.approx([code_advantage] * int(is_code.sum()))
+            plan_tokens = tokens & ~is_code
+            assert signal.advantages[row][plan_tokens].tolist() == pytest.approx([plan] * int(plan_tokens.sum()))
+            code_text = trainer.tokenizer.decode([t for t, c in zip(ids, is_code.tolist()) if c])
+            assert code_text.strip().startswith("```python") and code_text.strip().endswith("```")
+    finally:
+        parts.close()
+
+
+def test_train_with_hrd_on_the_tiny_model(tiny_dir, tmp_path, parses_plugin):
+    """One real RL step (rollouts through the transformers engine, the gym, the registry) with `hrd` chosen."""
+    config = loop_config(
+        tiny_dir,
+        tmp_path / "run",
+        interaction__max_turns=1,
+        sampling__max_tokens=6,
+        rollout__samples=4,
+        eval__rewards={"parses": 1.0},
+        learning__estimator="hrd",
+        learning__estimator_options={"code_components": {"parses": 1.0}, "plan_components": {"parses": 1.0}},
+        learning__filters={},
+        optim__steps=1,
+    )
+    registry = Registry(tmp_path / "registry.db")
+    summary = api.train(config, registry=registry, extra_plugins=[parses_plugin])
+    (metrics,) = [json.loads(line) for line in Path(summary.metrics_file).read_text().splitlines()]
+    assert metrics["hrd/code_tokens"] > 0 and math.isfinite(metrics["loss"]) and metrics["grad_norm"] >= 0
+    turns = registry.turns(summary.run_id)
+    assert len(turns) == 2 * 4 and all(t["advantage"] is not None for t in turns)

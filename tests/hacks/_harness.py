@@ -78,8 +78,13 @@ def incorrect(message: str) -> Expect:
 
 
 def registered_checks(host: PluginHost) -> dict[str, str]:
-    """Registered check name -> its stage ("static" or "runtime")."""
-    return {name: host.get("check", name).cls.stage for name in host.names("check")}
+    """Registered check name -> its stage ("static" or "runtime"), for the checks that are on by default
+    (an off-by-default check such as `llm-judge` asks a model and has its own tests)."""
+    return {
+        name: host.get("check", name).cls.stage
+        for name in host.names("check")
+        if host.get("check", name).cls.default_enabled
+    }
 
 
 def checks_for(layer: str, host: PluginHost) -> dict[str, dict] | None:

@@ -60,7 +60,9 @@ def test_honest_kernel_is_ok(case: Case, honest_results):
     assert result.correct and not result.hacked
     assert not [v.name for v in result.checks if not v.passed], explain(result)
     names = {v.name for v in result.checks}
-    assert names == set(new_host().names("check")), f"not every registered check judged it: {sorted(names)}"
+    host = new_host()
+    default = {n for n in host.names("check") if host.get("check", n).cls.default_enabled}
+    assert names == default, f"not every check that is on by default judged it: {sorted(names)}"
     assert any(rec.own and rec.count >= 3 for rec in result.launches), result.launches
     assert result.reward.components.get("correctness") == 1.0
 

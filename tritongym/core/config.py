@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, model_validator
 
 from tritongym.core.errors import ConfigError
 from tritongym.core.models import PROTOCOL_VERSION
@@ -68,7 +68,12 @@ class EvalConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, le=3600)
     memory_mb: int | None = Field(default=8192, ge=256)
     checks: dict[str, dict] | None = Field(
-        default=None, description="check name -> options; None = every registered check"
+        default=None, description="check name -> options; None = every registered check that is on by default"
+    )
+    enable_checks: dict[str, dict] = Field(
+        default_factory=dict,
+        description="check name -> options, added to those `checks` selects: how an off-by-default check (one "
+        "that costs a model call, such as llm-judge) is switched on",
     )
     skip_checks: list[str] = Field(
         default_factory=list, description="check names switched off (after `checks` selected the rest)"
@@ -101,6 +106,16 @@ class EvalConfig(BaseModel):
     )
     use_cache: bool = True
 
+    @model_validator(mode="after")
+    def _each_check_named_once(self) -> EvalConfig:
+        twice = sorted(set(self.enable_checks) & set(self.checks or {}))
+        if twice:
+            raise ValueError(f"{', '.join(twice)} named in both checks and enable_checks: give its options once")
+        skipped = sorted(set(self.enable_checks) & set(self.skip_checks))
+        if skipped:
+            raise ValueError(f"{', '.join(skipped)} named in both enable_checks and skip_checks")
+        return self
+
     def protocol_key(self, check_names: list[str]) -> str:
         """The part of the cache key that changes what a verdict means (not rewards: they are re-scored)."""
         relevant = {
@@ -109,7 +124,7 @@ class EvalConfig(BaseModel):
             "precision": self.precision,
             "tolerances": {k: v.model_dump() for k, v in sorted(self.tolerances.items())},
             "checks": sorted(check_names),
-            "check_options": self.checks or {},
+            "check_options": {**(self.checks or {}), **self.enable_checks},
             "remeasure_speedup_above": self.remeasure_speedup_above,
             "shapes": self.shapes,
         }

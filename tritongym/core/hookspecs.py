@@ -47,7 +47,11 @@ def register_backends(register: Callable[[type[Backend]], None]) -> None:
 @hookspec
 def register_checks(register: Callable[[type[Check]], None]) -> None:
     """Register hack checks: `StaticCheck` classes judge the source before any worker runs,
-    `RuntimeCheck` classes judge the evidence a backend gathered. Each returns a `CheckVerdict`."""
+    `RuntimeCheck` classes judge the evidence a backend gathered. Each returns a `CheckVerdict`.
+
+    A check that needs a generation engine or the registry overrides `bind(context)`: the Evaluator passes
+    a `CheckContext` (the plugin host and the registry's verdict memo) once, before judging anything.  A
+    check that costs a model call sets `default_enabled = False` and runs only when a config names it."""
 
 
 @hookspec

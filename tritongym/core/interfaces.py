@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         CheckVerdict,
         EvaluationResult,
         Evidence,
+        JudgeVerdict,
         Problem,
     )
     from tritongym.core.tuning import Config, SearchSpace, TuningRecord
@@ -98,16 +100,62 @@ class CheckPolicy(BaseModel):
     precision: Literal["ieee", "tf32"] = "ieee"
 
 
+class PluginFactory(Protocol):
+    """Builds registered objects with validated options: the plugin host, as a check sees it."""
+
+    def create(self, kind: str, name: str, options: dict | None = None) -> Any:
+        """A new instance of the `kind` object registered as `name` (ConfigError for bad options)."""
+
+
+class JudgeMemo(Protocol):
+    """Where verdicts that cost a model call are kept between evaluations: the registry's `judge_verdicts`
+    table (`Registry` implements this).  A protocol in the kernel, so a check plugin can use the registry it
+    is handed without importing `core.registry`, which plugins may not."""
+
+    def judge_verdict(
+        self, check: str, kernel_id: str, problem_key: str, judge_model: str, template_hash: str
+    ) -> JudgeVerdict | None:
+        """The stored verdict of this check on this kernel and problem by this judge and prompt, if any."""
+
+    def store_judge_verdict(self, verdict: JudgeVerdict) -> None:
+        """Store (or replace) one verdict."""
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What the Evaluator hands every check once, after building it (`Check.bind`).
+
+    Checks are plugins and may import only the kernel, so what a check needs from the rest of tritongym
+    comes through here rather than through imports: `host` (the plugin host, through which a check that
+    asks a model creates its generation engine) and `memo` (the registry's store of costly verdicts; None
+    when the evaluation has no registry).  `reuse` is False under `use_cache = false` (`--no-cache`):
+    verdicts are then asked again and stored, never read."""
+
+    host: PluginFactory
+    memo: JudgeMemo | None = None
+    reuse: bool = True
+
+
 class Check(PluginObject):
     """A hack check. Subclass `StaticCheck` or `RuntimeCheck`.
 
     `self.policy` holds the evaluation's policy (the precision: TF32 allowed or not), so a check can
-    judge a precision downgrade without being configured twice."""
+    judge a precision downgrade without being configured twice.  A check with `default_enabled = False`
+    (one that costs a model call, such as `llm-judge`) runs only when a config names it, in `checks` or
+    `enable_checks`."""
 
     kind = "check"
     stage: ClassVar[Literal["static", "runtime"]] = "static"
     priority: ClassVar[int] = 50  # checks run (and the first failure is reported) in this order: basic first
+    default_enabled: ClassVar[bool] = True
     policy: CheckPolicy = CheckPolicy()
+
+    def bind(self, context: CheckContext) -> None:
+        """Called once by the Evaluator before any candidate is judged; a check that needs an engine or the
+        registry takes them here, and raises `ConfigError` for a setting it cannot work with."""
+
+    def close(self) -> None:
+        """Release what `bind` or judging acquired (a loaded judge model); the check may be used again after."""
 
 
 class StaticCheck(Check, ABC):

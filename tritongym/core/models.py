@@ -95,6 +95,25 @@ class CheckVerdict(_Model):
     plugin: str | None = None
 
 
+class JudgeVerdict(_Model):
+    """A model's verdict on one kernel for one problem, as a model-judged check (`llm-judge`) keeps it in the
+    registry (`judge_verdicts`), so the same kernel is never sent to the same judge with the same prompt twice.
+
+    `judge_model` names the engine, the model and its sampling settings; `template_hash` the prompt template
+    (and whether it showed the evidence).  `passed` is None when the answer said neither pass nor fail: the
+    raw `answer` is kept, and the check's current policy decides what that means."""
+
+    check: str
+    kernel_id: str
+    problem_key: str
+    judge_model: str
+    template_hash: str
+    passed: bool | None
+    reason: str = ""
+    answer: str = ""
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
 class RewardBreakdown(_Model):
     """The turn reward and what it is made of, as configured (`EvalConfig.rewards`).
 

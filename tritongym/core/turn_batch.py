@@ -52,11 +52,16 @@ class TurnRow(BaseModel):
     policy_mask: list[bool] | None = Field(
         default=None, description="True for tokens the model generated; None = every token is a policy token"
     )
+    code_mask: list[bool] | None = Field(
+        default=None,
+        description="True for tokens of the fenced code block the extractor took (HRD's code span; the rest "
+        "are plan tokens); None = not known",
+    )
 
     @model_validator(mode="after")
     def _lengths_agree(self) -> TurnRow:
         n = len(self.rollout_logprobs)
-        for name in ("train_logprobs", "policy_mask"):
+        for name in ("train_logprobs", "policy_mask", "code_mask"):
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(f"{name} has {len(value)} entries but rollout_logprobs has {n}")
@@ -73,8 +78,9 @@ class TurnBatch:
     `hacked`, `has_code` (bool), `pr` (float, NaN where not profiled) and `baseline` (bool: the row counts
     in the baselines of its group; the host clears it for rejected rows when the run says rejected rows
     do not count).  Per token (shape [R, L], right-padded): `rollout_logprobs`, `train_logprobs` (None
-    until the trainer has recomputed them) and `policy_mask`.  `components` maps a reward name to its
-    per-row values.
+    until the trainer has recomputed them), `policy_mask` and `code_mask` (True for the tokens of the code
+    block the gym evaluated, the rest being reasoning: the spans TritonRL's HRD weighs differently; None
+    when the rows do not say).  `components` maps a reward name to its per-row values.
     """
 
     group: torch.Tensor
@@ -91,6 +97,7 @@ class TurnBatch:
     train_logprobs: torch.Tensor | None = None
     baseline: torch.Tensor | None = None
     components: dict[str, torch.Tensor] = field(default_factory=dict)
+    code_mask: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         import torch
@@ -108,13 +115,13 @@ class TurnBatch:
         tokens = tuple(self.rollout_logprobs.shape)
         if len(tokens) != 2 or tokens[0] != rows:
             raise ValueError(f"rollout_logprobs must have shape [{rows}, tokens], got {tokens}")
-        for name in ("policy_mask", "train_logprobs"):
+        for name in ("policy_mask", "train_logprobs", "code_mask"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != tokens:
                 raise ValueError(
                     f"{name} must have shape {list(tokens)} like rollout_logprobs, got {tuple(value.shape)}"
                 )
-        for name in ("valid", "correct", "hacked", "has_code", "policy_mask", "baseline"):
+        for name in ("valid", "correct", "hacked", "has_code", "policy_mask", "baseline", "code_mask"):
             value = getattr(self, name)
             if value is not None and value.dtype != torch.bool:
                 raise ValueError(f"{name} must be a bool tensor, got {value.dtype}")
@@ -150,6 +157,9 @@ class TurnBatch:
         has_train = [r.train_logprobs is not None for r in parsed]
         if any(has_train) and not all(has_train):
             raise ValueError("train_logprobs must be given for every row or for none")
+        has_code_mask = [r.code_mask is not None for r in parsed]
+        if any(has_code_mask) and not all(has_code_mask):
+            raise ValueError("code_mask must be given for every row or for none")
 
         def pad(values: list[float], fill: float) -> list[float]:
             return list(values) + [fill] * (width - len(values))
@@ -185,6 +195,13 @@ class TurnBatch:
             components={
                 n: torch.tensor([r.components.get(n, math.nan) for r in parsed], dtype=torch.float64) for n in names
             },
+            code_mask=(
+                torch.tensor([pad(r.code_mask or [], False) for r in parsed], dtype=torch.bool).reshape(
+                    len(parsed), width
+                )
+                if all(has_code_mask)
+                else None
+            ),
         )
 
     def with_(self, **changes) -> TurnBatch:

@@ -20,7 +20,7 @@ from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, ConfigError, PluginError, ProblemFormatError
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.fingerprint import local_fingerprint
-from tritongym.core.interfaces import Backend, CheckPolicy, Reward, RuntimeCheck, StaticCheck
+from tritongym.core.interfaces import Backend, CheckContext, CheckPolicy, Reward, RuntimeCheck, StaticCheck
 from tritongym.core.models import (
     Candidate,
     CheckVerdict,
@@ -87,15 +87,26 @@ class Evaluator:
         self.device = self.config.device or self.backend.default_device()
         self.device_class = self.backend.device_class(self.device)
         self.size = self.backend.default_size if self.config.size == "auto" else self.config.size
-        check_names = self.host.names("check") if self.config.checks is None else list(self.config.checks)
-        unknown_skips = sorted(set(self.config.skip_checks) - set(self.host.names("check")))
-        if unknown_skips:
-            known = ", ".join(self.host.names("check"))
-            raise ConfigError(f"skip_checks names no registered check: {', '.join(unknown_skips)} (known: {known})")
+        registered = self.host.names("check")
+        if self.config.checks is None:
+            check_names = [n for n in registered if self.host.get("check", n).cls.default_enabled]
+        else:
+            check_names = list(self.config.checks)
+        check_names += [n for n in self.config.enable_checks if n not in check_names]
+        for field in ("skip_checks", "enable_checks"):
+            unknown = sorted(set(getattr(self.config, field)) - set(registered))
+            if unknown:
+                raise ConfigError(
+                    f"{field} names no registered check: {', '.join(unknown)} (known: {', '.join(registered)})"
+                )
         check_names = [n for n in check_names if n not in self.config.skip_checks]
-        checks = [self.host.create("check", n, (self.config.checks or {}).get(n)) for n in check_names]
+        options = {**(self.config.checks or {}), **self.config.enable_checks}
+        checks = [self.host.create("check", n, options.get(n)) for n in check_names]
+        context = CheckContext(host=self.host, memo=self.registry, reuse=self.config.use_cache)
         for check in checks:
             check.policy = CheckPolicy(precision=self.config.precision)
+            check.bind(context)
+        self.checks = checks
         checks.sort(key=lambda c: (c.priority, c.name))
         self.static_checks = [c for c in checks if isinstance(c, StaticCheck)]
         self.runtime_checks = [c for c in checks if isinstance(c, RuntimeCheck)]
@@ -506,8 +517,11 @@ class Evaluator:
             timing.remeasured_ms = second.runtime_ms
 
     def close(self) -> None:
-        """Stop the backend's warm workers (the Evaluator stays usable: they restart on demand)."""
+        """Stop the backend's warm workers and let the checks free what they hold (a judge model); the
+        Evaluator stays usable: both start again on demand."""
         self.backend.close()
+        for check in self.checks:
+            check.close()
 
     def __enter__(self) -> Evaluator:
         return self

@@ -128,6 +128,11 @@ class CodeExtraction(BaseModel):
 
     code: str | None
     reason: str = Field(default="", description="why `code` is None; empty when there is code")
+    span: tuple[int, int] | None = Field(
+        default=None,
+        description="[start, end) character offsets, in the text extracted from, of the fenced block the code "
+        "came from: the opening fence line to the end of the closing fence (or of the text); None without code",
+    )
 
 
 class Turn(BaseModel):
@@ -154,8 +159,24 @@ class _Block:
     tag: str
     ticks: int
     indent: int
+    start: int  # offset of the opening fence line in the text
+    end: int = -1  # offset just after the closing fence (the end of the text for an unclosed block)
     lines: list[str] = field(default_factory=list)
     nested: int = 0  # fences opened inside this block and not yet closed
+
+
+_LINE = re.compile(r"[^\r\n]*")
+
+
+def _lines(text: str):
+    """(line, start offset, end offset without its line break) per line, split at \\n, \\r\\n or \\r."""
+    position = 0
+    while True:
+        end = _LINE.match(text, position).end()
+        yield text[position:end], position, end
+        if end == len(text):
+            return
+        position = end + (2 if text.startswith("\r\n", end) else 1)
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -165,19 +186,20 @@ def _blocks(text: str) -> list[_Block]:
     it and indented at most 3 columns deeper.  An unclosed last block runs to the end of the text."""
     blocks: list[_Block] = []
     current: _Block | None = None
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+    for line, start, end in _lines(text):
         fence = _FENCE.match(line)
         if current is None:
             if fence:
                 info = fence["info"].split()
                 tag = info[0].lower().lstrip("{.") if info else ""
-                current = _Block(tag, len(fence["ticks"]), len(fence["indent"]))
+                current = _Block(tag, len(fence["ticks"]), len(fence["indent"]), start)
             continue
         if fence and fence["info"]:
             current.nested += 1
         elif fence and current.nested:
             current.nested -= 1
         elif fence and len(fence["ticks"]) >= current.ticks and len(fence["indent"]) <= current.indent + 3:
+            current.end = end
             blocks.append(current)
             current = None
             continue
@@ -185,15 +207,17 @@ def _blocks(text: str) -> list[_Block]:
         strip = min(current.indent, len(line) - len(line.lstrip(" ")))
         current.lines.append(line[strip:])
     if current is not None:
+        current.end = len(text)
         blocks.append(current)
     return blocks
 
 
 def extract_code(text: str) -> CodeExtraction:
     """The last fenced block tagged python/py/python3 (or, if none is, the last untagged block), with leading
-    blank lines and trailing whitespace removed.  An unterminated last block counts up to the end of the
-    text (a reply cut at max_tokens, or a prefill that opened the fence).  Other tags (bash, cuda, text)
-    never count; `~~~` fences are not recognised."""
+    blank lines and trailing whitespace removed, and where that block lies in `text` (`span`: HRD's code
+    span, fences included).  An unterminated last block counts up to the end of the text (a reply cut at
+    max_tokens, or a prefill that opened the fence).  Other tags (bash, cuda, text) never count; `~~~`
+    fences are not recognised."""
     blocks = _blocks(text)
     chosen = [b for b in blocks if b.tag in _PYTHON_TAGS] or [b for b in blocks if not b.tag]
     if not chosen:
@@ -207,7 +231,7 @@ def extract_code(text: str) -> CodeExtraction:
     code = "\n".join(lines).rstrip()
     if not code:
         return CodeExtraction(code=None, reason=f"{EMPTY_BLOCK}: the last ```python block of the response is empty")
-    return CodeExtraction(code=code)
+    return CodeExtraction(code=code, span=(chosen[-1].start, chosen[-1].end))
 
 
 def no_code_feedback(extraction: CodeExtraction) -> str:

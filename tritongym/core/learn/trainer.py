@@ -23,6 +23,7 @@ from tritongym.core.learn.policy_loss import policy_loss
 from tritongym.core.learn.rollouts import RolloutBatch, RolloutRunner, TurnRecord
 from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.learn.run_setup import RunParts
+from tritongym.core.learn.spans import code_token_mask
 from tritongym.core.learn.token_rows import TokenRow, sequence_logprobs
 from tritongym.core.turn_batch import TurnBatch, TurnRow
 
@@ -34,10 +35,15 @@ class StepResult:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def turn_rows(records: list[TurnRecord], old_logprobs: list[list[float]], group_offset: int = 0) -> list[TurnRow]:
-    """The estimator's view of a step's turns (one row per turn)."""
+def turn_rows(
+    records: list[TurnRecord],
+    old_logprobs: list[list[float]],
+    group_offset: int = 0,
+    code_masks: list[list[bool]] | None = None,
+) -> list[TurnRow]:
+    """The estimator's view of a step's turns (one row per turn); `code_masks` marks each turn's code tokens."""
     rows = []
-    for record, old in zip(records, old_logprobs):
+    for index, (record, old) in enumerate(zip(records, old_logprobs)):
         result = record.result
         rows.append(
             TurnRow(
@@ -52,6 +58,7 @@ def turn_rows(records: list[TurnRecord], old_logprobs: list[list[float]], group_
                 pr=result.pr if result is not None else None,
                 rollout_logprobs=list(record.generation.logprobs),
                 train_logprobs=list(old),
+                code_mask=None if code_masks is None else code_masks[index],
             )
         )
     return rows
@@ -118,6 +125,16 @@ class Trainer:
 
     def _token_rows(self, records: list[TurnRecord]) -> list[TokenRow]:
         return [TokenRow(list(r.generation.prompt_token_ids), list(r.generation.token_ids)) for r in records]
+
+    def code_masks(self, records: list[TurnRecord]) -> list[list[bool]]:
+        """Per turn, which sampled tokens lie in the code block the gym evaluated (`core/learn/spans.py`):
+        what an estimator that splits plan from code (HRD) reads as `TurnBatch.code_mask`."""
+        prefill = self.parts.interaction.options.assistant_prefill
+
+        def decode(ids) -> str:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+        return [code_token_mask(decode, r.generation.token_ids, prefill) for r in records]
 
     @torch.no_grad()
     def old_logprobs(self, rows: list[TokenRow]) -> list[list[float]]:
@@ -217,7 +234,7 @@ class Trainer:
 
         rows = self._token_rows(records)
         old = self.old_logprobs(rows)
-        local = turn_rows(records, old)
+        local = turn_rows(records, old, code_masks=self.code_masks(records))
         everyone = gather_object(local) if self.accelerator.num_processes > 1 else local
         order = sorted(
             range(len(everyone)), key=lambda i: (everyone[i].group, everyone[i].trajectory, everyone[i].turn)

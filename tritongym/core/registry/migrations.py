@@ -394,3 +394,30 @@ def m013_problem_screens(db: sqlite_utils.Database) -> None:
         },
         pk=("problem_key", "device_class", "screen_key"),
     )
+
+
+@migration
+def m014_judge_verdicts(db: sqlite_utils.Database) -> None:
+    # The verdicts of model-judged checks (`llm-judge`, issue 18): one per check x kernel x problem x judge
+    # model x prompt template, so a kernel judged once is not sent to the same model with the same prompt
+    # again, whichever run, protocol or `--no-cache` evaluation judges it next (the evaluations table is keyed
+    # by protocol; a judge's verdict does not depend on it). `passed` is NULL where the answer said neither
+    # pass nor fail; the raw `answer` is kept, so the check's policy decides at each use. It touches no
+    # other table and needs no other migration; kernels are referenced by id only, since a verdict is
+    # reached before the evaluation that stores the kernel row.
+    db["judge_verdicts"].create(
+        {
+            "check_name": str,
+            "kernel_id": str,
+            "problem_key": str,
+            "judge_model": str,
+            "template_hash": str,
+            "passed": int,
+            "reason": str,
+            "answer": str,
+            "created_at": str,
+        },
+        pk=("check_name", "kernel_id", "problem_key", "judge_model", "template_hash"),
+        not_null={"check_name", "kernel_id", "problem_key", "judge_model", "template_hash"},
+    )
+    db["judge_verdicts"].create_index(["kernel_id"])
