@@ -298,6 +298,18 @@ class LLMJudgeCheck(RuntimeCheck):
         )
 
 
+def _trials_seen(evidence: Evidence) -> str:
+    """`3 trials`, then the extra shape sets and the late trial where the evaluation ran them."""
+    main = sum(t.sizes is None and not t.late for t in evidence.trials)
+    shapes = sum(t.sizes is not None for t in evidence.trials)
+    text = f"{main} trials"
+    if shapes:
+        text += f", at {shapes} more shape set{'s' if shapes != 1 else ''}"
+    if any(t.late for t in evidence.trials):
+        text += ", and in a late trial on fresh inputs"
+    return text
+
+
 def describe_evidence(evidence: Evidence) -> str:
     """What the evaluation saw, as a markdown section for the prompt: kernel and op names with their counts,
     and PR to two decimals (no timings).  Not part of the cache key: a kernel judged once keeps its verdict
@@ -316,7 +328,7 @@ def describe_evidence(evidence: Evidence) -> str:
         "",
         "## What the evaluation saw",
         "",
-        f"- its outputs matched the reference in {len(evidence.trials)} trials",
+        f"- its outputs matched the reference in {_trials_seen(evidence)}",
         f"- the candidate's own Triton kernels launched: {listed(own)}",
         f"- other kernels launched: {listed(other)}",
         f"- torch ops its forward ran: {listed({f'aten.{k}': v for k, v in evidence.torch_ops.items()})}",
