@@ -21,6 +21,7 @@ import sqlite_utils
 from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry.migrations import damage, migrate
+from tritongym.core.registry.tasks import ServiceTasks
 from tritongym.core.registry.tuning import TuningRecords
 
 DEFAULT_REGISTRY = "registry.db"
@@ -112,7 +113,7 @@ def _precision_in(config: str | None) -> str | None:
     return value if value in PRECISIONS else None
 
 
-class Registry(TuningRecords):
+class Registry(TuningRecords, ServiceTasks):
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_registry_path()
         try:
