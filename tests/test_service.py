@@ -44,7 +44,14 @@ def relu_block(block: int) -> str:
 class Served:
     """One `tritongym serve` process on 127.0.0.1, port chosen by the system."""
 
-    def __init__(self, workdir: Path, *args: str, token: str | None = None, registry: Path | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *args: str,
+        token: str | None = None,
+        registry: Path | None = None,
+        backend: str = "triton-cpu",
+    ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.registry = registry or workdir / "registry.db"
         self.out = workdir / f"serve-{time.monotonic_ns()}.out"
@@ -53,7 +60,7 @@ class Served:
         if token:
             env["TRITONGYM_SERVICE_TOKEN"] = token
         command = [sys.executable, "-m", "tritongym", "serve", "--port", "0", "--registry", str(self.registry)]
-        command += ["--backend", "triton-cpu", "--trials", "1", *args]
+        command += ["--backend", backend, "--trials", "1", *args]
         with open(self.out, "w") as sink:
             self.proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=workdir, env=env)
         self.url = self._wait_for_url()
@@ -455,3 +462,35 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
     assert unknown.returncode == 2 and "no problem named 'nope'" in unknown.stderr
     unreachable = run_cli("health", "--url", "http://127.0.0.1:9", env=env)
     assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
+
+
+# --- on a GPU ------------------------------------------------------------------------------------------
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_on_a_gpu_verdicts_are_timed_and_busy_time_is_counted_per_gpu(tmp_path):
+    served = Served(tmp_path, "--lanes", "2", backend="triton-cuda")
+    try:
+        with served.client(token=None) as service:
+            tasks = service.evaluate_many([{"source": s, "problem": "relu"} for s in (RELU_KERNEL, relu_block(512))])
+            assert [t.result.status.value for t in tasks] == ["ok", "ok"], [t.result.message for t in tasks]
+            assert all(t.result.runtime_ms and t.result.speedup for t in tasks)
+            kg = httpx.post(served.url + "/evaluate", json=kernelgym_payload("kg_gpu"), timeout=30)
+            assert kg.status_code == 200
+            with httpx.Client(base_url=served.url, timeout=30) as http:
+                result = kernelgym_poll(http, "kg_gpu")
+            assert result["correctness"] is True and result["speedup"] and result["kernel_runtime"]
+            assert result["metadata"]["num_custom_kernels"] >= 1
+            metrics = service.metrics()
+        busy = [line for line in metrics.splitlines() if line.startswith("tritongym_device_busy_seconds_total{")]
+        assert busy and all(line.split('device="')[1].startswith("cuda:") for line in busy), metrics
+        assert sum(float(line.rsplit(" ", 1)[1]) for line in busy) > 0
+    finally:
+        served.stop_gracefully()

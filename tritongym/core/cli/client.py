@@ -31,8 +31,12 @@ WaitTimeoutOpt = Annotated[
 
 
 def _client(url: str | None, token: str | None):
-    from tritongym.core.service.client import Client
+    from tritongym.core.errors import ServiceError
 
+    try:
+        from tritongym.core.service.client import Client
+    except ImportError as exc:
+        raise ServiceError(f"tritongym client needs httpx ({exc}): pip install 'tritongym[serve]'") from None
     return Client(url, token)
 
 

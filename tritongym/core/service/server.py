@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tritongym.core import api
 from tritongym.core.config import EvalConfig, validation_message
-from tritongym.core.errors import ConfigError
+from tritongym.core.errors import ConfigError, ServiceError
 from tritongym.core.problems import load_problems
 from tritongym.core.registry.store import default_registry_path
 from tritongym.core.service.service import EvaluationService
@@ -125,9 +125,14 @@ def serve(
 ) -> None:
     """Run the service until SIGINT or SIGTERM, then drain (see `EvaluationService.stop`)."""
     check_exposure(serve)
-    import uvicorn
+    try:
+        import uvicorn
 
-    from tritongym.core.service.app import create_app
+        from tritongym.core.service.app import create_app
+    except ImportError as exc:
+        raise ServiceError(
+            f"tritongym serve needs FastAPI and uvicorn ({exc}): pip install 'tritongym[serve]'"
+        ) from None
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     service = build_service(serve, config, registry, extra_plugins)
