@@ -38,7 +38,7 @@ class Submission(BaseModel):
     problem_source: str | None = Field(
         default=None, description="or a KernelBench-format reference (Model, get_inputs, get_init_inputs)"
     )
-    problem_name: str | None = Field(default=None, description="the name to store problem_source under")
+    problem_name: str | None = Field(default=None, max_length=200, description="the name to store problem_source under")
     origin: str = Field(default="", max_length=500, description="where the candidate came from (free text)")
     task_id: str | None = Field(
         default=None,
