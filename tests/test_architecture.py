@@ -24,6 +24,7 @@ LAYERS = [
     "core.learn",
     "core.scaling",
     "core.api",
+    "core.service",
     "core.cli",
     "main",
 ]

@@ -46,6 +46,13 @@ def test_solution_runs_and_outputs_are_compared_in_the_parent(pool, relu_problem
     assert any(rec.own for rec in evidence.trials[0].launches)
 
 
+def test_busy_seconds_count_each_gpus_task_time(pool, relu_problem):
+    before = pool.busy_seconds()["cpu"]
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    after = pool.busy_seconds()
+    assert set(after) == {"cpu"} and after["cpu"] - before == pytest.approx(evidence.worker_s)
+
+
 def test_wrong_output_is_seen(pool, relu_problem):
     wrong = relu_problem.solution.replace("return out", "return out * 2")
     evidence = pool.run(task_for(relu_problem, wrong), timeout_s=120)

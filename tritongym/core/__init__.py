@@ -19,6 +19,7 @@ before it:
 - `scaling/`   test-time scaling over rollouts and the registry;
 - `reports/`   Fast@p and metrics tables and plots of stored runs;
 - `api.py`     the Python API, one function per CLI command, over all of the above;
+- `service/`   `tritongym serve` (an HTTP evaluation service over the API) and its client;
 - `cli/`       the typer commands, a thin layer over `api` (one module per command group).
 
 `tests/test_architecture.py` holds the import graph to this: nothing imports `cli` but `__main__`, the

@@ -54,3 +54,18 @@ class RegistryError(TritonGymError):
     """registry.db could not be opened or migrated."""
 
     exit_code = 3
+
+
+class ServiceError(TritonGymError):
+    """The evaluation service (`tritongym serve`) could not be reached or refused a request; `status_code` is
+    the HTTP status it answered with (None when it did not answer).  A refusal of the request itself (4xx:
+    a bad token, an unknown problem, a malformed candidate) is bad input (exit 2); a service that cannot be
+    reached, stays full (429) or failed (5xx) is the environment (exit 3)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        if status_code is not None and 400 <= status_code < 500 and status_code != 429:
+            self.exit_code = 2

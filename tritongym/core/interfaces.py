@@ -92,6 +92,12 @@ class Backend(PluginObject, ABC):
     def close(self) -> None:
         """Release long-lived resources (warm worker processes); the backend may be used again after."""
 
+    def busy_seconds(self) -> dict[str, float]:
+        """Seconds its workers have spent on tasks since it was created, per device (`cuda:0`, `cpu`), summed
+        over the workers of each device; `tritongym serve` exports it as a metric.  Empty where the backend
+        keeps no count."""
+        return {}
+
 
 class CheckPolicy(BaseModel):
     """What the evaluation allows, as every check sees it (set by the Evaluator from its config)."""

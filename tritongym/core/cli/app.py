@@ -20,7 +20,9 @@ from rich.table import Table
 
 from tritongym.core import api
 from tritongym.core.cli import browse as cli_browse
+from tritongym.core.cli import client as cli_client
 from tritongym.core.cli import report as cli_report
+from tritongym.core.cli import serve as cli_serve
 from tritongym.core.cli import train as cli_train
 from tritongym.core.cli import tune as cli_tune
 from tritongym.core.cli.common import (
@@ -63,6 +65,8 @@ cli_train.register(app)  # rollouts, train, sft: the commands that load a model
 cli_report.register(app)  # report: Fast@p of a stored run
 cli_tune.register(app)  # tune: launch configurations of stored kernels
 cli_browse.register(registry_app)  # registry browse: registry.db in Datasette
+cli_serve.register(app)  # serve: the evaluation service over HTTP
+cli_client.register(app)  # client: talk to a running service
 
 
 def _config(config, **overrides):

@@ -8,6 +8,7 @@ this thread alone talks to the registry.
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import numbers
 import os
@@ -515,6 +516,17 @@ class Evaluator:
         else:
             timing.remeasured_status = Status.ok.value
             timing.remeasured_ms = second.runtime_ms
+
+    def with_registry(self, registry: Registry | None) -> Evaluator:
+        """A second Evaluator over the same backend (its warm workers), checks, rewards and protocol that
+        reads and writes through `registry`.
+
+        `evaluate_many` keeps every registry access on its calling thread; a caller that evaluates from
+        several threads at once (the lanes of `tritongym serve`) gives each thread its own view with its own
+        connection, so no two threads share a SQLite transaction.  Closing a view closes the shared backend."""
+        view = copy.copy(self)
+        view.registry = registry
+        return view
 
     def close(self) -> None:
         """Stop the backend's warm workers and let the checks free what they hold (a judge model); the

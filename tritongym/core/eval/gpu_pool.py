@@ -347,6 +347,7 @@ class WorkerPool:
         # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
+        self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         for gpu in options.gpus:
             for _ in range(options.workers_per_gpu):
@@ -421,6 +422,11 @@ class WorkerPool:
             if waited > self.options.start_timeout_s * 2:
                 raise BackendUnavailable(f"no GPU worker became ready in {waited:g} s")
 
+    def busy_seconds(self) -> dict[str, float]:
+        """Seconds the workers of each GPU (by its index) have spent on tasks, summed over its workers."""
+        with self._guard:
+            return dict(self._busy_s)
+
     def close(self) -> None:
         self.closed = True
         with self._guard:
@@ -443,6 +449,8 @@ class WorkerPool:
             waited = time.monotonic() - waited
             evidence, died = TaskDriver(self, worker, task, timeout_s).drive()
             evidence.phases["wait_worker"] = round(waited, 4)
+            with self._guard:
+                self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
             worker.tasks += 1
             healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
             if healthy:

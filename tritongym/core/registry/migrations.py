@@ -421,3 +421,38 @@ def m014_judge_verdicts(db: sqlite_utils.Database) -> None:
         not_null={"check_name", "kernel_id", "problem_key", "judge_model", "template_hash"},
     )
     db["judge_verdicts"].create_index(["kernel_id"])
+
+
+@migration
+def m015_service_tasks(db: sqlite_utils.Database) -> None:
+    # `tritongym serve` (issue 19): every candidate the service accepted, written before it answers, so a
+    # restart (a crash, a kill, a deploy) resumes what was queued or running instead of losing it. `problem`
+    # and `candidate` hold the JSON the evaluation needs (a KernelGYM request brings its own reference code);
+    # `state` is queued, running, done (`result` holds the verdict, `evaluation_id` its row) or failed
+    # (`error` says why no verdict could be reached). `attempts` counts starts: a task that was running
+    # whenever the service died is given up after a few. `seq` orders the queue across restarts.
+    # Independent of m013/m014: it creates its own table and reads none.
+    db["service_tasks"].create(
+        {
+            "id": str,
+            "seq": int,
+            "api": str,
+            "state": str,
+            "problem_name": str,
+            "problem_key": str,
+            "problem": str,
+            "kernel_id": str,
+            "candidate": str,
+            "request": str,
+            "attempts": int,
+            "submitted_at": str,
+            "started_at": str,
+            "finished_at": str,
+            "evaluation_id": int,
+            "result": str,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["service_tasks"].create_index(["seq"], unique=True)
+    db["service_tasks"].create_index(["state", "seq"])

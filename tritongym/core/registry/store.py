@@ -22,6 +22,7 @@ from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry.judge_verdicts import JudgeVerdicts
 from tritongym.core.registry.migrations import damage, migrate
+from tritongym.core.registry.tasks import ServiceTasks
 from tritongym.core.registry.tuning import TuningRecords
 
 DEFAULT_REGISTRY = "registry.db"
@@ -113,7 +114,7 @@ def _precision_in(config: str | None) -> str | None:
     return value if value in PRECISIONS else None
 
 
-class Registry(TuningRecords, JudgeVerdicts):
+class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_registry_path()
         try:

@@ -7,6 +7,8 @@ runtimes: speedup and PR stay empty.
 
 from __future__ import annotations
 
+import threading
+
 from tritongym import hookimpl
 from tritongym.core.eval.sandbox import run_in_sandbox
 from tritongym.core.interfaces import Backend
@@ -27,9 +29,21 @@ class TritonCPUBackend(Backend):
     def device_class(self, device: str) -> str:
         return "cpu"
 
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        self._busy_s = 0.0
+        self._busy_lock = threading.Lock()
+
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
         # one torch thread: the worker forks the candidate's process, and an OpenMP pool does not survive fork
-        return run_in_sandbox(task.model_copy(update={"device": "cpu"}), limits, {"TRITON_INTERPRET": "1"})
+        evidence = run_in_sandbox(task.model_copy(update={"device": "cpu"}), limits, {"TRITON_INTERPRET": "1"})
+        with self._busy_lock:
+            self._busy_s += evidence.worker_s or 0.0
+        return evidence
+
+    def busy_seconds(self) -> dict[str, float]:
+        with self._busy_lock:
+            return {"cpu": self._busy_s}
 
 
 @hookimpl

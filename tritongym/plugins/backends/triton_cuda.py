@@ -77,6 +77,7 @@ class TritonCUDABackend(Backend):
         super().__init__(options)
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._busy_before: dict[str, float] = {}  # busy seconds per GPU of pools closed since
 
     def unavailable_reason(self) -> str | None:
         if not _visible_gpus():
@@ -128,8 +129,18 @@ class TritonCUDABackend(Backend):
     def close(self) -> None:
         with self._pool_lock:
             if self._pool is not None:
+                for gpu, seconds in self._pool.busy_seconds().items():
+                    self._busy_before[gpu] = self._busy_before.get(gpu, 0.0) + seconds
                 self._pool.close()
                 self._pool = None
+
+    def busy_seconds(self) -> dict[str, float]:
+        with self._pool_lock:
+            busy = dict(self._busy_before)
+            if self._pool is not None:
+                for gpu, seconds in self._pool.busy_seconds().items():
+                    busy[gpu] = busy.get(gpu, 0.0) + seconds
+        return {f"cuda:{gpu}": seconds for gpu, seconds in sorted(busy.items())}
 
 
 @hookimpl

@@ -1,0 +1,496 @@
+"""`tritongym serve` and `tritongym client`: a real uvicorn server on a loopback port, the triton-cpu backend.
+
+Each server is a `python -m tritongym serve` process (so a test can kill it as a crash would) over its own
+registry; the candidates are the honest ReLU kernel and variants of it, at the CPU size.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import RELU_KERNEL
+
+from tritongym.core.errors import ConfigError, ServiceError
+from tritongym.core.problems import SUITE_DIR
+from tritongym.core.service.client import Client
+from tritongym.core.service.protocol import TaskState
+
+pytestmark = pytest.mark.timeout(240)
+
+TOKEN = "test-token-0123456789abcdef"
+FORWARD = "    def forward(self, x):\n"
+RELU_REFERENCE = (SUITE_DIR / "relu.py").read_text()
+
+
+def relu_with(code: str) -> str:
+    """The honest kernel with `code` run first in forward."""
+    assert RELU_KERNEL.count(FORWARD) == 1
+    return RELU_KERNEL.replace(FORWARD, FORWARD + "".join(f"        {line}\n" for line in code.splitlines()))
+
+
+def relu_block(block: int) -> str:
+    """The honest kernel at another block size: the same computation, another kernel id."""
+    return RELU_KERNEL.replace("BLOCK=1024", f"BLOCK={block}").replace("cdiv(n, 1024)", f"cdiv(n, {block})")
+
+
+class Served:
+    """One `tritongym serve` process on 127.0.0.1, port chosen by the system."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *args: str,
+        token: str | None = None,
+        registry: Path | None = None,
+        backend: str = "triton-cpu",
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.registry = registry or workdir / "registry.db"
+        self.out = workdir / f"serve-{time.monotonic_ns()}.out"
+        env = {k: v for k, v in os.environ.items() if k not in ("TRITONGYM_SERVICE_TOKEN", "TRITONGYM_REGISTRY")}
+        env.update(TRITONGYM_LOAD_PLUGINS="", TRITONGYM_RAISE_ERRORS="")
+        if token:
+            env["TRITONGYM_SERVICE_TOKEN"] = token
+        command = [sys.executable, "-m", "tritongym", "serve", "--port", "0", "--registry", str(self.registry)]
+        command += ["--backend", backend, "--trials", "1", *args]
+        with open(self.out, "w") as sink:
+            self.proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=workdir, env=env)
+        self.url = self._wait_for_url()
+
+    def _wait_for_url(self) -> str:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            for line in self.out.read_text().splitlines():
+                if "listening on " in line:
+                    return line.split("listening on ", 1)[1].strip()
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        self.proc.kill()
+        raise AssertionError(f"the server did not start:\n{self.out.read_text()}")
+
+    def client(self, token: str | None = TOKEN, **kwargs) -> Client:
+        return Client(self.url, token, **kwargs)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(90)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"the server did not stop on signal {sig}:\n{self.out.read_text()}") from None
+
+    def stop_gracefully(self) -> None:
+        """SIGTERM: uvicorn drains, runs the shutdown (the lanes finish), then exits by the signal it got."""
+        code = self.stop(signal.SIGTERM)
+        log = self.out.read_text()
+        assert code in (0, -signal.SIGTERM) and "Application shutdown complete" in log, log
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A token-protected service with two lanes, shared by the tests that only submit well-behaved work."""
+    served = Served(tmp_path_factory.mktemp("service"), "--lanes", "2", token=TOKEN)
+    yield served
+    served.stop_gracefully()
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory):
+    """One lane, a queue of two, 16 KiB requests and an 8 s time limit: a server that is easy to fill.  The
+    `forbidden` check is off so that a segfaulting candidate (ctypes) reaches the worker instead of being
+    rejected from its source."""
+    served = Served(
+        tmp_path_factory.mktemp("small"),
+        *("--lanes", "1", "--max-queue", "2", "--max-request-mb", str(16 / 1024), "--max-batch", "3"),
+        *("--timeout", "8", "--skip-check", "forbidden"),
+    )
+    yield served
+    served.stop_gracefully()
+
+
+# --- the service and its client ------------------------------------------------------------------------
+
+
+def test_a_candidate_through_the_client_then_best_leaderboard_health_and_metrics(server):
+    with server.client() as service:
+        result = service.evaluate(RELU_KERNEL, "relu", timeout_s=120)
+        assert result.status.value == "ok", result.message
+        assert result.evaluation_id is not None and not result.cached
+
+        again = service.evaluate(RELU_KERNEL, "relu", timeout_s=120)  # the registry answers
+        assert again.cached and again.kernel_id == result.kernel_id
+
+        best = service.best("relu")
+        assert best is not None and best.kernel_id == result.kernel_id and best.backend == "triton-cpu"
+        assert service.best("relu", device="no-such-device") is None
+        assert [k.problem_id for k in service.leaderboard(["relu"])] == ["relu"]
+
+        health = service.health()
+        assert (health.status, health.backend, health.lanes, health.queued, health.running) == (
+            "ok",
+            "triton-cpu",
+            2,
+            0,
+            0,
+        )
+        metrics = service.metrics()
+    assert 'tritongym_evaluations_total{status="ok"} 2' in metrics
+    assert "tritongym_cache_hits_total 1" in metrics
+    assert "tritongym_queue_depth 0" in metrics
+    assert 'tritongym_device_busy_seconds_total{device="cpu"}' in metrics
+    assert "# TYPE tritongym_evaluations_per_second gauge" in metrics
+
+
+def test_many_candidates_in_one_submission_come_back_in_order(server):
+    with server.client() as service:
+        tasks = service.evaluate_many(
+            [
+                {"source": relu_block(512), "problem": "relu"},
+                {"source": relu_with("return x * 2"), "problem": "relu"},  # wrong: an incorrect verdict
+                {"source": relu_block(32), "problem_source": RELU_REFERENCE, "problem_name": "my-relu"},
+            ],
+            timeout_s=120,
+        )
+    assert [t.state for t in tasks] == [TaskState.done] * 3
+    assert [t.result.status.value for t in tasks] == ["ok", "incorrect", "ok"]
+    assert tasks[2].problem == "my-relu" and tasks[2].result.problem_id == "my-relu"
+
+
+def test_a_task_id_submitted_again_is_the_same_task(server):
+    with server.client() as service:
+        first = service.submit(relu_block(256), "relu", task_id="retry-me")
+        second = service.submit(relu_block(256), "relu", task_id="retry-me")
+        assert second.id == first.id == "retry-me"
+        assert service.wait("retry-me", 120).result.status.value == "ok"
+
+
+def test_bad_submissions_are_refused_with_the_reason(server):
+    with server.client() as service:
+        with pytest.raises(ServiceError, match="no problem named 'nope'") as unknown:
+            service.submit(RELU_KERNEL, "nope")
+        assert unknown.value.status_code == 422 and unknown.value.exit_code == 2
+        with pytest.raises(ServiceError, match="KernelBench format") as malformed:
+            service.submit(RELU_KERNEL, problem_source="x = 1\n")
+        assert malformed.value.status_code == 422
+        with pytest.raises(ServiceError, match="no task 'missing'") as missing:
+            service.result("missing")
+        assert missing.value.status_code == 404
+
+
+# --- auth and exposure ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, path", [("GET", "/health"), ("GET", "/metrics"), ("POST", "/v1/tasks"), ("POST", "/evaluate")]
+)
+def test_requests_without_the_token_get_401_and_with_a_wrong_one_403(server, method, path):
+    missing = httpx.request(method, server.url + path, json={})
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    assert "bearer token" in missing.json()["detail"]
+    wrong = httpx.request(method, server.url + path, json={}, headers={"Authorization": "Bearer wrong-token"})
+    assert wrong.status_code == 403
+    basic = httpx.request(method, server.url + path, json={}, headers={"Authorization": f"Basic {TOKEN}"})
+    assert basic.status_code == 403
+
+
+def test_the_client_with_a_wrong_token_fails_clearly(server):
+    with server.client(token="wrong-token-0123456789") as service, pytest.raises(ServiceError) as refused:
+        service.health()
+    assert refused.value.status_code == 403 and refused.value.exit_code == 2 and "token is wrong" in str(refused.value)
+
+
+def test_a_non_loopback_address_needs_a_token(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITONGYM_SERVICE_TOKEN"}
+    command = [sys.executable, "-m", "tritongym", "serve", "--host", "0.0.0.0", "--registry", str(tmp_path / "r.db")]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "refusing to serve on 0.0.0.0 without a token" in done.stderr
+    assert not (tmp_path / "r.db").exists()  # refused before anything was opened
+
+
+def test_the_exposure_rule():
+    from tritongym.core.service.server import check_exposure, is_loopback, settings
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "gpu-box.example.org"))
+    for host in ("0.0.0.0", "::", "192.168.1.7", "gpu-box"):
+        with pytest.raises(ConfigError, match="without a token"):
+            check_exposure(settings(host=host))
+        check_exposure(settings(host=host, token=TOKEN))
+    check_exposure(settings(host="127.0.0.1"))
+    with pytest.raises(ConfigError, match="at least 16"):
+        check_exposure(settings(host="127.0.0.1", token="short"))
+
+
+# --- limits, crashes, a full queue ---------------------------------------------------------------------
+
+
+def test_oversized_requests_get_413_before_they_are_read(small_server):
+    big = {"candidates": [{"source": RELU_KERNEL + "#" * (20 << 10), "problem": "relu"}]}
+    declared = httpx.post(small_server.url + "/v1/tasks", json=big)
+    assert declared.status_code == 413 and "limit of 16384 bytes" in declared.json()["detail"]
+
+    def chunks():  # no Content-Length: counted as it arrives
+        yield b'{"candidates": [{"problem": "relu", "source": "'
+        for _ in range(40):
+            yield b"#" * 1024
+        yield b'"}]}'
+
+    streamed = httpx.post(small_server.url + "/v1/tasks", content=chunks())
+    assert streamed.status_code == 413
+    too_many = {"candidates": [{"source": RELU_KERNEL, "problem": "relu"}] * 4}
+    assert httpx.post(small_server.url + "/v1/tasks", json=too_many).status_code == 413
+    assert 'tritongym_requests_rejected_total{reason="too_large"} 3' in httpx.get(small_server.url + "/metrics").text
+
+
+def test_a_full_queue_answers_429_and_crashing_candidates_get_verdicts(small_server):
+    hang = relu_with("while True:\n    pass")
+    segfault = relu_with("import ctypes\nctypes.string_at(0)")
+    raises = relu_with("raise RuntimeError('boom from the candidate')")
+    with small_server.client(token=None, retry_s=0) as service:
+        first = service.submit_many([{"source": hang, "problem": "relu"}, {"source": segfault, "problem": "relu"}])
+        refused = httpx.post(
+            small_server.url + "/v1/tasks", json={"candidates": [{"source": raises, "problem": "relu"}]}
+        )
+        assert refused.status_code == 429, refused.text
+        assert "queue is full" in refused.json()["detail"] and int(refused.headers["retry-after"]) >= 1
+        with pytest.raises(ServiceError) as full:  # the client gives up at once with retry_s=0
+            service.submit(raises, "relu")
+        assert full.value.status_code == 429 and full.value.exit_code == 3
+        hung, crashed = service.wait([t.id for t in first], timeout_s=120)
+    assert hung.result.status.value == "timeout" and "time limit of 8 s" in hung.result.message
+    assert crashed.result.status.value == "crashed" and "SIGSEGV" in crashed.result.message
+    with small_server.client(token=None, retry_s=60) as service:  # still serving, and the queue has room again
+        raised = service.evaluate(raises, "relu", timeout_s=120)
+        assert raised.status.value == "runtime_error" and "boom from the candidate" in raised.message
+        assert service.evaluate(RELU_KERNEL, "relu", timeout_s=120).status.value == "ok"
+        metrics = service.metrics()
+    assert 'tritongym_requests_rejected_total{reason="queue_full"} 2' in metrics
+    for status in ("timeout", "crashed", "runtime_error", "ok"):
+        assert f'tritongym_evaluations_total{{status="{status}"}} 1' in metrics
+
+
+# --- restarts ------------------------------------------------------------------------------------------
+
+
+def _states(registry: Path) -> dict[str, str]:
+    with sqlite3.connect(registry) as db:
+        return dict(db.execute("SELECT id, state FROM service_tasks"))
+
+
+def test_a_killed_server_loses_no_accepted_task(tmp_path):
+    served = Served(tmp_path, "--lanes", "1")
+    sources = [relu_block(b) for b in (128, 256, 512, 2048)]
+    with served.client(token=None) as service:
+        ids = [t.id for t in service.submit_many([{"source": s, "problem": "relu"} for s in sources])]
+        deadline = time.monotonic() + 60
+        while service.result(ids[0]).state == TaskState.queued and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert served.stop(signal.SIGKILL) == -signal.SIGKILL
+    before = _states(served.registry)
+    assert set(before) == set(ids) and "queued" in before.values(), before
+
+    again = Served(tmp_path, "--lanes", "2", registry=served.registry)
+    try:
+        with again.client(token=None) as service:
+            tasks = service.wait(ids, timeout_s=150)
+            assert [t.state for t in tasks] == [TaskState.done] * 4, [(t.state, t.error) for t in tasks]
+            assert all(t.result.status.value == "ok" for t in tasks)
+            assert "tritongym_tasks_resumed_total" in service.metrics()
+        interrupted = [t for t in tasks if t.attempts == 2]
+        assert all(t.attempts in (1, 2) for t in tasks) and len(interrupted) <= 1
+    finally:
+        again.stop_gracefully()
+    assert set(_states(served.registry).values()) == {"done"}
+
+
+def test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start(tmp_path, fast_config):
+    from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.plugins import PluginHost
+    from tritongym.core.service.service import EvaluationService
+
+    def service() -> EvaluationService:
+        evaluator = Evaluator(fast_config.model_copy(update={"trials": 1}), host=PluginHost(load_entry_points=False))
+        from tritongym.core.problems import load_problem
+
+        return EvaluationService(evaluator, tmp_path / "r.db", {"relu": load_problem("relu")}, lanes=1, capacity=8)
+
+    first = service()
+    first.start()
+    from tritongym.core.service.protocol import Submission
+
+    views = first.submit([first.prepare(Submission(source=relu_block(b), problem="relu")) for b in (128, 256, 512)])
+    ids = [v.id for v in views]
+    deadline = time.monotonic() + 60
+    while first.view(ids[0]).state == TaskState.queued and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert first.stop(drain_s=120) is True  # the running task finished; the others were not started
+    states = _states(tmp_path / "r.db")
+    assert states[ids[0]] == "done" and [states[i] for i in ids[1:]] == ["queued", "queued"]
+
+    second = service()
+    assert second.start() == 2
+    deadline = time.monotonic() + 120
+    while not second.all_finished(ids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert second.stop(drain_s=30)
+    assert [v.result.status.value for v in second.views(ids).values()] == ["ok"] * 3
+
+
+# --- KernelGYM's API -----------------------------------------------------------------------------------
+
+
+def kernelgym_payload(task_id: str, kernel_code: str = RELU_KERNEL, **extra) -> dict:
+    """What KernelGYM's RL client (drkernel/kernel/rewards/reward_client.py) POSTs to /evaluate."""
+    return {
+        "task_id": task_id,
+        "reference_code": RELU_REFERENCE,
+        "kernel_code": kernel_code,
+        "backend": "triton",
+        "num_correct_trials": 5,
+        "num_perf_trials": 100,
+        "timeout": 300,
+        "priority": "normal",
+        "entry_point": "Model",
+        "is_valid": False,
+        "verbose_errors": True,
+        "enable_profiling": True,
+        "detect_decoy_kernel": True,
+        "reference_backend": None,
+        **extra,
+    }
+
+
+def kernelgym_poll(http: httpx.Client, task_id: str) -> dict:
+    """KernelGYM's client loop: poll /status until a final status, then fetch /results."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = http.get(f"/status/{task_id}").json()
+        if status["status"] in ("completed", "failed", "timeout", "cancelled"):
+            if status["status"] == "completed":
+                result = http.get(f"/results/{task_id}")
+                assert result.status_code == 200
+                return result.json()
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"task {task_id} did not finish")
+
+
+def test_the_kernelgym_request_and_response(server):
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as http:
+        accepted = http.post(
+            "/evaluate", json=kernelgym_payload("kg_000001", use_reference_cache=True, uuid="relu-ref")
+        )
+        assert accepted.status_code == 200, accepted.text
+        assert accepted.json()["task_id"] == "kg_000001"
+        assert accepted.json()["status"] in ("pending", "processing", "completed")
+        result = kernelgym_poll(http, "kg_000001")
+        assert result["status"] == "completed" and result["task_id"] == "kg_000001"
+        assert (result["compiled"], result["correctness"], result["decoy_kernel"]) == (True, True, False)
+        assert result["error_message"] is None and result["completed_at"]
+        metadata = result["metadata"]
+        for field in (
+            "num_custom_kernels",
+            "num_total_kernels",
+            "custom_kernel_cuda_time_in_profiling_us",
+            "total_kernel_run_time_in_profiling_us",
+        ):
+            assert field in metadata
+        assert metadata["tritongym"]["status"] == "ok" and metadata["tritongym"]["problem"] == "kernelgym/relu-ref"
+        assert metadata["tritongym"]["requested"]["num_correct_trials"] == 5  # reported, not applied
+
+        again = http.post("/evaluate", json=kernelgym_payload("kg_000001", kernel_code=relu_with("return x")))
+        assert again.json()["status"] == "completed" and again.json()["correctness"] is True  # the same task
+
+        wrong = kernelgym_poll(
+            http, http.post("/evaluate", json=kernelgym_payload("kg_000002", relu_with("return x"))).json()["task_id"]
+        )
+        assert wrong["status"] == "completed" and wrong["correctness"] is False and wrong["compiled"] is True
+        assert "incorrect" in wrong["error_message"]
+
+        for refused in (kernelgym_payload("kg_3", backend="cuda"), kernelgym_payload("kg_4", entry_point="Net")):
+            answer = http.post("/evaluate", json=refused)
+            assert answer.status_code == 422 and ("backend" in answer.text or "entry_point" in answer.text)
+        assert http.get("/status/kg_unknown").status_code == 404
+
+
+# --- the client CLI ------------------------------------------------------------------------------------
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {**os.environ, "TRITONGYM_LOAD_PLUGINS": "", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "tritongym", "client", *args], capture_output=True, text=True, env=full, timeout=180
+    )
+
+
+def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, tmp_path):
+    env = {"TRITONGYM_SERVICE_URL": server.url, "TRITONGYM_SERVICE_TOKEN": TOKEN}
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text(relu_block(64))
+    bad.write_text(relu_with("return x + 1"))
+
+    ok = run_cli("submit", str(good), "-p", "relu", env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.startswith("ok  relu")
+
+    queued = run_cli("submit", str(bad), "-p", "relu", "--no-wait", "--json", env=env)
+    assert queued.returncode == 0, queued.stderr
+    import json
+
+    task_id = json.loads(queued.stdout)["id"]
+    waited = run_cli("wait", task_id, "--json", env=env)
+    assert waited.returncode == 1 and json.loads(waited.stdout)[0]["result"]["status"] == "incorrect"
+
+    health = run_cli("health", "--json", env=env)
+    assert health.returncode == 0 and json.loads(health.stdout)["backend"] == "triton-cpu"
+    assert run_cli("best", "relu", env=env).returncode == 0
+    none = run_cli("best", "relu", "--device", "nowhere", "--json", env=env)
+    assert none.returncode == 1 and "no honest" in json.loads(none.stdout)["error"]
+    unknown = run_cli("submit", str(good), "-p", "nope", env=env)
+    assert unknown.returncode == 2 and "no problem named 'nope'" in unknown.stderr
+    unreachable = run_cli("health", "--url", "http://127.0.0.1:9", env=env)
+    assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
+
+
+# --- on a GPU ------------------------------------------------------------------------------------------
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_on_a_gpu_verdicts_are_timed_and_busy_time_is_counted_per_gpu(tmp_path):
+    served = Served(tmp_path, "--lanes", "2", backend="triton-cuda")
+    try:
+        with served.client(token=None) as service:
+            tasks = service.evaluate_many([{"source": s, "problem": "relu"} for s in (RELU_KERNEL, relu_block(512))])
+            assert [t.result.status.value for t in tasks] == ["ok", "ok"], [t.result.message for t in tasks]
+            assert all(t.result.runtime_ms and t.result.speedup for t in tasks)
+            kg = httpx.post(served.url + "/evaluate", json=kernelgym_payload("kg_gpu"), timeout=30)
+            assert kg.status_code == 200
+            with httpx.Client(base_url=served.url, timeout=30) as http:
+                result = kernelgym_poll(http, "kg_gpu")
+            assert result["correctness"] is True and result["speedup"] and result["kernel_runtime"]
+            assert result["metadata"]["num_custom_kernels"] >= 1
+            metrics = service.metrics()
+        busy = [line for line in metrics.splitlines() if line.startswith("tritongym_device_busy_seconds_total{")]
+        assert busy and all(line.split('device="')[1].startswith("cuda:") for line in busy), metrics
+        assert sum(float(line.rsplit(" ", 1)[1]) for line in busy) > 0
+    finally:
+        served.stop_gracefully()

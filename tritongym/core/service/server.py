@@ -1,0 +1,150 @@
+"""`tritongym serve`: settings, the exposure rule, and running the service under uvicorn.
+
+The exposure rule: the service runs whatever code it is sent (in its sandbox, but still), so it refuses to
+listen anywhere but on a loopback address unless a bearer token is set.  With a token it is required on
+every request, loopback or not.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tritongym.core import api
+from tritongym.core.config import EvalConfig, validation_message
+from tritongym.core.errors import ConfigError, ServiceError
+from tritongym.core.problems import load_problems
+from tritongym.core.registry.store import default_registry_path
+from tritongym.core.service.service import EvaluationService
+
+TOKEN_ENV = "TRITONGYM_SERVICE_TOKEN"
+MIN_TOKEN_CHARS = 16
+
+
+class ServeSettings(BaseModel):
+    """How the service listens and how much it takes on (the evaluation itself is an `EvalConfig`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field(default="127.0.0.1", description="address to listen on; non-loopback needs a token")
+    port: int = Field(default=8000, ge=0, le=65535, description="0: any free port (printed at start)")
+    token: str | None = Field(default=None, description=f"bearer token clients must send (also ${TOKEN_ENV})")
+    max_queue: int = Field(default=1024, ge=1, description="queued plus running tasks; beyond it HTTP 429")
+    max_request_bytes: int = Field(default=8 << 20, ge=1024, description="larger request bodies get HTTP 413")
+    max_batch: int = Field(default=256, ge=1, description="candidates in one submission")
+    lanes: int = Field(default=0, ge=0, description="evaluations at once; 0 = the evaluator's workers (CPUs)")
+    drain_s: float = Field(default=60.0, ge=0, description="at shutdown, how long running tasks may finish")
+    max_attempts: int = Field(default=3, ge=1, description="starts of a task the service died under, at most")
+    problems: str | None = Field(default=None, description="problem source the named problems come from (suite)")
+
+
+def settings(**values) -> ServeSettings:
+    """`ServeSettings` from keyword values (None = default), with validation errors as a `ConfigError`."""
+    try:
+        return ServeSettings.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, "serve options")) from None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def check_exposure(serve: ServeSettings) -> None:
+    """Refuse a non-loopback address without a token, and a token too short to be one."""
+    if serve.token is not None and len(serve.token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"the service token is {len(serve.token)} characters; use at least {MIN_TOKEN_CHARS}, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    if serve.token is None and not is_loopback(serve.host):
+        raise ConfigError(
+            f"refusing to serve on {serve.host} without a token: anyone who can reach that address could make "
+            f"this machine run code. Set {TOKEN_ENV} (or pass --token), or listen on 127.0.0.1 and reach it "
+            "through an SSH tunnel"
+        )
+
+
+def build_service(
+    serve: ServeSettings,
+    config: EvalConfig,
+    registry: str | Path | None = None,
+    extra_plugins: Sequence[str] = (),
+) -> EvaluationService:
+    """The evaluator (plugins, backend and checks validated now, before anything listens) and the service."""
+    path = Path(registry) if registry is not None else default_registry_path()
+    evaluator = api.make_evaluator(config, False, extra_plugins)  # the lanes get their own connections
+    problems = {}
+    for problem in load_problems(serve.problems, evaluator.size):
+        if problem.name in problems:
+            raise ConfigError(f"two problems named '{problem.name}' in {serve.problems}: names must be unique")
+        problems[problem.name] = problem
+    lanes = serve.lanes or config.workers or os.cpu_count() or 1
+    return EvaluationService(
+        evaluator, path, problems, lanes=lanes, capacity=serve.max_queue, max_attempts=serve.max_attempts
+    )
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0: the system picks one); an address in use is a `ConfigError`."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve(
+    serve: ServeSettings,
+    config: EvalConfig,
+    registry: str | Path | None = None,
+    extra_plugins: Sequence[str] = (),
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Run the service until SIGINT or SIGTERM, then drain (see `EvaluationService.stop`)."""
+    check_exposure(serve)
+    try:
+        import uvicorn
+
+        from tritongym.core.service.app import create_app
+    except ImportError as exc:
+        raise ServiceError(
+            f"tritongym serve needs FastAPI and uvicorn ({exc}): pip install 'tritongym[serve]'"
+        ) from None
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    service = build_service(serve, config, registry, extra_plugins)
+    app = create_app(
+        service,
+        token=serve.token,
+        max_request_bytes=serve.max_request_bytes,
+        max_batch=serve.max_batch,
+        drain_s=serve.drain_s,
+    )
+    sock = listen(serve.host, serve.port)
+    if on_listening is not None:
+        on_listening(url_of(sock))  # connections made from now on wait in the backlog until the lanes are up
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", timeout_graceful_shutdown=5, log_level="info"))
+    server.run(sockets=[sock])
