@@ -18,6 +18,7 @@ LAYERS = [
     "kernel",
     "core.eval.worker",
     "core.registry",
+    "core.distributed",
     "core.eval",
     "core.reports",
     "core.learn",
