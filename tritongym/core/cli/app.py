@@ -31,6 +31,7 @@ from tritongym.core.cli.common import (
     JsonOpt,
     NoCacheOpt,
     PluginOpt,
+    RayOpt,
     RegistryOpt,
     SizeOpt,
     SkipCheckOpt,
@@ -42,6 +43,7 @@ from tritongym.core.cli.common import (
     command,
     err,
     out,
+    with_ray,
 )
 from tritongym.core.errors import ConfigError
 from tritongym.core.interfaces import KINDS
@@ -119,6 +121,7 @@ def eval_command(
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
+    ray: RayOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -136,6 +139,7 @@ def eval_command(
         use_cache=False if no_cache else None,
         compile_reference=True if compile_reference else None,
     )
+    cfg = with_ray(cfg, ray)
     result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
     if as_json:
         _emit_json(result.model_dump(mode="json"))
@@ -167,6 +171,7 @@ def run_command(
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
+    ray: RayOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -185,6 +190,7 @@ def run_command(
         use_cache=False if no_cache else None,
         compile_reference=True if compile_reference else None,
     )
+    cfg = with_ray(cfg, ray)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
