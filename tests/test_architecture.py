@@ -25,6 +25,7 @@ LAYERS = [
     "core.tune",
     "core.scaling",
     "core.api",
+    "adapters",  # tritongym.adapters: reward functions for other trainers (TRL, verl), over the API
     "core.cli",
     "main",
 ]
@@ -61,6 +62,8 @@ def imports_of(name: str) -> set[str]:
 
 
 def layer(name: str) -> str:
+    if name == "tritongym.adapters" or name.startswith("tritongym.adapters."):
+        return "adapters"
     if name in ("tritongym", "tritongym.__main__") or not name.startswith("tritongym.core"):
         return "main" if name in ("tritongym", "tritongym.__main__") else "plugin" if ".plugins" in name else "kernel"
     for candidate in sorted(LAYERS, key=len, reverse=True):
