@@ -69,10 +69,7 @@ def test_trl_reward_judges_each_completion_and_logs_the_verdicts(client):
         "tritongym/no_code": [pytest.approx(1 / 3)],
     }
     assert loggers.extra["tritongym_status"] == ["ok", "incorrect", NO_CODE]
-    assert (
-        "no ```python block" in loggers.extra["tritongym_message"][2]
-        or "nothing was evaluated" in (loggers.extra["tritongym_message"][2])
-    )
+    assert loggers.extra["tritongym_message"][2].startswith("nothing was evaluated: ")
 
 
 def test_trl_reward_names_a_missing_problem_column(client):
