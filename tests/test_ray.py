@@ -116,17 +116,18 @@ def test_ray_settings_are_validated(tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_one_actor_per_gpu_times_like_the_local_pool():
+def test_one_actor_per_gpu_times_like_the_local_pool(ray_cluster):
     """On the device: one actor per GPU, each owning that GPU's warm pool; verdicts equal the local ones."""
-    ray.init(num_gpus=torch.cuda.device_count(), include_dashboard=False, log_to_driver=False)
-    try:
-        problems = [load_problem(name, "gpu") for name in ("relu", "softmax", "layer_norm")]
-        pairs = [(p.solution, p) for p in problems]
-        config = EvalConfig(backend="triton-cuda", trials=3, seed=3, executor="ray")
-        with Evaluator(config, host=_host()) as on_ray:
-            assert len(on_ray.executor.actors) == torch.cuda.device_count()
-            results = on_ray.evaluate_many(pairs)
-        assert [r.status for r in results] == [Status.ok] * len(pairs)
-        assert all(r.speedup is not None and r.pr is not None for r in results)
-    finally:
-        ray.shutdown()
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    assert gpus == torch.cuda.device_count()
+    problems = [load_problem(name, "gpu") for name in ("relu", "softmax", "layer_norm")]
+    pairs = [(p.solution, p) for p in problems]
+    config = EvalConfig(backend="triton-cuda", trials=3, seed=3, executor="ray")
+    with Evaluator(config, host=_host()) as on_ray:
+        assert len(on_ray.executor.actors) == gpus
+        assert on_ray.device_class.startswith("cuda:")
+        results = on_ray.evaluate_many(pairs)
+    assert [r.status for r in results] == [Status.ok] * len(pairs)
+    assert all(r.speedup is not None and r.pr is not None for r in results)
+    with Evaluator(config.model_copy(update={"executor": "local"}), host=_host()) as local:
+        assert local.device_class == on_ray.device_class
