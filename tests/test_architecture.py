@@ -18,6 +18,7 @@ LAYERS = [
     "kernel",
     "core.eval.worker",
     "core.registry",
+    "core.distributed",
     "core.eval",
     "core.reports",
     "core.tune",
@@ -25,6 +26,7 @@ LAYERS = [
     "core.scaling",
     "core.api",
     "core.service",
+    "adapters",  # tritongym.adapters: reward functions for other trainers (TRL, verl), over the API or the service
     "core.cli",
     "main",
 ]
@@ -61,6 +63,8 @@ def imports_of(name: str) -> set[str]:
 
 
 def layer(name: str) -> str:
+    if name == "tritongym.adapters" or name.startswith("tritongym.adapters."):
+        return "adapters"
     if name in ("tritongym", "tritongym.__main__") or not name.startswith("tritongym.core"):
         return "main" if name in ("tritongym", "tritongym.__main__") else "plugin" if ".plugins" in name else "kernel"
     for candidate in sorted(LAYERS, key=len, reverse=True):

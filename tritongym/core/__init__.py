@@ -14,6 +14,8 @@ before it:
 - `eval/`      parse, static checks, sandboxed workers (`eval/worker/`, the code that runs inside the
                worker process), GPU pool, verdicts: a `Candidate` in, an `EvaluationResult` out;
 - `registry/`  registry.db: every problem, kernel and evaluation, its migrations and browse queries;
+- `distributed/` the Ray executor: the backend hosted by Ray actors, one per GPU of a cluster (`eval`
+               picks it with `executor = "ray"`; it imports nothing of `eval`);
 - `learn/`     the model's side: conversation, generation, rollouts, RL and SFT trainers;
 - `tune/`      launch configurations of stored kernels, each variant judged by `eval`, recorded in `registry`;
 - `scaling/`   test-time scaling over rollouts and the registry;

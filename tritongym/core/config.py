@@ -19,6 +19,15 @@ for a run that asks for more.
 
 Every name and option is validated (unknown keys are errors) before any worker starts.
 
+Where the sandboxes run: `executor = "local"` (the default) runs them on this host in `workers` threads;
+`executor = "ray"` runs them on a Ray cluster, one actor per GPU (per worker slot on a CPU backend), each
+owning that device's warm sandboxed workers, while this process keeps the verdicts and the registry
+(`tritongym.core.distributed`):
+
+    executor = "ray"
+    [ray]
+    address = "auto"      # the cluster `ray start --head` runs here; "local" starts one for the run
+
 Rewards: `rewards` names reward plugins with weights, and the turn reward is the weighted sum of their
 components. The default `{correctness = 1, speedup = 1, profiling = 1}` is Dr. Kernel's
 R = C + C·min(speedup, 3) + C·PR (both speed terms are already gated on correctness); halve every weight
@@ -47,6 +56,30 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
+
+
+class RayOptions(BaseModel):
+    """Where and how the Ray executor runs (`executor = "ray"`); see `tritongym.core.distributed`."""
+
+    model_config = ConfigDict(extra="forbid")
+    address: str = Field(
+        default="local",
+        description="'local' starts Ray on this machine for the run (or uses the one this process already "
+        "started); 'auto' joins the cluster running here (`ray start --head`); 'ray://HOST:10001' or "
+        "'HOST:6379' joins that cluster",
+    )
+    actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="evaluation actors; None = one per GPU of the cluster (GPU backends), or one per worker "
+        "slot (`workers`, 0 = every CPU of the cluster) on a CPU backend",
+    )
+    cpus_per_actor: float = Field(default=1.0, gt=0, description="CPUs Ray reserves for each actor")
+    tasks_per_actor: int | None = Field(
+        default=None, ge=1, le=64, description="tasks kept in flight per actor; None = the backend's own concurrency"
+    )
+    max_restarts: int = Field(default=1, ge=0, description="times Ray restarts an actor that died")
+    start_timeout_s: float = Field(default=300.0, gt=0, description="how long an actor may take to start")
 
 
 class EvalConfig(BaseModel):
@@ -105,6 +138,10 @@ class EvalConfig(BaseModel):
         "shape only. Timing always runs at the main shape",
     )
     use_cache: bool = True
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="where sandboxes run: 'local' threads on this host, or 'ray' actors on a cluster"
+    )
+    ray: RayOptions = Field(default_factory=RayOptions, description="the Ray executor's settings")
 
     @model_validator(mode="after")
     def _each_check_named_once(self) -> EvalConfig:

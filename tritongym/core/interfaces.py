@@ -89,6 +89,11 @@ class Backend(PluginObject, ABC):
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
         """Run the task in a sandboxed worker and return what was measured; never raise for a bad kernel."""
 
+    def concurrency(self) -> int:
+        """How many `measure` calls this backend serves at once to good effect (a GPU backend: its warm
+        workers); the Ray executor keeps that many tasks in flight on each actor that hosts the backend."""
+        return 1
+
     def close(self) -> None:
         """Release long-lived resources (warm worker processes); the backend may be used again after."""
 

@@ -133,6 +133,8 @@ class PluginHost:
         self.pm.add_hookspecs(hookspecs)
         self.strict = strict
         self.extra_plugins = list(extra_plugins)
+        self.load_entry_points = load_entry_points
+        self.builtins = tuple(builtins)
         self.skipped: list[str] = []
         self._objects: dict[str, dict[str, Registered]] = {kind: {} for kind in KINDS}
         if os.environ.get("TRITONGYM_TRACE_HOOKS"):
@@ -145,6 +147,17 @@ class PluginHost:
         for spec in extra_plugins:
             self._register_plugin(spec, lambda s=spec: _import_plugin(s))
         self._collect()
+
+    def recipe(self) -> dict:
+        """The keyword arguments that build this same host in another process (a Ray actor): plugin files
+        named by absolute path, so the other process finds them whatever its working directory."""
+        extra = [str(Path(s).resolve()) if s.endswith(".py") or Path(s).exists() else s for s in self.extra_plugins]
+        return {
+            "extra_plugins": extra,
+            "load_entry_points": self.load_entry_points,
+            "strict": self.strict,
+            "builtins": list(self.builtins),
+        }
 
     # --- loading ---------------------------------------------------------------------------------------
 

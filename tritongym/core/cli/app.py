@@ -33,6 +33,7 @@ from tritongym.core.cli.common import (
     JsonOpt,
     NoCacheOpt,
     PluginOpt,
+    RayOpt,
     RegistryOpt,
     ShapesOpt,
     SizeOpt,
@@ -45,6 +46,7 @@ from tritongym.core.cli.common import (
     command,
     err,
     out,
+    with_ray,
 )
 from tritongym.core.errors import ConfigError
 from tritongym.core.interfaces import KINDS
@@ -125,6 +127,7 @@ def eval_command(
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
     shapes: ShapesOpt = None,
+    ray: RayOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -143,6 +146,7 @@ def eval_command(
         compile_reference=True if compile_reference else None,
         shapes=shapes,
     )
+    cfg = with_ray(cfg, ray)
     result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
     if as_json:
         _emit_json(result.model_dump(mode="json"))
@@ -175,6 +179,7 @@ def run_command(
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
     shapes: ShapesOpt = None,
+    ray: RayOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
@@ -194,6 +199,7 @@ def run_command(
         compile_reference=True if compile_reference else None,
         shapes=shapes,
     )
+    cfg = with_ray(cfg, ray)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -56,6 +56,15 @@ SkipCheckOpt = Annotated[
     list[str] | None,
     typer.Option("--skip-check", help="Switch this check off (repeatable); `tritongym plugins` lists them."),
 ]
+RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Run the sandboxes on Ray actors (one per GPU): 'local' starts Ray here for the run, 'auto' joins "
+        "the cluster `ray start --head` runs here, or the head's address (pip install 'tritongym[ray]').",
+    ),
+]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes (default: CPUs).")]
 
 
@@ -87,6 +96,13 @@ def _gpu_list(text: str | None) -> list[int] | None:
     if not gpus or any(g < 0 for g in gpus):
         raise ConfigError(f"--gpus takes comma-separated GPU indices such as 0,1; got {text!r}")
     return gpus
+
+
+def with_ray(config, address: str | None):
+    """The EvalConfig with `--ray ADDRESS` applied (its other `[ray]` settings kept), or as it was."""
+    if address is None:
+        return config
+    return config.model_copy(update={"executor": "ray", "ray": config.ray.model_copy(update={"address": address})})
 
 
 def _emit_json(data) -> None:

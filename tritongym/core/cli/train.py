@@ -17,6 +17,7 @@ from tritongym.core import api
 from tritongym.core.cli.common import (
     JsonOpt,
     PluginOpt,
+    RayOpt,
     RegistryOpt,
     _emit_json,
     command,
@@ -36,6 +37,11 @@ def parse_overrides(items: list[str] | None) -> dict:
     """`["optim.steps=3", "sampling.stop=['```']"]` -> {"optim.steps": 3, ...}; a value that is not TOML is
     taken as a string, so `--set name=demo` works without quotes."""
     return parse_assignments(items, "--set", "optim.steps=3", form="section.key=value")
+
+
+def _with_ray(overrides: dict, address: str | None) -> dict:
+    """`--ray ADDRESS` as the overrides it stands for: the run's evaluations on Ray actors."""
+    return overrides if address is None else {**overrides, "eval.executor": "ray", "eval.ray.address": address}
 
 
 def _is_main_process() -> bool:
@@ -99,6 +105,7 @@ def train_command(
         bool, typer.Option("--resume", help="Continue from the latest checkpoint in OUTPUT_DIR.")
     ] = False,
     overrides: SetOpt = None,
+    ray: RayOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
     as_json: JsonOpt = False,
@@ -110,7 +117,7 @@ def train_command(
     from tritongym.core.learn.run_config import load_run_config
     from tritongym.core.reports.metrics_report import step_line, step_table
 
-    run_config = load_run_config(config, parse_overrides(overrides))
+    run_config = load_run_config(config, _with_ray(parse_overrides(overrides), ray))
     total = steps or run_config.optim.steps
     rows: list[dict] = []
     quiet = not _is_main_process()
@@ -182,6 +189,7 @@ def sft_command(
 def tts_command(
     config: ConfigArg,
     overrides: SetOpt = None,
+    ray: RayOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
     as_json: JsonOpt = False,
@@ -190,7 +198,7 @@ def tts_command(
     shows last-turn and best-of-history Fast@p."""
     from tritongym.core.learn.run_config import load_run_config
 
-    run_config = load_run_config(config, parse_overrides(overrides))
+    run_config = load_run_config(config, _with_ray(parse_overrides(overrides), ray))
     with _progress(as_json) as bar:
         task = bar.add_task("turns evaluated", total=None)
         summary = api.tts(

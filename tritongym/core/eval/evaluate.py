@@ -1,8 +1,8 @@
 """The evaluation pipeline of DESIGN.md §1: parse, static checks, registry lookup, worker, verdict, store.
 
 `Evaluator` is built once per configuration (plugins resolved and validated up front) and then judges
-any number of (candidate, problem) pairs; `evaluate_many` runs the sandboxes in parallel threads while
-this thread alone talks to the registry.
+any number of (candidate, problem) pairs; `evaluate_many` hands the sandboxes to an executor (parallel
+threads here, or Ray actors: `executor.py`) while this thread alone judges and talks to the registry.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, ConfigError, PluginError, ProblemFormatError
+from tritongym.core.eval.executor import Executor, LocalExecutor
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.interfaces import Backend, CheckContext, CheckPolicy, Reward, RuntimeCheck, StaticCheck
@@ -73,20 +73,30 @@ class Evaluator:
         self.config = config or EvalConfig()
         self.host = host or get_host()
         self.registry = registry
-        self.backend_name = resolve_backend_name(self.config, self.host)
+        on_ray = self.config.executor == "ray"
+        if on_ray:
+            from tritongym.core.distributed.ray_executor import ray_backend_name
+
+            self.backend_name = ray_backend_name(self.config, self.host)
+        else:
+            self.backend_name = resolve_backend_name(self.config, self.host)
         options = dict(self.config.backend_options)
         if self.config.gpus is not None:
             if self.host.get("backend", self.backend_name).cls.device_type != "cuda":
                 raise ConfigError(
                     f"--gpus applies to GPU backends; backend '{self.backend_name}' does not run on a GPU"
                 )
+            if on_ray:
+                raise ConfigError(
+                    "--gpus does not apply to the Ray executor: Ray gives each actor its own GPU (start the Ray "
+                    "nodes with CUDA_VISIBLE_DEVICES to choose them, or set ray.actors)"
+                )
             options["gpus"] = self.config.gpus
         self.backend: Backend = self.host.create("backend", self.backend_name, options)
-        reason = self.backend.unavailable_reason()
-        if reason:
-            raise BackendUnavailable(f"backend '{self.backend_name}' cannot run here: {reason}")
-        self.device = self.config.device or self.backend.default_device()
-        self.device_class = self.backend.device_class(self.device)
+        self.limits = SandboxLimits(
+            timeout_s=self.config.timeout_s,
+            memory_mb=self.config.memory_mb if self.backend.device_type == "cpu" else None,
+        )
         self.size = self.backend.default_size if self.config.size == "auto" else self.config.size
         registered = self.host.names("check")
         if self.config.checks is None:
@@ -120,10 +130,29 @@ class Evaluator:
         }
         self.protocol = self.config.protocol_key(check_names)
         self.tolerances = tolerances_for(self.config.precision, self.config.tolerances)
-        self.limits = SandboxLimits(
-            timeout_s=self.config.timeout_s,
-            memory_mb=self.config.memory_mb if self.backend.device_type == "cpu" else None,
-        )
+        # last, once every name and option above is known to be valid: the executor may start actors
+        self.executor: Executor
+        if on_ray:  # the backend runs on the cluster's actors: what it can do there is theirs to say
+            from tritongym.core.distributed.ray_executor import RayExecutor
+
+            ray_executor = RayExecutor(
+                self.backend_name,
+                options,
+                self.host,
+                self.config.ray,
+                self.config.workers,
+                self.limits,
+                self.config.device,
+            )
+            self.device, self.device_class = ray_executor.device, ray_executor.device_class
+            self.executor = ray_executor
+        else:
+            reason = self.backend.unavailable_reason()
+            if reason:
+                raise BackendUnavailable(f"backend '{self.backend_name}' cannot run here: {reason}")
+            self.device = self.config.device or self.backend.default_device()
+            self.device_class = self.backend.device_class(self.device)
+            self.executor = LocalExecutor(self._measure, self.config.workers or os.cpu_count() or 1)
 
     # --- public API ------------------------------------------------------------------------------------
 
@@ -157,26 +186,22 @@ class Evaluator:
             else:
                 first_of[key], copies[i] = i, []
                 unique.append(i)
-        pending = unique
         workers = self.config.workers or os.cpu_count() or 1
-        screens = self._screens([items[i][1] for i in pending], workers)
-        tasks = {i: self._task(*items[i], screens.get(items[i][1].key)) for i in pending}  # registry reads here
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending) or 1))) as pool:
-            futures = {pool.submit(self._measure, tasks[i]): i for i in pending}
-            for future in as_completed(futures):
-                i = futures[future]
-                candidate, problem = items[i]
-                evidence, started = future.result()
-                self._reconcile_timing(evidence, tasks[i], problem)
-                self._remeasure_if_implausible(evidence, candidate, problem)
-                result = self._judge(candidate, problem, evidence, static[i], started)
-                results[i] = self._store(result, candidate, problem)
+        screens = self._screens([items[i][1] for i in unique], workers)
+        tasks = {i: self._task(*items[i], screens.get(items[i][1].key)) for i in unique}  # registry reads here
+        # the executor measures (threads here, or Ray actors); judging and storing stay on this thread
+        for i, evidence, started in self.executor.measure_many(tasks):
+            candidate, problem = items[i]
+            self._reconcile_timing(evidence, tasks[i], problem)
+            self._remeasure_if_implausible(evidence, candidate, problem)
+            result = self._judge(candidate, problem, evidence, static[i], started)
+            results[i] = self._store(result, candidate, problem)
+            if on_result:
+                on_result(results[i])
+            for j in copies[i]:
+                results[j] = results[i].model_copy(update={"cached": True})
                 if on_result:
-                    on_result(results[i])
-                for j in copies[i]:
-                    results[j] = results[i].model_copy(update={"cached": True})
-                    if on_result:
-                        on_result(results[j])
+                    on_result(results[j])
         return [r for r in results if r is not None]
 
     # --- stages ----------------------------------------------------------------------------------------
@@ -290,7 +315,7 @@ class Evaluator:
 
         return cached_screens(
             problems,
-            self.backend,
+            self.backend if isinstance(self.executor, LocalExecutor) else _ExecutorBackend(self),
             self.device,
             self.device_class,
             self.limits,
@@ -506,7 +531,7 @@ class Evaluator:
         if evidence.ref_runtime_ms / evidence.runtime_ms <= cap:
             return
         task = self._task(candidate, problem).model_copy(update={"extra_sizes": [], "late_trial": False})
-        second, _ = self._measure(task)
+        second, _ = self.executor.measure(task)
         self._reconcile_timing(second, task, problem)
         failure = status_of_failure(second)
         if failure is not None:
@@ -529,8 +554,9 @@ class Evaluator:
         return view
 
     def close(self) -> None:
-        """Stop the backend's warm workers and let the checks free what they hold (a judge model); the
-        Evaluator stays usable: both start again on demand."""
+        """Stop the backend's warm workers, the executor's actors, and let the checks free what they hold
+        (a judge model); the Evaluator stays usable: all of them start again on demand."""
+        self.executor.close()
         self.backend.close()
         for check in self.checks:
             check.close()
@@ -613,3 +639,15 @@ def _syntax_traceback(exc: BaseException) -> list[str]:
     import traceback
 
     return traceback.format_exception_only(type(exc), exc)
+
+
+class _ExecutorBackend:
+    """The evaluator's executor seen as a backend by the negative-control screens (`screen.cached_screens`):
+    on Ray the screen runs where the candidates run (an actor's GPU), not on the driver, which may have none."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.name = evaluator.backend_name
+        self._executor = evaluator.executor
+
+    def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
+        return self._executor.measure(task)[0]

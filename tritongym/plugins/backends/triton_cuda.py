@@ -103,6 +103,10 @@ class TritonCUDABackend(Backend):
             return self.options.workers_per_gpu
         return max(1, min(8, (os.cpu_count() or 2) // max(n_gpus, 1)))
 
+    def concurrency(self) -> int:
+        n_gpus = len(self.options.gpus) if self.options.gpus else max(1, len(_visible_gpus()))
+        return self.workers_per_gpu(n_gpus) * n_gpus
+
     def pool(self):
         """The worker pool, started on first use (workers warm up in the background)."""
         with self._pool_lock:

@@ -1,0 +1,133 @@
+"""The Ray executor (`executor = "ray"`) on a real local Ray cluster: two CPUs, two actors, triton-cpu.
+
+One Ray instance serves the whole module (starting Ray on two shared cores takes seconds); each test's
+Evaluator starts its own actors and kills them when it closes.  The GPU test at the end runs one actor per
+GPU on the device: python -m pytest -m gpu tests/test_ray.py
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray
+import torch
+from typer.testing import CliRunner
+
+from tests.conftest import RELU_KERNEL
+from tritongym.core.cli.app import app
+from tritongym.core.config import EvalConfig, load_config
+from tritongym.core.errors import ConfigError
+from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.models import Status
+from tritongym.core.plugins import PluginHost
+from tritongym.core.problems import load_problem
+
+HACKS = Path(__file__).parent / "hacks" / "candidates"
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _host() -> PluginHost:
+    return PluginHost(load_entry_points=False)
+
+
+def _config(**overrides) -> EvalConfig:
+    return EvalConfig(backend="triton-cpu", trials=2, timeout_s=90, workers=2, seed=3, **overrides)
+
+
+def _verdict(result) -> tuple:
+    failed = sorted(c.name for c in result.checks if not c.passed)
+    return result.status, result.correct, result.hacked, failed, result.reward.total
+
+
+def test_ray_verdicts_equal_the_in_process_ones(ray_cluster):
+    relu, softmax = load_problem("relu"), load_problem("softmax")
+    pairs = [
+        (RELU_KERNEL, relu),
+        (RELU_KERNEL.replace("tl.maximum(x, 0.0)", "x"), relu),  # incorrect
+        (RELU_KERNEL.replace("return out", "raise RuntimeError('boom')"), relu),  # runtime error
+        ((HACKS / "grad_mode_shortcut.py").read_text(), softmax),  # hacked: only a worker probe can tell
+    ]
+    with Evaluator(_config(), host=_host()) as local:
+        expected = [_verdict(r) for r in local.evaluate_many(pairs)]
+    with Evaluator(_config(executor="ray"), host=_host()) as on_ray:
+        assert len(on_ray.executor.actors) == 2
+        assert on_ray.device_class == "cpu"
+        got = [_verdict(r) for r in on_ray.evaluate_many(pairs)]
+    assert [v[0] for v in expected] == [Status.ok, Status.incorrect, Status.runtime_error, Status.hacked]
+    assert got == expected
+
+
+def test_a_killed_actor_s_task_is_retried_on_the_other(ray_cluster, tmp_path):
+    """Actor 0 is killed while it runs a task: that task runs again on actor 1 and the batch completes."""
+    relu = load_problem("relu")
+    pairs = [(RELU_KERNEL.replace("1024", str(b)), relu) for b in (1024, 512, 256, 128)]
+    with Evaluator(_config(executor="ray", ray={"max_restarts": 0}), host=_host()) as evaluator:
+        executor = evaluator.executor
+        killed = threading.Event()
+
+        def kill_actor_0_mid_task() -> None:
+            deadline = time.monotonic() + 120
+            while executor.in_flight().get(0, 0) == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.3)  # inside the task: a sandbox alone takes seconds to import torch and Triton
+            ray.kill(executor.actors[0], no_restart=True)
+            killed.set()
+
+        killer = threading.Thread(target=kill_actor_0_mid_task)
+        killer.start()
+        results = evaluator.evaluate_many(pairs)
+        killer.join()
+        assert killed.is_set()
+        assert [r.status for r in results] == [Status.ok] * 4
+        assert executor.retried == 1
+        assert executor.lost == {0}
+        assert executor.in_flight() == {1: 0}
+
+
+def test_cli_eval_runs_through_ray(ray_cluster, tmp_path):
+    """`tritongym eval --ray local` in a process that already runs Ray uses that instance."""
+    candidate = tmp_path / "relu.py"
+    candidate.write_text(RELU_KERNEL)
+    registry = tmp_path / "registry.db"
+    args = ["eval", str(candidate), "-p", "relu", "--backend", "triton-cpu", "--trials", "2", "--ray", "local"]
+    result = CliRunner().invoke(app, [*args, "--registry", str(registry), "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"status": "ok"' in result.output
+    assert ray.is_initialized()  # not ours to shut down
+
+
+def test_ray_settings_are_validated(tmp_path):
+    config = tmp_path / "eval.toml"
+    config.write_text('executor = "ray"\n[ray]\naddress = "auto"\nactors = 0\n')
+    with pytest.raises(ConfigError, match="ray.actors"):
+        load_config(config)
+    with pytest.raises(ConfigError, match="executor"):
+        load_config(None, executor="dask")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_one_actor_per_gpu_times_like_the_local_pool(ray_cluster):
+    """On the device: one actor per GPU, each owning that GPU's warm pool; verdicts equal the local ones."""
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    assert gpus == torch.cuda.device_count()
+    problems = [load_problem(name, "gpu") for name in ("relu", "softmax", "layer_norm")]
+    pairs = [(p.solution, p) for p in problems]
+    config = EvalConfig(backend="triton-cuda", trials=3, seed=3, executor="ray")
+    with Evaluator(config, host=_host()) as on_ray:
+        assert len(on_ray.executor.actors) == gpus
+        assert on_ray.device_class.startswith("cuda:")
+        results = on_ray.evaluate_many(pairs)
+    assert [r.status for r in results] == [Status.ok] * len(pairs)
+    assert all(r.speedup is not None and r.pr is not None for r in results)
+    with Evaluator(config.model_copy(update={"executor": "local"}), host=_host()) as local:
+        assert local.device_class == on_ray.device_class

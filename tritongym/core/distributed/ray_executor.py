@@ -1,0 +1,332 @@
+"""The Ray executor: an `Evaluator`'s sandboxes on a Ray cluster (`executor = "ray"`, `--ray ADDRESS`).
+
+Ray is the engine; this module only says what runs where:
+
+* one actor per GPU of the cluster (`num_gpus=1`: Ray places it and sets its CUDA_VISIBLE_DEVICES), or on
+  a CPU backend one per worker slot.  The actor hosts the configured backend plugin, built from the
+  driver's plugin recipe, so it owns that GPU's warm worker pool (`tritongym.core.eval.gpu_pool`) or
+  starts the CPU backend's sandboxes, exactly as one host would: candidates run in those sandboxed
+  worker processes, never in the actor;
+* the driver (the process holding the `Evaluator`) sends `WorkerTask`s and gets `Evidence` back as JSON;
+  it alone judges and writes the registry;
+* each task goes to the least busy live actor (tasks in flight relative to what its backend serves at
+  once); more tasks than free slots wait here, as `ray.wait` reports slots freeing;
+* fault tolerance is Ray's: an actor that dies is restarted by Ray (`max_restarts`); the task it was
+  running fails with `RayActorError`, and is resubmitted once to another actor.  A task whose second
+  actor dies too is reported as that candidate's `crashed` (a candidate able to take down its host must
+  not take down a whole cluster, one actor at a time).
+
+`ray.util.ActorPool` does the routing for one task per actor, but it holds one task per actor (a GPU
+actor serves several at once: compilation and correctness of several candidates overlap) and forgets
+which task an actor was running when it dies, so the few lines of routing below use `ray.wait` directly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterator, Mapping
+
+from tritongym.core.config import EvalConfig, RayOptions
+from tritongym.core.errors import BackendUnavailable, PluginError
+from tritongym.core.models import ErrorInfo, Evidence
+from tritongym.core.plugins import PluginHost
+from tritongym.core.worker_task import SandboxLimits, WorkerTask
+
+_MAX_TASKS_PER_ACTOR = 64
+_connection = threading.Lock()
+_started_ray = False  # whether this process's Ray instance was started here (and is ours to shut down)
+_executors = 0  # executors holding the connection
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise BackendUnavailable(
+            "executor 'ray' needs Ray, which is not installed: pip install 'tritongym[ray]'"
+        ) from None
+    return ray
+
+
+def connect(options: RayOptions):
+    """Ray, initialised: the instance this process already has, or the one `options.address` names."""
+    global _started_ray
+    ray = _import_ray()
+    with _connection:
+        if not ray.is_initialized():
+            import logging
+
+            address = None if options.address == "local" else options.address
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise BackendUnavailable(
+                    f"cannot start or reach Ray at {options.address!r}: {exc}; set ray.address to 'local', "
+                    "'auto' (a cluster `ray start --head` runs here) or the head node's address"
+                ) from None
+            _started_ray = True
+    return ray
+
+
+def ray_backend_name(config: EvalConfig, host: PluginHost) -> str:
+    """The backend to run on the cluster: `auto` means triton-cuda where the cluster has GPUs, which this
+    process (often a CPU-only driver) cannot see for itself."""
+    if config.backend != "auto":
+        return config.backend
+    ray = connect(config.ray)
+    if ray.cluster_resources().get("GPU", 0) > 0 and "triton-cuda" in host.names("backend"):
+        return "triton-cuda"
+    return "triton-cpu"
+
+
+class BackendActor:
+    """What one actor runs: the backend plugin, built in the actor's process from the driver's plugins.
+
+    Plain data crosses the wire (JSON of `WorkerTask`, `SandboxLimits` and `Evidence`), so nothing of the
+    driver's state (its registry, its plugin objects) is pickled into the actor."""
+
+    def __init__(self, backend_name: str, backend_options: dict, recipe: dict) -> None:
+        host = PluginHost(**recipe)
+        self.backend = host.create("backend", backend_name, backend_options)
+
+    def describe(self, device: str | None) -> dict:
+        """What the driver needs to know before it judges anything: can the backend run here, on which device
+        (class), how many tasks it serves at once, and where the actor is."""
+        import ray
+
+        reason = self.backend.unavailable_reason()
+        facts = {"unavailable": reason, "node": ray.util.get_node_ip_address(), "pid": os.getpid()}
+        if reason is None:
+            device = device or self.backend.default_device()
+            facts.update(device=device, device_class=self.backend.device_class(device))
+            facts["concurrency"] = self.backend.concurrency()
+        return facts
+
+    def measure(self, task_json: str, limits_json: str) -> tuple[str | None, str | None]:
+        """(Evidence as JSON, None), or (None, what the backend raised): a broken backend is the driver's
+        `PluginError`, not a dead actor."""
+        try:
+            task = WorkerTask.model_validate_json(task_json)
+            evidence = self.backend.measure(task, SandboxLimits.model_validate_json(limits_json))
+        except Exception as exc:  # noqa: BLE001 - reported to the driver, which names the plugin
+            return None, f"{type(exc).__name__}: {exc}"
+        return evidence.model_dump_json(), None
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class RayExecutor:
+    """Backend actors on a Ray cluster; `measure_many` routes tasks to them (see the module doc)."""
+
+    def __init__(
+        self,
+        backend_name: str,
+        backend_options: dict,
+        host: PluginHost,
+        options: RayOptions,
+        workers: int,
+        limits: SandboxLimits,
+        device: str | None = None,
+    ) -> None:
+        self._connected = False
+        registered = host.get("backend", backend_name)
+        self.backend_name, self.plugin = backend_name, registered.plugin
+        self.on_gpu = registered.cls.device_type == "cuda"
+        self.options = options
+        self.workers = workers
+        self.limits_json = limits.model_dump_json()
+        self._actor_args = (backend_name, backend_options, host.recipe())
+        self._wanted_device = device
+        self.actors: list = []
+        self.facts: list[dict] = []
+        self.busy: list[int] = []
+        self.slots: list[int] = []
+        self.lost: set[int] = set()
+        self.retried = 0  # tasks resubmitted after their actor died
+        self.device: str = ""
+        self.device_class: str = ""
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- actors ----------------------------------------------------------------------------------------
+
+    def _count(self) -> int:
+        if self.options.actors:
+            return self.options.actors
+        resources = self._ray.cluster_resources()
+        if self.on_gpu:
+            gpus = int(resources.get("GPU", 0))
+            if gpus == 0:
+                raise BackendUnavailable(
+                    f"backend '{self.backend_name}' needs GPUs, and the Ray cluster at {self.options.address!r} has "
+                    "none; use --backend triton-cpu, or join a cluster with GPUs"
+                )
+            return gpus
+        return max(1, self.workers or int(resources.get("CPU", 1) // self.options.cpus_per_actor))
+
+    def _start(self) -> None:
+        global _executors
+        if not self._connected:
+            self._ray = connect(self.options)
+            with _connection:
+                _executors += 1
+            self._connected = True
+        ray = self._ray
+        n = self._count()
+        most = self.options.tasks_per_actor or (_MAX_TASKS_PER_ACTOR if self.on_gpu else 1)
+        actor_class = ray.remote(BackendActor).options(
+            num_cpus=self.options.cpus_per_actor,
+            num_gpus=1 if self.on_gpu else 0,
+            max_restarts=self.options.max_restarts,
+            max_task_retries=0,  # a task is resubmitted by us, to another actor, once
+            max_concurrency=most + 1,  # its tasks, and a `describe` answered while they run
+        )
+        self.actors = [actor_class.remote(*self._actor_args) for _ in range(n)]
+        refs = [actor.describe.remote(self._wanted_device) for actor in self.actors]
+        try:
+            self.facts = ray.get(refs, timeout=self.options.start_timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            raise BackendUnavailable(
+                f"{n} Ray actor(s) for backend '{self.backend_name}' did not start within "
+                f"{self.options.start_timeout_s:g} s; the cluster has {self._ray.cluster_resources()}: ask for fewer "
+                "(ray.actors) or smaller (ray.cpus_per_actor) actors"
+            ) from None
+        except ray.exceptions.RayActorError as exc:
+            raise BackendUnavailable(f"a Ray actor for backend '{self.backend_name}' failed to start: {exc}") from None
+        for facts in self.facts:
+            if facts["unavailable"]:
+                raise BackendUnavailable(
+                    f"backend '{self.backend_name}' cannot run on the Ray node {facts['node']}: {facts['unavailable']}"
+                )
+        classes = sorted({f["device_class"] for f in self.facts})
+        if len(classes) > 1:
+            raise BackendUnavailable(
+                f"the Ray actors run on different device classes ({', '.join(classes)}); verdicts and timings are "
+                "stored per device class, so one evaluation runs on one: give each class its own cluster"
+            )
+        self.device, self.device_class = self.facts[0]["device"], classes[0]
+        self.busy = [0] * n
+        self.slots = [max(1, min(most, self.options.tasks_per_actor or f["concurrency"])) for f in self.facts]
+        self.lost = set()
+
+    def _revive(self) -> None:
+        """Lost actors that answer again (Ray restarted them) take tasks again."""
+        for index in sorted(self.lost):
+            try:
+                self._ray.get(
+                    self.actors[index].describe.remote(self._wanted_device), timeout=self.options.start_timeout_s
+                )
+            except (self._ray.exceptions.RayActorError, self._ray.exceptions.GetTimeoutError):
+                continue
+            self.lost.discard(index)
+
+    def _pick(self, failed_on: set[int]) -> int | None:
+        """The least busy live actor with a free slot, preferring one this task has not died on; None when
+        every candidate is full (the caller waits for a slot)."""
+        live = [i for i in range(len(self.actors)) if i not in self.lost]
+        choices = [i for i in live if i not in failed_on] or live
+        free = [i for i in choices if self.busy[i] < self.slots[i]]
+        return min(free, key=lambda i: (self.busy[i] / self.slots[i], self.busy[i])) if free else None
+
+    def in_flight(self) -> dict[int, int]:
+        """Tasks in flight per live actor (index into `actors`)."""
+        return {i: self.busy[i] for i in range(len(self.actors)) if i not in self.lost}
+
+    # --- the executor protocol -------------------------------------------------------------------------
+
+    def measure_many(self, tasks: Mapping[int, WorkerTask]) -> Iterator[tuple[int, Evidence, float]]:
+        if not tasks:
+            return
+        ray = self._ray
+        if not self.actors:  # closed before: start again
+            self._start()
+        self._revive()
+        queue = deque(tasks)
+        failed_on: dict[int, set[int]] = defaultdict(set)
+        flying: dict = {}  # ObjectRef -> (key, actor index, started)
+        try:
+            while queue or flying:
+                while queue:
+                    index = self._pick(failed_on[queue[0]])
+                    if index is None:
+                        break
+                    key = queue.popleft()
+                    ref = self.actors[index].measure.remote(tasks[key].model_dump_json(), self.limits_json)
+                    self.busy[index] += 1
+                    flying[ref] = (key, index, time.perf_counter())
+                if not flying:
+                    self._revive()
+                    if len(self.lost) == len(self.actors):
+                        raise BackendUnavailable(
+                            f"every Ray actor of backend '{self.backend_name}' died and none came back; "
+                            f"{len(queue)} task(s) were left"
+                        )
+                    continue
+                (ref,), _ = ray.wait(list(flying), num_returns=1)
+                key, index, started = flying.pop(ref)
+                self.busy[index] -= 1
+                try:
+                    payload, failure = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:
+                    self.lost.add(index)
+                    failed_on[key].add(index)
+                    if len(failed_on[key]) >= 2:
+                        yield key, _actor_died(exc), started
+                    else:
+                        self.retried += 1
+                        queue.appendleft(key)
+                    continue
+                if failure is not None:
+                    raise PluginError(
+                        f"backend '{self.backend_name}' (plugin '{self.plugin}') raised {failure} on a Ray actor"
+                    )
+                yield key, Evidence.model_validate_json(payload), started
+        finally:  # the caller stopped early (an error while judging): what still runs is no longer waited for
+            for _, index, _ in flying.values():
+                self.busy[index] -= 1
+
+    def measure(self, task: WorkerTask) -> tuple[Evidence, float]:
+        for _, evidence, started in self.measure_many({0: task}):
+            return evidence, started
+        raise AssertionError("measure_many yields one result per task")  # pragma: no cover
+
+    def close(self) -> None:
+        """Stop the actors (their backends close their workers first); Ray itself is shut down only when it
+        was started here and no other executor of this process still uses it."""
+        global _executors, _started_ray
+        if not self._connected:
+            return
+        ray = self._ray
+        if self.actors:
+            try:
+                ray.get([a.close.remote() for a in self.actors], timeout=30)
+            except (ray.exceptions.RayError, TimeoutError):
+                pass  # an actor already dead or stuck is killed below all the same
+            for actor in self.actors:
+                ray.kill(actor, no_restart=True)
+            self.actors = []
+        self._connected = False
+        with _connection:
+            _executors -= 1
+            if _executors == 0 and _started_ray:
+                ray.shutdown()
+                _started_ray = False
+
+
+def _actor_died(exc: BaseException) -> Evidence:
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return Evidence(
+        stage="run",
+        error=ErrorInfo(
+            kind="WorkerCrashed",
+            message="the Ray actor evaluating this candidate died, and so did the one it was retried on "
+            f"(last: {type(exc).__name__}: {first_line})",
+        ),
+    )
