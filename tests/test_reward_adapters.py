@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import RELU_KERNEL
 from tritongym.adapters import verl
-from tritongym.adapters.client import NO_CODE, EvaluationClient, InProcessClient
+from tritongym.adapters.client import NO_CODE, EvaluationClient, InProcessClient, ServiceClient
 from tritongym.adapters.trl import TritonGymReward, completion_text, prompt_rows
 from tritongym.core.errors import ConfigError
 
@@ -170,3 +170,25 @@ def test_grpo_trainer_trains_with_the_tritongym_reward(tmp_path, evaluator):
     judged = [s for s in reward.last if s.result is not None]
     assert judged, "the random completions were expected to hold code to judge"
     assert evaluator.registry.db["evaluations"].count >= len(judged)
+
+
+def test_both_adapters_judge_through_a_real_service_on_loopback(tmp_path, monkeypatch):
+    """The same rewards through `tritongym serve` (a real uvicorn process) as in process; the service's
+    registry holds the verdicts, and a problem given as a file travels as its reference source."""
+    import test_service  # its `Served` helper: one `python -m tritongym serve` process
+
+    served = test_service.Served(tmp_path / "service", token=test_service.TOKEN)
+    try:
+        client = ServiceClient(served.url, test_service.TOKEN, timeout_s=180)
+        assert isinstance(client, EvaluationClient)
+        reward = TritonGymReward(client=client)
+        assert reward(prompts=["p"] * 2, completions=[HONEST, WRONG], problem=["relu"] * 2) == [1.0, 0.0]
+        assert [s.status for s in reward.last] == ["ok", "incorrect"]
+        assert client.client.best("relu") is not None  # stored by the service, the one writer
+        reference = tmp_path / "my_relu.py"
+        reference.write_text(test_service.RELU_REFERENCE)
+        monkeypatch.setenv("TRITONGYM_SERVICE_TOKEN", test_service.TOKEN)  # how verl's reward_kwargs get it
+        scored = verl.compute_score("tritongym", HONEST, str(reference), None, service=served.url)
+        assert scored["score"] == 1.0 and scored["status"] == "ok"
+    finally:
+        served.stop_gracefully()

@@ -67,6 +67,51 @@ class InProcessClient:
         self.evaluator.close()
 
 
+class ServiceClient:
+    """A `tritongym serve` service as the adapters' client: the trainer's hosts send kernels over HTTP and
+    the service's GPUs judge them (its registry is the one writer).  A problem spec is a name the service
+    serves, or a path to a KernelBench-format `.py` file here, whose text is sent as the reference.  A task
+    the service could not judge at all (it gave up after restarts) raises `ServiceError` naming the task:
+    that is an infrastructure failure, not a verdict on the kernel, so it is never turned into a reward."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout_s: float | None = None,
+        client=None,
+    ) -> None:
+        from tritongym.core.service.client import Client  # httpx only where a service is used
+
+        self.client = client or Client(url, token)
+        self.timeout_s = timeout_s
+
+    @staticmethod
+    def submission(source: str, spec: str) -> dict:
+        path = Path(spec)
+        if spec.endswith(".py") and path.is_file():
+            return {"source": source, "problem_source": path.read_text(), "problem_name": path.stem, "origin": "reward"}
+        return {"source": source, "problem": spec, "origin": "reward adapter"}
+
+    def evaluate_many(self, items: Sequence[tuple[str, str]]) -> list[EvaluationResult]:
+        from tritongym.core.errors import ServiceError
+
+        views = self.client.evaluate_many([self.submission(s, p) for s, p in items], timeout_s=self.timeout_s)
+        failed = [v for v in views if v.result is None]
+        if failed:
+            raise ServiceError(
+                f"the service judged {len(views) - len(failed)} of {len(views)} kernels; task {failed[0].id} "
+                f"({failed[0].problem}) ended {failed[0].state}: {failed[0].error}"
+            )
+        return [v.result for v in views]
+
+    def close(self) -> None:
+        close = getattr(self.client, "close", None)
+        if close is not None:
+            close()
+
+
 @dataclass
 class Scored:
     """One completion's reward and what it rests on (`result` is None when there was no code)."""

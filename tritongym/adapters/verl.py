@@ -14,8 +14,9 @@ else `ground_truth` (put the tritongym problem spec, e.g. "relu", in the parquet
 collects as `reward_extra_info` and logs (numbers averaged, strings kept per sample).
 
 `reward_kwargs` may name `config` (an eval TOML path), `registry` (a registry.db path) and
-`assistant_prefill`; the in-process Evaluator they describe is built once per process and reused.  To
-judge with another client (the HTTP service's), call `use_client(client)` first, or build a
+`assistant_prefill`; the in-process Evaluator they describe is built once per process and reused.  With
+`service` (a `tritongym serve` URL; the token from TRITONGYM_SERVICE_TOKEN) the kernels are judged by that
+service instead (`ServiceClient`).  Any other client: call `use_client(client)` first, or build a
 `TritonGymScore(client)` and point verl at a function of your own that calls it.
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from tritongym.adapters.client import EvaluationClient, InProcessClient, score_completions
+from tritongym.adapters.client import EvaluationClient, InProcessClient, ServiceClient, score_completions
 
 _clients: dict[tuple, EvaluationClient] = {}
 _lock = threading.Lock()
@@ -66,13 +67,13 @@ def use_client(client: EvaluationClient | None) -> None:
     _default = client
 
 
-def _client(config: str | None, registry: str | None) -> EvaluationClient:
+def _client(config: str | None, registry: str | None, service: str | None = None) -> EvaluationClient:
     if _default is not None:
         return _default
-    key = (config, registry)
+    key = (config, registry, service)
     with _lock:
         if key not in _clients:
-            _clients[key] = InProcessClient(config=config, registry=registry)
+            _clients[key] = ServiceClient(service) if service else InProcessClient(config=config, registry=registry)
         return _clients[key]
 
 
@@ -84,11 +85,12 @@ def compute_score(
     *,
     config: str | None = None,
     registry: str | None = None,
+    service: str | None = None,
     assistant_prefill: str = "",
     **_,
 ) -> dict:
     """verl's per-response reward: {"score": reward, "status": ..., ...} for one response."""
-    score = TritonGymScore(_client(config, registry), assistant_prefill)
+    score = TritonGymScore(_client(config, registry, service), assistant_prefill)
     return score(data_source, solution_str, ground_truth, extra_info)
 
 
@@ -100,9 +102,10 @@ def compute_score_batch(
     *,
     config: str | None = None,
     registry: str | None = None,
+    service: str | None = None,
     assistant_prefill: str = "",
     **_,
 ) -> list[dict]:
     """verl's batch reward (`reward_model.reward_manager=batch`): one dict per response, judged together."""
-    score = TritonGymScore(_client(config, registry), assistant_prefill)
+    score = TritonGymScore(_client(config, registry, service), assistant_prefill)
     return score.batch(data_sources, solution_strs, ground_truths, extra_infos)
