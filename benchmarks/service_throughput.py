@@ -1,22 +1,24 @@
-"""Evaluations per second through `tritongym serve` against the in-process pool, on the same candidates.
+"""Evaluations per second through `tritongym serve` and through Ray against the in-process pool, on the same
+candidates, side by side in one run.
 
 One candidate set (`candidate_set.py`: shipped solutions plus slow, wrong, crashing and unparseable
 variants, 8 per problem), one evaluation configuration, and one column per way of running it:
 
 * `in-process`: `Evaluator.evaluate_many` over every candidate, `--workers` sandboxes at once;
 * `service`: a `tritongym serve` process on 127.0.0.1 with `--lanes` = `--workers`, fed through
-  `Client.evaluate_many` (one submission of everything, then long-polls until all are done).
+  `Client.evaluate_many` (one submission of everything, then long-polls until all are done);
+* `ray xN`: `executor = "ray"` with N actors (one per GPU), on a Ray instance started here (`--ray`).
 
-Each column gets a fresh registry, so nothing is answered from a cache.  Wall time runs from the first
-candidate handed over to the last verdict back; setup (Evaluator construction, or the server's start until
-/health answers) is reported apart.  Reported per column: evaluations per second, status counts, and
-whether every candidate got the same ok / not-ok verdict as in the first column.
+With `--scaling` on a GPU backend, `in-process` and `service` also run on GPU 0 alone (`... 1 GPU`) and
+Ray with one actor, so the table shows how each way scales from one GPU to all of them.
 
-Another way of running the same work is another entry in `EXECUTORS` (a function from the candidates
-and the parsed arguments to a `Column`); a Ray column, for instance, takes its address from an added
-`--ray ADDRESS` option and appears in the table and the JSON like the others.
+Every column judges with the registry cache off (`use_cache = false`, `--no-cache`), after a warm-up batch
+(one shipped solution per GPU, untimed) so each pool has started; wall time runs from the first candidate
+handed over to the last verdict back; setup (construction, warm-up, the server's start) is reported apart.
+Reported per column: evaluations per second, the ratio to the first column, status counts, and whether
+every candidate got the same ok / not-ok verdict as in the first column.
 
-    python benchmarks/service_throughput.py [--backend triton-cuda] [--size gpu] [--problems 8]
+    python benchmarks/service_throughput.py --scaling                      # GPUs: triton-cuda, gpu sizes
     python benchmarks/service_throughput.py --backend triton-cpu --size cpu --problems 1 --workers 2 --trials 1
 
 Writes benchmarks/results/service_throughput.json (or --out).
@@ -64,35 +66,52 @@ class Column:
         return len(self.statuses) / self.wall_s if self.wall_s else 0.0
 
 
-def eval_config(args) -> EvalConfig:
+def eval_config(args, **extra) -> EvalConfig:
     return EvalConfig(
-        backend=args.backend, size=args.size, trials=args.trials, workers=args.workers, timeout_s=args.timeout
+        backend=args.backend,
+        size=args.size,
+        trials=args.trials,
+        workers=args.workers,
+        timeout_s=args.timeout,
+        use_cache=False,
+        **extra,
     )
 
 
-def in_process(cands: Cands, args, workdir: Path) -> Column:
-    config = eval_config(args)
+def warm_sources(cands: Cands, count: int) -> list[tuple[str, str]]:
+    """(problem, shipped solution) for `count` problems: the untimed warm-up batch (one per GPU)."""
+    names = list(dict.fromkeys(c[0] for c in cands))[: max(1, count)]
+    return [(name, load_problem(name, "cpu").solution) for name in names if load_problem(name, "cpu").solution]
+
+
+def local_column(name: str, cands: Cands, args, workdir: Path, **extra) -> Column:
+    """`Evaluator.evaluate_many` in this process: the local pool, or Ray actors (`executor = "ray"`)."""
+    config = eval_config(args, **extra)
     started = time.perf_counter()
-    evaluator = Evaluator(
-        config, registry=Registry(workdir / "in_process.db"), host=PluginHost(load_entry_points=False)
-    )
-    problems = {name: load_problem(name, evaluator.size) for name in dict.fromkeys(c[0] for c in cands)}
-    setup_s = time.perf_counter() - started
+    evaluator = Evaluator(config, registry=Registry(workdir / "registry.db"), host=PluginHost(load_entry_points=False))
+    problems = {p: load_problem(p, evaluator.size) for p in dict.fromkeys(c[0] for c in cands)}
     with evaluator:
+        gpus = len(config.gpus or []) or args.gpu_count
+        evaluator.evaluate_many([(Candidate(source=src), problems[p]) for p, src in warm_sources(cands, gpus)])
+        setup_s = time.perf_counter() - started
         started = time.perf_counter()
-        results = evaluator.evaluate_many([(Candidate(source=src), problems[name]) for name, _, src in cands])
+        results = evaluator.evaluate_many([(Candidate(source=src), problems[p]) for p, _, src in cands])
         wall_s = time.perf_counter() - started
-    return Column("in-process", setup_s, wall_s, [r.status.value for r in results], {"workers": args.workers})
+        notes = {"workers": args.workers, "gpus": config.gpus, "retried": getattr(evaluator.executor, "retried", 0)}
+        notes["device_class"] = evaluator.device_class
+    return Column(name, setup_s, wall_s, [r.status.value for r in results], notes)
 
 
-def service(cands: Cands, args, workdir: Path) -> Column:
+def service_column(name: str, cands: Cands, args, workdir: Path, gpus: list[int] | None = None) -> Column:
     from tritongym.core.service.client import Client
 
     out = workdir / "serve.out"
     command = [sys.executable, "-m", "tritongym", "serve", "--port", "0", "--registry", str(workdir / "service.db")]
-    command += ["--backend", args.backend, "--size", args.size, "--trials", str(args.trials)]
-    command += ["--timeout", str(args.timeout), "--workers", str(args.workers), "--lanes", str(args.workers)]
+    command += ["--backend", args.backend, "--size", args.size, "--trials", str(args.trials), "--no-cache"]
+    command += ["--timeout", str(args.timeout), "--workers", str(args.workers), "--lanes", str(args.lanes)]
     command += ["--max-batch", str(max(256, len(cands))), "--max-queue", str(max(1024, len(cands)))]
+    if gpus is not None:
+        command += ["--gpus", ",".join(map(str, gpus))]
     env = {**os.environ, "TRITONGYM_LOAD_PLUGINS": ""}
     env.pop("TRITONGYM_SERVICE_TOKEN", None)
     started = time.perf_counter()
@@ -102,9 +121,11 @@ def service(cands: Cands, args, workdir: Path) -> Column:
         url = _wait_for_url(out, proc)
         with Client(url, retry_s=600) as client:
             client.health()
+            warm = warm_sources(cands, len(gpus or []) or args.gpu_count)
+            client.evaluate_many([{"source": src, "problem": p} for p, src in warm])
             setup_s = time.perf_counter() - started
             started = time.perf_counter()
-            tasks = client.evaluate_many([{"source": src, "problem": name} for name, _, src in cands])
+            tasks = client.evaluate_many([{"source": src, "problem": p} for p, _, src in cands])
             wall_s = time.perf_counter() - started
             metrics = client.metrics()
     finally:
@@ -112,7 +133,28 @@ def service(cands: Cands, args, workdir: Path) -> Column:
         proc.wait(120)
     statuses = [t.result.status.value if t.result is not None else f"failed: {t.error}" for t in tasks]
     busy = [line for line in metrics.splitlines() if line.startswith("tritongym_device_busy_seconds_total{")]
-    return Column("service", setup_s, wall_s, statuses, {"lanes": args.workers, "busy": busy})
+    return Column(name, setup_s, wall_s, statuses, {"lanes": args.lanes, "gpus": gpus, "busy": busy})
+
+
+def ray_column(name: str, cands: Cands, args, workdir: Path, actors: int) -> Column:
+    return local_column(name, cands, args, workdir, executor="ray", ray={"address": args.ray, "actors": actors})
+
+
+def columns_for(args) -> dict[str, Callable[[Cands, argparse.Namespace, Path], Column]]:
+    """The ways of running the work, in table order (the first is the baseline the others are compared to)."""
+    one_gpu = args.scaling and args.backend == "triton-cuda" and args.gpu_count > 1
+    found: dict[str, Callable[[Cands, argparse.Namespace, Path], Column]] = {}
+    if one_gpu:
+        found["in-process 1 GPU"] = lambda c, a, w: local_column("in-process 1 GPU", c, a, w, gpus=[0])
+    found["in-process"] = lambda c, a, w: local_column("in-process", c, a, w)
+    if one_gpu:
+        found["service 1 GPU"] = lambda c, a, w: service_column("service 1 GPU", c, a, w, gpus=[0])
+    found["service"] = lambda c, a, w: service_column("service", c, a, w)
+    if args.ray:
+        widest = args.gpu_count if args.backend == "triton-cuda" else 2
+        for actors in dict.fromkeys([1, widest] if args.scaling else [widest]):
+            found[f"ray x{actors}"] = lambda c, a, w, n=actors: ray_column(f"ray x{n}", c, a, w, n)
+    return found
 
 
 def _wait_for_url(out: Path, proc: subprocess.Popen) -> str:
@@ -127,40 +169,50 @@ def _wait_for_url(out: Path, proc: subprocess.Popen) -> str:
     raise SystemExit(f"tritongym serve did not start:\n{out.read_text()}")
 
 
-EXECUTORS: dict[str, Callable[[Cands, argparse.Namespace, Path], Column]] = {
-    "in-process": in_process,
-    "service": service,
-}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="triton-cuda", help="tritongym backend")
     parser.add_argument("--size", default="gpu", choices=["cpu", "gpu"], help="problem size preset")
     parser.add_argument("--problems", type=int, default=8, help="problems in the candidate set (8 variants each)")
     parser.add_argument("--limit", type=int, default=None, help="use only N candidates (mixed)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="sandboxes / lanes at once")
+    parser.add_argument("--workers", type=int, default=0, help="sandboxes at once (0: every CPU)")
+    parser.add_argument("--lanes", type=int, default=None, help="service lanes (default: --workers, or the CPUs)")
+    parser.add_argument("--ray", default="local", help="Ray address for the ray columns: local (start one), HOST:PORT")
+    parser.add_argument("--no-ray", dest="ray", action="store_const", const=None, help="leave the Ray columns out")
+    parser.add_argument("--scaling", action="store_true", help="also run each way on GPU 0 alone / one Ray actor")
     parser.add_argument("--trials", type=int, default=5, help="correctness trials per candidate")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a candidate is killed")
-    parser.add_argument("--only", action="append", choices=list(EXECUTORS), help="run only this column (repeatable)")
+    parser.add_argument("--only", action="append", help="run only this column (repeatable), e.g. 'ray x2'")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "service_throughput.json")
     args = parser.parse_args()
+    args.lanes = args.lanes or args.workers or os.cpu_count() or 1
+    args.gpu_count = 1
+    if args.backend == "triton-cuda":
+        import torch
+
+        args.gpu_count = torch.cuda.device_count()
+    if args.ray:
+        import ray
+
+        ray.init(address=None if args.ray == "local" else args.ray, include_dashboard=False, log_to_driver=False)
+        print(f"ray: {ray.cluster_resources()}", flush=True)
 
     cands = interleaved(build_candidate_set(args.size, args.problems))[: args.limit]
     columns: list[Column] = []
+    executors = columns_for(args)
     with tempfile.TemporaryDirectory(prefix="service_throughput_") as tmp:
-        for name in args.only or list(EXECUTORS):
-            workdir = Path(tmp) / name
+        for index, name in enumerate(args.only or list(executors)):
+            workdir = Path(tmp) / f"column{index}"
             workdir.mkdir()
             print(f"{name}: {len(cands)} candidates ...", flush=True)
-            columns.append(EXECUTORS[name](cands, args, workdir))
-            print(f"{name}: {columns[-1].wall_s:.1f} s", flush=True)
+            columns.append(executors[name](cands, args, workdir))
+            print(f"{name}: {columns[-1].wall_s:.1f} s, setup {columns[-1].setup_s:.1f} s", flush=True)
 
     first = columns[0]
     agree = {c.name: sum((a == "ok") == (b == "ok") for a, b in zip(first.statuses, c.statuses)) for c in columns}
     print_table(
-        f"evaluations per second, {len(cands)} candidates, {args.backend} ({args.size}), {args.workers} at once, "
-        f"on {platform.node()}",
+        f"evaluations per second, {len(cands)} candidates, {args.backend} ({args.size}), {args.gpu_count} GPU(s) "
+        f"visible, on {platform.node()}",
         ["", "setup s", "wall s", "evals/s", f"x {first.name}", f"verdicts as {first.name}", "statuses"],
         [
             [
@@ -179,6 +231,7 @@ def main() -> None:
         "benchmark": "service_throughput",
         "host": platform.node(),
         "cpus": os.cpu_count(),
+        "python": platform.python_version(),
         "settings": {k: v for k, v in vars(args).items() if k != "out"} | {"candidates": len(cands)},
         "columns": [
             {
@@ -199,7 +252,7 @@ def main() -> None:
         ],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(f"wrote {args.out}")
 
 
