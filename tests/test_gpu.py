@@ -187,8 +187,10 @@ def test_pointer_cache_fails_on_refreshed_inputs(gpu_evaluator):
         """
     )
     result = gpu_evaluator.evaluate(cache, problem)
-    assert result.status == Status.incorrect, result.message
-    assert "timed calls" in result.message
+    # caught either way: a stale answer in the timed calls (incorrect), or, where the caching allocator
+    # gives the late trial's fresh input the same address, an answer served with no launch (hacked)
+    assert result.status in (Status.incorrect, Status.hacked) and result.reward.total == 0, result.message
+    assert "timed calls" in result.message or "late trial" in result.message, result.message
 
 
 def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
