@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("torch", "triton", "transformers", "accelerate", "datasette", "matplotlib", "vllm", "ray", "trl")
+HEAVY = ("torch", "triton", "transformers", "accelerate", "datasette", "matplotlib", "vllm", "ray", "trl", "pandas")
 
 
 def run_and_list_heavy(code: str, cwd=None) -> tuple[list[str], str]:
