@@ -7,10 +7,13 @@ is the curve a better strategy lifts.  Then the tuning is repeated to show what 
 (it should judge nothing).  Prints a table and writes JSON (default benchmarks/results/tune_strategies.json).
 
 On triton-cpu nothing is timed: the run still shows what each strategy explores and rejects, with no
-speedup.  A new strategy (e.g. a cost model) ships only if it beats `random` here, on a GPU.
+speedup.  A new strategy (e.g. a cost model) ships only if it beats `random` here, on a GPU; until then it
+is loaded as a plugin file, like the candidate in `benchmarks/strategies/surrogate.py`:
 
     python benchmarks/tune_strategies.py [PROBLEM ...] [--strategy exhaustive --strategy random]
         [--budget 16] [--seeds 3] [--backend auto] [--out PATH]
+    python benchmarks/tune_strategies.py --plugin benchmarks/strategies/surrogate.py \
+        --strategy exhaustive --strategy random --strategy surrogate
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=16, help="variants per problem")
     parser.add_argument("--seeds", type=int, default=3, help="seeds of the random strategy (one run each)")
     parser.add_argument("--backend", default="auto")
+    parser.add_argument("--plugin", action="append", default=[], help="plugin module or .py file (repeatable)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tune_strategies.json")
     args = parser.parse_args()
     problems = args.problems or DEFAULT_PROBLEMS
@@ -74,6 +78,7 @@ def main() -> None:
                     budget=args.budget,
                     config=config,
                     registry=db,
+                    extra_plugins=args.plugin,
                 )
                 first_s = time.perf_counter() - started
                 started = time.perf_counter()
@@ -85,6 +90,7 @@ def main() -> None:
                     budget=args.budget,
                     config=config,
                     registry=db,
+                    extra_plugins=args.plugin,
                 )
                 (tuned,) = summary.problems
                 records = [r.model_dump() for r in tuned.records]
