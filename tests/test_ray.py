@@ -66,6 +66,34 @@ def test_ray_verdicts_equal_the_in_process_ones(ray_cluster):
     assert got == expected
 
 
+def test_lanes_on_threads_share_one_ray_executor(ray_cluster):
+    """`tritongym serve` runs several lanes (threads, each its own Evaluator view) over one executor: every
+    batch completes, the routing counters come back to zero, and busy time is counted per actor."""
+    relu = load_problem("relu")
+    variants = [RELU_KERNEL.replace("BLOCK=1024", f"BLOCK={b}").replace("1024)", f"{b})") for b in (256, 512)]
+    wrong = RELU_KERNEL.replace("tl.maximum(x, 0.0)", "x")
+    results: dict[int, list] = {}
+    with Evaluator(_config(executor="ray"), host=_host()) as evaluator:
+
+        def lane(number: int, sources: list[str]) -> None:
+            view = evaluator.with_registry(None)
+            results[number] = [r.status for r in view.evaluate_many([(src, relu) for src in sources])]
+
+        lanes = [
+            threading.Thread(target=lane, args=(0, [RELU_KERNEL, wrong])),
+            threading.Thread(target=lane, args=(1, variants)),
+        ]
+        for thread in lanes:
+            thread.start()
+        for thread in lanes:
+            thread.join(180)
+        executor = evaluator.executor
+        assert results == {0: [Status.ok, Status.incorrect], 1: [Status.ok, Status.ok]}
+        assert executor.busy == [0, 0]
+        busy = executor.busy_seconds()
+        assert len(busy) == 2 and all(seconds > 0 for seconds in busy.values()), busy  # both actors worked
+
+
 def test_a_killed_actor_s_task_is_retried_on_the_other(ray_cluster, tmp_path):
     """Actor 0 is killed while it runs a task: that task runs again on actor 1 and the batch completes."""
     relu = load_problem("relu")

@@ -147,6 +147,9 @@ class RayExecutor:
         self.slots: list[int] = []
         self.lost: set[int] = set()
         self.retried = 0  # tasks resubmitted after their actor died
+        self.busy_s: dict[str, float] = {}  # seconds of tasks in flight, summed per actor (node and device)
+        # `tritongym serve` runs several lanes (threads) over one executor: the routing state is shared
+        self._lock = threading.RLock()
         self.device: str = ""
         self.device_class: str = ""
         try:
@@ -245,42 +248,53 @@ class RayExecutor:
         if not tasks:
             return
         ray = self._ray
-        if not self.actors:  # closed before: start again
-            self._start()
-        self._revive()
+        with self._lock:
+            if not self.actors:  # closed before: start again
+                self._start()
+            self._revive()
         queue = deque(tasks)
         failed_on: dict[int, set[int]] = defaultdict(set)
         flying: dict = {}  # ObjectRef -> (key, actor index, started)
         try:
             while queue or flying:
                 while queue:
-                    index = self._pick(failed_on[queue[0]])
-                    if index is None:
-                        break
-                    key = queue.popleft()
-                    ref = self.actors[index].measure.remote(tasks[key].model_dump_json(), self.limits_json)
-                    self.busy[index] += 1
+                    with self._lock:
+                        index = self._pick(failed_on[queue[0]])
+                        if index is None:
+                            break
+                        key = queue.popleft()
+                        ref = self.actors[index].measure.remote(tasks[key].model_dump_json(), self.limits_json)
+                        self.busy[index] += 1
                     flying[ref] = (key, index, time.perf_counter())
                 if not flying:
-                    self._revive()
-                    if len(self.lost) == len(self.actors):
+                    with self._lock:
+                        self._revive()
+                        all_lost = len(self.lost) == len(self.actors)
+                    if all_lost:
                         raise BackendUnavailable(
                             f"every Ray actor of backend '{self.backend_name}' died and none came back; "
                             f"{len(queue)} task(s) were left"
                         )
+                    if not any(self.busy[i] < self.slots[i] for i in range(len(self.actors)) if i not in self.lost):
+                        time.sleep(0.05)  # every slot taken by another lane's tasks: wait for one to free
                     continue
                 (ref,), _ = ray.wait(list(flying), num_returns=1)
                 key, index, started = flying.pop(ref)
-                self.busy[index] -= 1
+                with self._lock:
+                    self.busy[index] -= 1
+                    label = self._label(index)
+                    self.busy_s[label] = self.busy_s.get(label, 0.0) + time.perf_counter() - started
                 try:
                     payload, failure = ray.get(ref)
                 except ray.exceptions.RayActorError as exc:
-                    self.lost.add(index)
-                    failed_on[key].add(index)
+                    with self._lock:
+                        self.lost.add(index)
+                        failed_on[key].add(index)
+                        if len(failed_on[key]) < 2:
+                            self.retried += 1
                     if len(failed_on[key]) >= 2:
                         yield key, _actor_died(exc), started
                     else:
-                        self.retried += 1
                         queue.appendleft(key)
                     continue
                 if failure is not None:
@@ -289,8 +303,21 @@ class RayExecutor:
                     )
                 yield key, Evidence.model_validate_json(payload), started
         finally:  # the caller stopped early (an error while judging): what still runs is no longer waited for
-            for _, index, _ in flying.values():
-                self.busy[index] -= 1
+            with self._lock:
+                for _, index, _ in flying.values():
+                    self.busy[index] -= 1
+
+    def _label(self, index: int) -> str:
+        facts = self.facts[index] if index < len(self.facts) else {}
+        # each actor sees its own GPU as cuda:0, so the actor's number is what tells two apart
+        return f"actor{index}@{facts.get('node', '?')}/{facts.get('device', '?')}"
+
+    def busy_seconds(self) -> dict[str, float]:
+        """Seconds spent with tasks in flight, per actor (`actor0@node/device`): `tritongym serve`'s per-GPU
+        busy time.
+        Tasks of one actor overlap (its warm workers run at once), so this can exceed the wall time."""
+        with self._lock:
+            return dict(self.busy_s)
 
     def measure(self, task: WorkerTask) -> tuple[Evidence, float]:
         for _, evidence, started in self.measure_many({0: task}):

@@ -345,7 +345,7 @@ class EvaluationService:
             running=running,
             capacity=self.capacity,
             lanes=self.lanes,
-            busy=self.evaluator.backend.busy_seconds(),
+            busy=getattr(self.evaluator.executor, "busy_seconds", self.evaluator.backend.busy_seconds)(),
         )
 
     def _view_locked(self, task_id: str) -> TaskView | None:
