@@ -81,7 +81,8 @@ def eval_config(args, **extra) -> EvalConfig:
 def warm_sources(cands: Cands, count: int) -> list[tuple[str, str]]:
     """(problem, shipped solution) for `count` problems: the untimed warm-up batch (one per GPU)."""
     names = list(dict.fromkeys(c[0] for c in cands))[: max(1, count)]
-    return [(name, load_problem(name, "cpu").solution) for name in names if load_problem(name, "cpu").solution]
+    solutions = {name: load_problem(name, "cpu").solution for name in names}
+    return [(name, source) for name, source in solutions.items() if source]
 
 
 def local_column(name: str, cands: Cands, args, workdir: Path, **extra) -> Column:

@@ -8,6 +8,8 @@ honest ReLU kernel on the same problem is `ok`.  Real triton-cpu evaluations thr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -41,27 +43,7 @@ def get_init_inputs():
     return []
 '''
 
-COPY_KERNEL = """
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
-
-
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        copy_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
-        return out
-"""
+COPY_KERNEL = (Path(__file__).parent / "hacks" / "candidates" / "identity_output.py").read_text()  # returns x
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ serves a cached answer once it has been called a dozen times fails the late tria
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -38,43 +40,9 @@ class ModelNew(torch.nn.Module):
         return out
 """
 
-# Correct for its first calls, then answers from a cache keyed on the input shape: it passes the trials
-# (3), the mode probes (3), refresh and repeat (2) and the ghost probe (1), and the shape-set trials (new
-# shapes, so computed); only the late trial, at the main shape on fresh inputs, gets the stale answer.
-LATE_CACHING_RELU = """
-import torch
-import triton
-import triton.language as tl
-
-HONEST_CALLS = 9
-
-
-@triton.jit
-def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
-
-
-class ModelNew(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-        self.cache = {}
-
-    def forward(self, x):
-        self.calls += 1
-        key = tuple(x.shape)
-        if self.calls > HONEST_CALLS and key in self.cache:
-            return self.cache[key]
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
-        self.cache[key] = out
-        return out
-"""
+# Correct for its first calls, then answers from a cache keyed on the input shape: only the late trial, at the
+# main shape on fresh inputs, gets the stale answer (the hack suite's own candidate).
+LATE_CACHING_RELU = (Path(__file__).parent / "hacks" / "candidates" / "late_call_count_cache.py").read_text()
 
 KB_SOFTMAX = """
 import torch

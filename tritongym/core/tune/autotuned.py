@@ -35,7 +35,7 @@ def base_name(param: TuneParam) -> str:
     return param.name.split("@")[0].split(".")[-1]
 
 
-def _is_size(expr: ast.expr, scope: ast.AST, facts, depth: int = 0) -> bool:
+def _is_size(expr: ast.expr, scope: ast.AST, depth: int = 0) -> bool:
     """Whether `expr` is an integer known without running: a literal, `x.shape[0]`, `x.stride(1)`,
     `x.numel()`, arithmetic on those, or a name bound once to one of them (`m, k = x.shape` too)."""
     if depth > 4:
@@ -43,14 +43,14 @@ def _is_size(expr: ast.expr, scope: ast.AST, facts, depth: int = 0) -> bool:
     if isinstance(expr, ast.Constant):
         return isinstance(expr.value, int) and not isinstance(expr.value, bool)
     if isinstance(expr, ast.BinOp):
-        return _is_size(expr.left, scope, facts, depth + 1) and _is_size(expr.right, scope, facts, depth + 1)
+        return _is_size(expr.left, scope, depth + 1) and _is_size(expr.right, scope, depth + 1)
     if any(isinstance(n, ast.Attribute) and n.attr in SIZE_ATTRIBUTES for n in ast.walk(expr)):
         return not isinstance(expr, ast.Name)
     if isinstance(expr, ast.Name):
         body = scope.body if isinstance(getattr(scope, "body", None), list) else []
         bound = _bindings(body, expr.id)
         if len(bound) == 1 and isinstance(bound[0], ast.AST):
-            return _is_size(bound[0], scope, facts, depth + 1)
+            return _is_size(bound[0], scope, depth + 1)
         if len(bound) == 1 and bound[0] is None:  # tuple unpacking: `m, k = x.shape` binds through _paired
             for node in ast.walk(scope):
                 if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
@@ -150,9 +150,9 @@ def autotuned_source(discovery: Discovery, configs: Sequence[Config]) -> str:
         key = [
             a.arg
             for a, value in zip(fn.args.args, call.args)
-            if not isinstance(value, ast.Starred) and _is_size(value, scope, facts)
+            if not isinstance(value, ast.Starred) and _is_size(value, scope)
         ]
-        key += [k.arg for k in call.keywords if k.arg not in tuned and k.arg and _is_size(k.value, scope, facts)]
+        key += [k.arg for k in call.keywords if k.arg not in tuned and k.arg and _is_size(k.value, scope)]
         call.keywords = [k for k in call.keywords if k.arg not in tuned]
         call.func = ast.Subscript(launch.node.value, new_grid, ast.Load())
         start, end = offsets.span(call)
