@@ -14,6 +14,10 @@ is loaded as a plugin file, like the candidate in `benchmarks/strategies/surroga
         [--budget 16] [--seeds 3] [--backend auto] [--out PATH]
     python benchmarks/tune_strategies.py --plugin benchmarks/strategies/surrogate.py \
         --strategy exhaustive --strategy random --strategy surrogate
+    python benchmarks/tune_strategies.py --merge part1.json part2.json --out tune_strategies.json
+
+The JSON is rewritten after every tuning, so a run cut off by a time limit keeps what it measured;
+runs over different problems (one per call on a lent machine) are joined with `--merge`.
 """
 
 from __future__ import annotations
@@ -48,11 +52,28 @@ def main() -> None:
     parser.add_argument("problems", nargs="*", help=f"suite problems (default: {' '.join(DEFAULT_PROBLEMS)})")
     parser.add_argument("--strategy", action="append", help="strategy to compare (repeatable)")
     parser.add_argument("--budget", type=int, default=16, help="variants per problem")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds per tuning as well (strategies compared at equal wall time; no repeat run then, since a "
+        "second tune would spend its own time budget going on)",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="seeds of the random strategy (one run each)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--plugin", action="append", default=[], help="plugin module or .py file (repeatable)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tune_strategies.json")
+    parser.add_argument("--merge", type=Path, nargs="+", help="print and write one summary from these JSON results")
     args = parser.parse_args()
+    if args.merge:
+        parts = [json.loads(p.read_text()) for p in args.merge]
+        budgets = {part["budget"] for part in parts}
+        if len(budgets) != 1:
+            parser.error(f"--merge: the runs used different budgets {sorted(budgets)}")
+        rows = [row for part in parts for row in part["rows"]]
+        problems = list(dict.fromkeys(p for part in parts for p in part["problems"]))
+        write_summary(rows, budgets.pop(), problems, args.out)
+        return
     problems = args.problems or DEFAULT_PROBLEMS
     runs = []
     for name in args.strategy or ["exhaustive", "random"]:
@@ -76,22 +97,25 @@ def main() -> None:
                     strategy=strategy,
                     strategy_options=options,
                     budget=args.budget,
+                    time_budget=args.time_budget,
                     config=config,
                     registry=db,
                     extra_plugins=args.plugin,
                 )
                 first_s = time.perf_counter() - started
                 started = time.perf_counter()
-                again = api.tune(
-                    file=kernel,
-                    problem=problem_name,
-                    strategy=strategy,
-                    strategy_options=options,
-                    budget=args.budget,
-                    config=config,
-                    registry=db,
-                    extra_plugins=args.plugin,
-                )
+                again = None
+                if args.time_budget is None:
+                    again = api.tune(
+                        file=kernel,
+                        problem=problem_name,
+                        strategy=strategy,
+                        strategy_options=options,
+                        budget=args.budget,
+                        config=config,
+                        registry=db,
+                        extra_plugins=args.plugin,
+                    )
                 (tuned,) = summary.problems
                 records = [r.model_dump() for r in tuned.records]
                 rows.append(
@@ -108,19 +132,36 @@ def main() -> None:
                         "best_config": tuned.best_config,
                         "best_so_far": best_so_far(records) if records else [],
                         "tune_s": first_s,
-                        "repeat_evaluated": again.problems[0].evaluated,
+                        "time_budget": args.time_budget,
+                        "repeat_evaluated": None if again is None else again.problems[0].evaluated,
                         "repeat_s": time.perf_counter() - started,
                         "records": records,
                     }
                 )
+                repeat = (
+                    ""
+                    if again is None
+                    else f", again {rows[-1]['repeat_s']:5.2f} s ({again.problems[0].evaluated} judged)"
+                )
                 print(
                     f"{strategy:12} {json.dumps(options):14} {problem_name:12} {tuned.status:14} "
                     f"variants {tuned.variants:3} rejected {tuned.rejected:3} speedup "
-                    f"{'-' if tuned.speedup is None else f'{tuned.speedup:.3f}':>6} "
-                    f"tune {first_s:6.1f} s, again {rows[-1]['repeat_s']:5.2f} s "
-                    f"({rows[-1]['repeat_evaluated']} judged)",
+                    f"{'-' if tuned.speedup is None else f'{tuned.speedup:.3f}':>6} tune {first_s:6.1f} s{repeat}",
                     flush=True,
                 )
+                write_results(rows, args.budget, problems, args.out, {})
+    write_summary(rows, args.budget, problems, args.out)
+
+
+def write_results(rows: list[dict], budget: int, problems: list[str], out: Path, summary: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps({"budget": budget, "problems": problems, "summary": summary, "rows": rows}, indent=2) + "\n"
+    )
+
+
+def write_summary(rows: list[dict], budget: int, problems: list[str], out: Path) -> None:
+    """Geometric mean per strategy over every (problem, run), and the mean best-so-far curve; then the JSON."""
     by_strategy: dict[str, list[float]] = {}
     for row in rows:
         if row["speedup"] is not None:
@@ -129,15 +170,20 @@ def main() -> None:
         s: {"geomean_speedup": statistics.geometric_mean(v), "n": len(v)} for s, v in by_strategy.items() if v
     }
     for strategy, stats in summary_rows.items():
-        print(f"{strategy}: geometric-mean speedup {stats['geomean_speedup']:.3f} over {stats['n']} tunings")
+        curves = [r["best_so_far"] for r in rows if r["strategy"] == strategy and r["speedup"] is not None]
+        at = [4, 8, budget]
+        stats["best_so_far_geomean"] = {}
+        for n in at:
+            values = [c[min(n, len(c)) - 1] or 1.0 for c in curves if c]
+            if values:
+                stats["best_so_far_geomean"][str(n)] = statistics.geometric_mean(values)
+        marks = ", ".join(f"after {n}: {g:.3f}" for n, g in stats["best_so_far_geomean"].items())
+        mean = stats["geomean_speedup"]
+        print(f"{strategy:12} geometric-mean speedup {mean:.3f} over {stats['n']} tunings ({marks})")
     if not summary_rows:
         print("no speedup measured (an untimed backend): strategies compared by what they explored only")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"budget": args.budget, "problems": problems, "summary": summary_rows, "rows": rows}, indent=2)
-        + "\n"
-    )
-    print(f"wrote {args.out}")
+    write_results(rows, budget, problems, out, summary_rows)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -770,3 +770,15 @@ def test_the_surrogate_strategy_finds_a_far_optimum_sooner_than_exhaustive_and_r
     assert surrogate.propose(space, untimed, 3) == host.create("search_strategy", "exhaustive").propose(
         space, untimed, 3
     )
+
+
+def test_a_deadline_cuts_the_batch_to_what_fits_at_the_pace_measured():
+    """On one GPU a batch of 16 random variants (some hitting the 120 s timeout) once ran 400 s past a 60 s
+    budget: with a deadline, a batch holds only what the time left allows at the measured pace."""
+    from tritongym.core.tune.tuner import batch_size
+
+    assert batch_size(16, None, 5.0, now=0.0) == 16  # no deadline: as many as run in parallel
+    assert batch_size(16, 60.0, None, now=0.0) == 16  # nothing judged yet: no pace to go by
+    assert batch_size(16, 60.0, 5.0, now=48.0) == 2  # 12 s left at 5 s a variant
+    assert batch_size(16, 60.0, 0.5, now=0.0) == 16  # a fast pace: the parallelism is the limit
+    assert batch_size(16, 60.0, 5.0, now=59.0) == 1  # always at least one (the deadline is checked before)

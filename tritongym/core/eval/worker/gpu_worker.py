@@ -46,7 +46,7 @@ from tritongym.core.eval.worker.task_runner import (
     make_inputs,
 )
 from tritongym.core.eval.worker.tensors import clone_all, same_value
-from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs, skip
+from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
 from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker_task import WorkerTask
 
@@ -307,15 +307,9 @@ class GPUWorker:
             planned = [{"seed": seed} for seed in task.seeds]
             all_inputs, kept = list(trial_inputs), []
             for trial in extra:
-                try:
-                    outs = reference_outputs(reference, ref_model, trial, traced_call, flatten_outputs)
-                except Exception as exc:
-                    if trial.sizes is not None and task.extra_sizes_optional:
-                        skip(trial.sizes, f"{type(exc).__name__}: {exc}")
-                        continue
-                    info = error_info(exc)
-                    where = f"at {trial.describe()}: " if trial.sizes is not None else ""
-                    raise StageError("problem", info.model_copy(update={"message": where + info.message})) from None
+                outs = reference_outputs(task, reference, ref_model, trial)
+                if outs is None:
+                    continue
                 ref_outputs.append(outs)
                 planned.append(trial.evidence_fields())
                 all_inputs.append(trial.inputs)

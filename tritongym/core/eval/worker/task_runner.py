@@ -116,7 +116,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.eval.worker.launches import LaunchRecorder
     from tritongym.core.eval.worker.op_trace import traced_call
     from tritongym.core.eval.worker.probes import compare_probes, reference_probe_outputs
-    from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs, skip
+    from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -162,16 +162,8 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     sent_trials = list(report["trials"])
     main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
     for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
-        try:
-            ref_out = reference_outputs(reference, ref_model, planned, traced_call, flatten_outputs)
-        except Exception as exc:
-            if planned.sizes is not None and task.extra_sizes_optional:
-                skip(planned.sizes, f"{type(exc).__name__}: {exc}")
-                continue
-            info = error_info(exc)
-            where = f"at {planned.describe()}: " if planned.sizes is not None else ""
-            raise StageError("problem", info.model_copy(update={"message": where + info.message})) from None
-        if sent is not None:
+        ref_out = reference_outputs(task, reference, ref_model, planned)
+        if ref_out is not None and sent is not None:
             trials.append((planned.evidence_fields(), planned.inputs, ref_out))
             main_sent.append(sent)
     try:

@@ -141,13 +141,28 @@ def skip(sizes: dict, why: str) -> None:
     print(f"tritongym: derived shape set {describe_sizes(sizes)} skipped: {why[:300]}", file=sys.stderr, flush=True)
 
 
-def reference_outputs(reference: ModuleType, main_model, trial: PlannedTrial, traced_call, flatten_outputs) -> list:
-    """The reference's outputs for one planned trial, under its shape set (raises what the reference raises)."""
+def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTrial) -> list | None:
+    """The reference's outputs for one planned trial, under its shape set.
+
+    None when the trial is a *derived* shape set the reference cannot run (skipped, said in the log); a
+    declared set or the late trial that fails is the problem's error, raised as a `StageError` whose
+    message names the shape set.  Both workers call this, so both judge the same trials."""
     import torch
 
+    from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.op_trace import traced_call
+    from tritongym.core.eval.worker.stages import StageError, error_info
     from tritongym.core.eval.worker.tensors import clone_all
 
     model = trial.ref_model if trial.ref_model is not None else main_model
-    with sizes_applied(reference, trial.sizes), torch.no_grad():
-        raw, _ = traced_call(model, *clone_all(trial.inputs))
-    return flatten_outputs(raw)
+    try:
+        with sizes_applied(reference, trial.sizes), torch.no_grad():
+            raw, _ = traced_call(model, *clone_all(trial.inputs))
+        return flatten_outputs(raw)
+    except Exception as exc:
+        if trial.sizes is not None and task.extra_sizes_optional:
+            skip(trial.sizes, f"{type(exc).__name__}: {exc}")
+            return None
+        info = error_info(exc)
+        where = f"at {trial.describe()}: " if trial.sizes is not None else ""
+        raise StageError("problem", info.model_copy(update={"message": where + info.message})) from None
