@@ -177,7 +177,12 @@ def write_summary(rows: list[dict], budget: int, problems: list[str], out: Path)
             values = [c[min(n, len(c)) - 1] or 1.0 for c in curves if c]
             if values:
                 stats["best_so_far_geomean"][str(n)] = statistics.geometric_mean(values)
+        timed = [r for r in rows if r["strategy"] == strategy and r["speedup"] is not None]
+        stats["tune_s"] = sum(r["tune_s"] for r in timed)
+        stats["variants"] = sum(r["variants"] for r in timed)
+        stats["rejected"] = sum(r["rejected"] for r in timed)
         marks = ", ".join(f"after {n}: {g:.3f}" for n, g in stats["best_so_far_geomean"].items())
+        marks += f"; {stats['tune_s']:.0f} s tuning, {stats['rejected']}/{stats['variants']} variants rejected"
         mean = stats["geomean_speedup"]
         print(f"{strategy:12} geometric-mean speedup {mean:.3f} over {stats['n']} tunings ({marks})")
     if not summary_rows:
