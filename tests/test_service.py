@@ -89,11 +89,14 @@ class Served:
             self.proc.kill()
             raise AssertionError(f"the server did not stop on signal {sig}:\n{self.out.read_text()}") from None
 
-    def stop_gracefully(self) -> None:
-        """SIGTERM: uvicorn drains, runs the shutdown (the lanes finish), then exits by the signal it got."""
+    def stop_gracefully(self, ray: bool = False) -> None:
+        """SIGTERM: uvicorn drains, runs the shutdown (the lanes finish), then exits by the signal it got.
+        Under Ray, Ray's own SIGTERM handler (installed by `ray.init` in the driver) takes the re-raised
+        signal and exits with status 15 after shutting Ray down."""
         code = self.stop(signal.SIGTERM)
         log = self.out.read_text()
-        assert code in (0, -signal.SIGTERM) and "Application shutdown complete" in log, log
+        codes = (0, -signal.SIGTERM, signal.SIGTERM) if ray else (0, -signal.SIGTERM)
+        assert code in codes and "Application shutdown complete" in log, log
 
 
 @pytest.fixture(scope="module")
@@ -465,6 +468,32 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
 
 
 # --- on a GPU ------------------------------------------------------------------------------------------
+
+
+def test_a_served_process_evaluates_on_ray_actors(tmp_path):
+    """`tritongym serve --ray local`: the service starts its own Ray, its two lanes hand the sandboxes to two
+    actors, and the service alone writes the registry; /metrics counts busy time per actor."""
+    served = Served(tmp_path, "--lanes", "2", "--workers", "2", "--timeout", "60", "--ray", "local")
+    try:
+        with served.client(token=None) as service:
+            tasks = service.evaluate_many(
+                [
+                    {"source": RELU_KERNEL, "problem": "relu"},
+                    {"source": relu_block(512), "problem": "relu"},
+                    {"source": relu_with("return x * 2"), "problem": "relu"},
+                ],
+                timeout_s=200,
+            )
+            metrics = service.metrics()
+    finally:
+        served.stop_gracefully(ray=True)
+    assert [t.result.status.value for t in tasks] == ["ok", "ok", "incorrect"], [t.result.message for t in tasks]
+    busy = [line for line in metrics.splitlines() if line.startswith("tritongym_device_busy_seconds_total{")]
+    assert busy and all('device="actor' in line for line in busy), metrics
+    assert sum(float(line.rsplit(" ", 1)[1]) for line in busy) > 0
+    with sqlite3.connect(served.registry) as db:
+        stored = db.execute("select count(*) from evaluations where problem_name = 'relu'").fetchone()[0]
+    assert stored == 3
 
 
 def _cuda() -> bool:

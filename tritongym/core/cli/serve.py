@@ -20,6 +20,7 @@ from tritongym.core.cli.common import (
     GpusOpt,
     NoCacheOpt,
     PluginOpt,
+    RayOpt,
     RegistryOpt,
     SizeOpt,
     SkipCheckOpt,
@@ -28,6 +29,7 @@ from tritongym.core.cli.common import (
     WorkersOpt,
     _gpu_list,
     command,
+    with_ray,
 )
 from tritongym.core.errors import ConfigError
 
@@ -70,6 +72,7 @@ def serve_command(
     timeout: TimeoutOpt = None,
     workers: WorkersOpt = None,
     gpus: GpusOpt = None,
+    ray: RayOpt = None,
     skip_check: SkipCheckOpt = None,
     no_cache: NoCacheOpt = False,
     compile_reference: CompileRefOpt = False,
@@ -110,6 +113,7 @@ def serve_command(
         use_cache=False if no_cache else None,
         compile_reference=True if compile_reference else None,
     )
+    cfg = with_ray(cfg, ray)
 
     def listening(url: str) -> None:
         sys.stdout.write(f"tritongym serve: listening on {url}\n")

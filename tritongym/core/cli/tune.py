@@ -22,6 +22,7 @@ from tritongym.core.cli.common import (
     GpusOpt,
     JsonOpt,
     PluginOpt,
+    RayOpt,
     RegistryOpt,
     SizeOpt,
     SkipCheckOpt,
@@ -34,6 +35,7 @@ from tritongym.core.cli.common import (
     err,
     out,
     parse_assignments,
+    with_ray,
 )
 
 
@@ -143,6 +145,7 @@ def tune_command(
     timeout: TimeoutOpt = None,
     workers: WorkersOpt = None,
     gpus: GpusOpt = None,
+    ray: RayOpt = None,
     skip_check: SkipCheckOpt = None,
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
@@ -164,6 +167,7 @@ def tune_command(
         gpus=_gpu_list(gpus),
         skip_checks=skip_check or None,
     )
+    cfg = with_ray(cfg, ray)
     options = parse_assignments(strategy_option, "--strategy-option", "seed=3")
     progress = Progress(
         TextColumn("{task.description}"),
