@@ -17,7 +17,11 @@ names are KernelGYM's, copied from:
   `EvaluationResponse` (task_id, status, compiled, correctness, decoy_kernel, reference_runtime,
   kernel_runtime, speedup, metadata, error_message, error_code, submitted_at, completed_at,
   processing_time) and `TaskStatusResponse` (task_id, status, progress, estimated_completion,
-  queue_position, assigned_device, error_message).
+  queue_position, assigned_device, error_message);
+- hkust-nlp/KernelGYM `kernelgym/server/task_manager.py`: a task is stored with status `pending`
+  (`TaskStatus.PENDING`, also its default when unset) and set to `TaskStatus.PROCESSING` when a worker takes
+  it, then `completed` or `failed`; we answer `pending` and `processing` for those two states (the
+  PROCESSING value itself is in `kernelgym.common`, which no public copy we read holds).
 
 What differs, on purpose: the service's configuration fixes the evaluation protocol (trials, time limit,
 checks), so the per-request num_correct_trials, num_perf_trials and timeout are accepted and reported
