@@ -7,6 +7,7 @@ GPU on the device: python -m pytest -m gpu tests/test_ray.py
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -131,6 +132,32 @@ def test_cli_eval_runs_through_ray(ray_cluster, tmp_path):
     assert result.exit_code == 0, result.output
     assert '"status": "ok"' in result.output
     assert ray.is_initialized()  # not ours to shut down
+
+
+def test_cli_tune_runs_its_variants_through_ray(ray_cluster, tmp_path):
+    """`tritongym tune --ray local`: every variant judged on the actors, every record kept by this process."""
+    candidate = tmp_path / "relu.py"
+    candidate.write_text(RELU_KERNEL)
+    registry = str(tmp_path / "registry.db")
+    args = [
+        "tune",
+        "--file",
+        str(candidate),
+        "--problem",
+        "relu",
+        "--backend",
+        "triton-cpu",
+        "--trials",
+        "2",
+        "--budget",
+        "2",
+    ]
+    result = CliRunner().invoke(app, [*args, "--ray", "local", "--registry", registry, "--json"])
+    assert result.exit_code == 0, result.output
+    (tuned,) = json.loads(result.stdout)["problems"]
+    assert tuned["status"] == "tuned" and tuned["variants"] == 2 and tuned["evaluated"] == 3
+    # RELU_KERNEL's grid hard-codes cdiv(n, 1024): the BLOCK=512 variant leaves half the output unwritten
+    assert [r["status"] for r in tuned["records"]] == ["ok", "incorrect", "ok"] and tuned["rejected"] == 1
 
 
 def test_ray_settings_are_validated(tmp_path):
