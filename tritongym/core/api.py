@@ -662,8 +662,9 @@ def tune(
     on `problem`), every variant judged by the full pipeline and recorded in the registry.
 
     `budget`: variants per problem besides the kernel as written; `time_budget`: seconds for the whole
-    call, after which no new batch starts; `transfer`: how many best configurations of the nearest earlier
-    tuning (another device class or size) to try first.  Returns a `TuneSummary` (core/tune/summary.py)."""
+    call (a batch holds what fits in the time left at the pace measured so far; none starts after);
+    `transfer`: how many best configurations of the nearest earlier tuning (another device class or size)
+    to try first.  Returns a `TuneSummary` (core/tune/summary.py)."""
     from tritongym.core.tune import Tuner, TuneSummary
     from tritongym.core.tune.sources import TuneTarget, from_registry
 

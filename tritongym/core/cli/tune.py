@@ -122,7 +122,10 @@ def tune_command(
     ] = 16,
     time_budget: Annotated[
         float | None,
-        typer.Option("--time-budget", help="Seconds for the whole command; no new batch of variants starts after."),
+        typer.Option(
+            "--time-budget",
+            help="Seconds for the whole command: batches are cut to what fits at the measured pace, none starts after.",
+        ),
     ] = None,
     strategy: Annotated[
         str, typer.Option("--strategy", "-s", help="Search strategy (`tritongym plugins --kind search_strategy`).")
