@@ -23,6 +23,7 @@ runs over different problems (one per call on a lent machine) are joined with `-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import tempfile
@@ -90,8 +91,8 @@ def main() -> None:
                 assert problem.solution is not None, f"{problem_name} ships no solution"
                 kernel = Path(tmp) / f"{problem_name}.py"
                 kernel.write_text(problem.solution)
-                started = time.perf_counter()
-                summary = api.tune(
+                tune = functools.partial(
+                    api.tune,
                     file=kernel,
                     problem=problem_name,
                     strategy=strategy,
@@ -102,20 +103,11 @@ def main() -> None:
                     registry=db,
                     extra_plugins=args.plugin,
                 )
+                started = time.perf_counter()
+                summary = tune()
                 first_s = time.perf_counter() - started
                 started = time.perf_counter()
-                again = None
-                if args.time_budget is None:
-                    again = api.tune(
-                        file=kernel,
-                        problem=problem_name,
-                        strategy=strategy,
-                        strategy_options=options,
-                        budget=args.budget,
-                        config=config,
-                        registry=db,
-                        extra_plugins=args.plugin,
-                    )
+                again = tune() if args.time_budget is None else None
                 (tuned,) = summary.problems
                 records = [r.model_dump() for r in tuned.records]
                 rows.append(
@@ -170,14 +162,13 @@ def write_summary(rows: list[dict], budget: int, problems: list[str], out: Path)
         s: {"geomean_speedup": statistics.geometric_mean(v), "n": len(v)} for s, v in by_strategy.items() if v
     }
     for strategy, stats in summary_rows.items():
-        curves = [r["best_so_far"] for r in rows if r["strategy"] == strategy and r["speedup"] is not None]
-        at = [4, 8, budget]
+        timed = [r for r in rows if r["strategy"] == strategy and r["speedup"] is not None]
+        curves = [r["best_so_far"] for r in timed if r["best_so_far"]]
         stats["best_so_far_geomean"] = {}
-        for n in at:
-            values = [c[min(n, len(c)) - 1] or 1.0 for c in curves if c]
+        for n in [4, 8, budget]:
+            values = [c[min(n, len(c)) - 1] or 1.0 for c in curves]
             if values:
                 stats["best_so_far_geomean"][str(n)] = statistics.geometric_mean(values)
-        timed = [r for r in rows if r["strategy"] == strategy and r["speedup"] is not None]
         stats["tune_s"] = sum(r["tune_s"] for r in timed)
         stats["variants"] = sum(r["variants"] for r in timed)
         stats["rejected"] = sum(r["rejected"] for r in timed)
