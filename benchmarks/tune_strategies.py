@@ -11,7 +11,7 @@ speedup.  A new strategy (e.g. a cost model) ships only if it beats `random` her
 is loaded as a plugin file, like the candidate in `benchmarks/strategies/surrogate.py`:
 
     python benchmarks/tune_strategies.py [PROBLEM ...] [--strategy exhaustive --strategy random]
-        [--budget 16] [--seeds 3] [--backend auto] [--out PATH]
+        [--budget 16] [--seeds 3] [--first-seed 0] [--backend auto] [--out PATH]
     python benchmarks/tune_strategies.py --plugin benchmarks/strategies/surrogate.py \
         --strategy exhaustive --strategy random --strategy surrogate
     python benchmarks/tune_strategies.py --merge part1.json part2.json --out tune_strategies.json
@@ -61,6 +61,7 @@ def main() -> None:
         "second tune would spend its own time budget going on)",
     )
     parser.add_argument("--seeds", type=int, default=3, help="seeds of the random strategy (one run each)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the random strategy's seeds start here")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--plugin", action="append", default=[], help="plugin module or .py file (repeatable)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tune_strategies.json")
@@ -78,7 +79,7 @@ def main() -> None:
     problems = args.problems or DEFAULT_PROBLEMS
     runs = []
     for name in args.strategy or ["exhaustive", "random"]:
-        seeds = range(args.seeds) if name == "random" else [None]
+        seeds = range(args.first_seed, args.first_seed + args.seeds) if name == "random" else [None]
         runs += [(name, {} if seed is None else {"seed": seed}) for seed in seeds]
 
     config = EvalConfig(backend=args.backend, trials=3)
