@@ -8,6 +8,8 @@ honest ReLU kernel on the same problem is `ok`.  Real triton-cpu evaluations thr
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,40 @@ def test_the_screen_is_computed_once_and_kept_in_the_registry(degenerate_problem
     with _evaluator(registry, use_cache=False) as evaluator:
         again, computed = evaluator.evaluate_many([(COPY_KERNEL, degenerate_problem), (honest, degenerate_problem)])
     assert again.status == Status.hacked and computed.status == Status.ok
+
+
+def test_threads_asking_at_once_share_one_screen(degenerate_problem, registry, monkeypatch):
+    """The service's lanes each evaluate one candidate: those that start together on a problem not screened
+    yet wait for one screen rather than each running the controls on the same GPU."""
+    calls = []
+    real = screen.screen_problem
+
+    def counted(*args, **kwargs):
+        calls.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(screen, "screen_problem", counted)
+    start = threading.Barrier(3)
+    with _evaluator(registry) as evaluator:
+
+        def ask(_):
+            start.wait()
+            return screen.cached_screens(
+                [degenerate_problem],
+                evaluator.backend,
+                evaluator.device,
+                evaluator.device_class,
+                evaluator.limits,
+                evaluator.tolerances,
+                registry,
+            )
+
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            answers = list(pool.map(ask, range(3)))
+    assert len(calls) == 1, calls
+    assert all(a[degenerate_problem.key].passing_controls == ["identity"] for a in answers)
+    assert registry.db.execute("SELECT count(*) FROM problem_screens").fetchone()[0] == 1
+    assert not screen._COMPUTING
 
 
 def test_a_problem_no_control_passes_gets_no_degeneracy_probe(registry):

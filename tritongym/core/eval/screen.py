@@ -110,6 +110,9 @@ def screen_problem(
 
 
 _HELD: dict[tuple, ScreenResult] = {}
+_COMPUTING: dict[tuple, threading.Event] = {}
+"""Screens being computed now, by the thread that claimed them: a concurrent caller (the service's lanes,
+one evaluation each) waits for that one instead of computing the same screen again on the same GPU."""
 _HELD_LOCK = threading.Lock()
 
 
@@ -124,38 +127,77 @@ def cached_screens(
     workers: int = 1,
 ) -> dict[str, ScreenResult]:
     """The screen of each problem (by key): held in this process, else from the registry, else computed
-    (in parallel, `SCREEN_SEEDS`) and stored.  A screen whose reference failed is returned, never stored."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    (in parallel, `SCREEN_SEEDS`) and stored.  A screen whose reference failed is returned, never stored.
+    Each screen is computed once however many threads ask for it at the same time."""
     key = screen_key(tolerances)
+
+    def held_key(problem_key: str) -> tuple:
+        return (problem_key, backend.name, device_class, key)
+
     found: dict[str, ScreenResult] = {}
     missing: dict[str, Problem] = {}
     for problem in problems:
-        held = (problem.key, backend.name, device_class, key)
         with _HELD_LOCK:
-            hit = _HELD.get(held)
+            hit = _HELD.get(held_key(problem.key))
         if hit is None and registry is not None:
             stored = registry.problem_screen(problem.key, device_class, key)
             if stored is not None:
                 hit = ScreenResult.model_validate(stored)
                 with _HELD_LOCK:
-                    _HELD[held] = hit
+                    _HELD[held_key(problem.key)] = hit
         if hit is not None:
             found[problem.key] = hit
         else:
             missing.setdefault(problem.key, problem)
 
-    def one(problem: Problem) -> ScreenResult:
-        return screen_problem(problem, backend, device, limits, tolerances, SCREEN_SEEDS)
-
-    if missing:
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(missing)))) as pool:
-            computed = list(pool.map(one, missing.values()))
-        for problem, result in zip(missing.values(), computed):
-            found[problem.key] = result
-            if result.error is None:
-                with _HELD_LOCK:
-                    _HELD[(problem.key, backend.name, device_class, key)] = result
-                if registry is not None:
-                    registry.store_problem_screen(problem, device_class, key, result.model_dump())
+    while missing:
+        mine: dict[str, Problem] = {}
+        theirs: list[threading.Event] = []
+        with _HELD_LOCK:
+            for problem_key, problem in missing.items():
+                held = held_key(problem_key)
+                if held in _HELD:
+                    found[problem_key] = _HELD[held]
+                elif held in _COMPUTING:
+                    theirs.append(_COMPUTING[held])
+                else:
+                    _COMPUTING[held] = threading.Event()
+                    mine[problem_key] = problem
+        try:
+            for problem_key, result in _compute(mine, backend, device, limits, tolerances, workers).items():
+                found[problem_key] = result
+                if result.error is None:
+                    with _HELD_LOCK:
+                        _HELD[held_key(problem_key)] = result
+                    if registry is not None:
+                        registry.store_problem_screen(mine[problem_key], device_class, key, result.model_dump())
+        finally:
+            with _HELD_LOCK:
+                for problem_key in mine:
+                    _COMPUTING.pop(held_key(problem_key)).set()
+        for event in theirs:
+            event.wait()
+        # what another thread computed is held now; one whose reference failed is not: compute it here
+        missing = {k: p for k, p in missing.items() if k not in found}
     return found
+
+
+def _compute(
+    problems: dict[str, Problem],
+    backend: Backend,
+    device: str,
+    limits: SandboxLimits,
+    tolerances: dict[str, Tolerance],
+    workers: int,
+) -> dict[str, ScreenResult]:
+    """Screen these problems (by key), `workers` at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not problems:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(problems)))) as pool:
+        computed = pool.map(
+            lambda problem: screen_problem(problem, backend, device, limits, tolerances, SCREEN_SEEDS),
+            problems.values(),
+        )
+        return dict(zip(problems, computed))
