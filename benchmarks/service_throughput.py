@@ -15,8 +15,9 @@ Ray with one actor, so the table shows how each way scales from one GPU to all o
 Every column judges with the registry cache off (`use_cache = false`, `--no-cache`), after a warm-up batch
 (one shipped solution per GPU, untimed) so each pool has started; wall time runs from the first candidate
 handed over to the last verdict back; setup (construction, warm-up, the server's start) is reported apart.
-Reported per column: evaluations per second, the ratio to the first column, status counts, and whether
-every candidate got the same ok / not-ok verdict as in the first column.
+Reported per column: evaluations per second, the ratio to the first column, status counts, whether
+every candidate got the same ok / not-ok verdict as in the first column, and (in-process and Ray) the CPU
+seconds the caller's process used while it waited.
 
     python benchmarks/service_throughput.py --scaling                      # GPUs: triton-cuda, gpu sizes
     python benchmarks/service_throughput.py --backend triton-cpu --size cpu --problems 1 --workers 2 --trials 1
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -95,12 +97,21 @@ def local_column(name: str, cands: Cands, args, workdir: Path, **extra) -> Colum
         gpus = len(config.gpus or []) or args.gpu_count
         evaluator.evaluate_many([(Candidate(source=src), problems[p]) for p, src in warm_sources(cands, gpus)])
         setup_s = time.perf_counter() - started
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _cpu_s()
         results = evaluator.evaluate_many([(Candidate(source=src), problems[p]) for p, _, src in cands])
         wall_s = time.perf_counter() - started
         notes = {"workers": args.workers, "gpus": config.gpus, "retried": getattr(evaluator.executor, "retried", 0)}
+        notes["caller_cpu_s"] = _cpu_s() - cpu
         notes["device_class"] = evaluator.device_class
     return Column(name, setup_s, wall_s, [r.status.value for r in results], notes)
+
+
+def _cpu_s() -> float:
+    """CPU seconds this process has used (user + system, all its threads): with the wall time, how busy the
+    caller's one interpreter was while it judged (in-process it also drives the warm pool; under Ray the
+    pool runs in the actors)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def service_column(name: str, cands: Cands, args, workdir: Path, gpus: list[int] | None = None) -> Column:
@@ -214,12 +225,14 @@ def main() -> None:
     print_table(
         f"evaluations per second, {len(cands)} candidates, {args.backend} ({args.size}), {args.gpu_count} GPU(s) "
         f"visible, on {platform.node()}",
-        ["", "setup s", "wall s", "evals/s", f"x {first.name}", f"verdicts as {first.name}", "statuses"],
+        ["", "setup s", "wall s", "caller CPU s", "evals/s", f"x {first.name}"]
+        + [f"verdicts as {first.name}", "statuses"],
         [
             [
                 c.name,
                 fmt(c.setup_s),
                 fmt(c.wall_s),
+                fmt(c.notes.get("caller_cpu_s")),
                 fmt(c.per_s),
                 fmt(c.per_s / first.per_s if first.per_s else None),
                 f"{agree[c.name]}/{len(cands)}",
