@@ -22,7 +22,8 @@ seconds the caller's process used while it waited.
     python benchmarks/service_throughput.py --scaling                      # GPUs: triton-cuda, gpu sizes
     python benchmarks/service_throughput.py --backend triton-cpu --size cpu --problems 1 --workers 2 --trials 1
 
-Writes benchmarks/results/service_throughput.json (or --out).
+Writes benchmarks/results/service_throughput.json (or --out) after every column, so a run cut off by a
+time limit keeps the columns it measured (run the rest with `--only`).
 """
 
 from __future__ import annotations
@@ -181,6 +182,67 @@ def _wait_for_url(out: Path, proc: subprocess.Popen) -> str:
     raise SystemExit(f"tritongym serve did not start:\n{out.read_text()}")
 
 
+def _agreement(columns: list[Column]) -> dict[str, int]:
+    """Per column: how many candidates got the same ok / not-ok verdict as in the first column."""
+    first = columns[0]
+    return {c.name: sum((a == "ok") == (b == "ok") for a, b in zip(first.statuses, c.statuses)) for c in columns}
+
+
+def print_table_of(columns: list[Column], cands: Cands, args) -> None:
+    """The table, each column's rate next to the first's."""
+    first, agree = columns[0], _agreement(columns)
+    print_table(
+        f"evaluations per second, {len(cands)} candidates, {args.backend} ({args.size}), {args.gpu_count} GPU(s) "
+        f"visible, on {platform.node()}",
+        ["", "setup s", "wall s", "caller CPU s", "evals/s", f"x {first.name}"]
+        + [f"verdicts as {first.name}", "statuses"],
+        [
+            [
+                c.name,
+                fmt(c.setup_s),
+                fmt(c.wall_s),
+                fmt(c.notes.get("caller_cpu_s")),
+                fmt(c.per_s),
+                fmt(c.per_s / first.per_s if first.per_s else None),
+                f"{agree[c.name]}/{len(cands)}",
+                ", ".join(f"{k} {v}" for k, v in sorted(Counter(c.statuses).items())),
+            ]
+            for c in columns
+        ],
+    )
+
+
+def write_report(columns: list[Column], cands: Cands, args) -> None:
+    """The JSON of the columns measured so far, with every candidate's status in each."""
+    first, agree = columns[0], _agreement(columns)
+    report = {
+        "benchmark": "service_throughput",
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "settings": {k: v for k, v in vars(args).items() if k != "out"} | {"candidates": len(cands)},
+        "columns": [
+            {
+                "name": c.name,
+                "setup_s": c.setup_s,
+                "wall_s": c.wall_s,
+                "per_s": c.per_s,
+                "ratio_to_first": c.per_s / first.per_s if first.per_s else None,
+                "same_verdict_as_first": agree[c.name],
+                "statuses": dict(Counter(c.statuses)),
+                **c.notes,
+            }
+            for c in columns
+        ],
+        "candidates": [
+            {"problem": p, "variant": v, **{c.name: c.statuses[i] for c in columns}}
+            for i, (p, v, _) in enumerate(cands)
+        ],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="triton-cuda", help="tritongym backend")
@@ -219,54 +281,9 @@ def main() -> None:
             print(f"{name}: {len(cands)} candidates ...", flush=True)
             columns.append(executors[name](cands, args, workdir))
             print(f"{name}: {columns[-1].wall_s:.1f} s, setup {columns[-1].setup_s:.1f} s", flush=True)
+            write_report(columns, cands, args)  # after every column: a run cut off keeps what it measured
 
-    first = columns[0]
-    agree = {c.name: sum((a == "ok") == (b == "ok") for a, b in zip(first.statuses, c.statuses)) for c in columns}
-    print_table(
-        f"evaluations per second, {len(cands)} candidates, {args.backend} ({args.size}), {args.gpu_count} GPU(s) "
-        f"visible, on {platform.node()}",
-        ["", "setup s", "wall s", "caller CPU s", "evals/s", f"x {first.name}"]
-        + [f"verdicts as {first.name}", "statuses"],
-        [
-            [
-                c.name,
-                fmt(c.setup_s),
-                fmt(c.wall_s),
-                fmt(c.notes.get("caller_cpu_s")),
-                fmt(c.per_s),
-                fmt(c.per_s / first.per_s if first.per_s else None),
-                f"{agree[c.name]}/{len(cands)}",
-                ", ".join(f"{k} {v}" for k, v in sorted(Counter(c.statuses).items())),
-            ]
-            for c in columns
-        ],
-    )
-    report = {
-        "benchmark": "service_throughput",
-        "host": platform.node(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "settings": {k: v for k, v in vars(args).items() if k != "out"} | {"candidates": len(cands)},
-        "columns": [
-            {
-                "name": c.name,
-                "setup_s": c.setup_s,
-                "wall_s": c.wall_s,
-                "per_s": c.per_s,
-                "ratio_to_first": c.per_s / first.per_s if first.per_s else None,
-                "same_verdict_as_first": agree[c.name],
-                "statuses": dict(Counter(c.statuses)),
-                **c.notes,
-            }
-            for c in columns
-        ],
-        "candidates": [
-            {"problem": p, "variant": v, **{c.name: c.statuses[i] for c in columns}}
-            for i, (p, v, _) in enumerate(cands)
-        ],
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print_table_of(columns, cands, args)
     print(f"wrote {args.out}")
 
 
