@@ -467,9 +467,6 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
     assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
 
 
-# --- on a GPU ------------------------------------------------------------------------------------------
-
-
 def test_a_served_process_evaluates_on_ray_actors(tmp_path):
     """`tritongym serve --ray local`: the service starts its own Ray, its two lanes hand the sandboxes to two
     actors, and the service alone writes the registry; /metrics counts busy time per actor."""
@@ -494,6 +491,9 @@ def test_a_served_process_evaluates_on_ray_actors(tmp_path):
     with sqlite3.connect(served.registry) as db:
         stored = db.execute("select count(*) from evaluations where problem_name = 'relu'").fetchone()[0]
     assert stored == 3
+
+
+# --- on a GPU ------------------------------------------------------------------------------------------
 
 
 def _cuda() -> bool:
