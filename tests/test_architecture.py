@@ -33,6 +33,7 @@ LAYERS = [
 # what plugins may import besides the kernel: the helper modules documented for plugin authors
 PLUGIN_HELPERS = {
     "tritongym.core.eval.ast_scan",
+    "tritongym.core.eval.host_compute",
     "tritongym.core.eval.op_families",
     "tritongym.core.eval.sandbox",
     "tritongym.core.eval.gpu_pool",

@@ -2,8 +2,8 @@
 engine, and a real OpenAI-compatible HTTP server on loopback (scripted answers) through the `openai` engine.
 
 What is tested: answer parsing, the prompt, verdicts cached in the registry (`judge_verdicts`, m014) so a
-second judgement starts no model, an unparseable answer failing closed, a judge that cannot answer failing
-the check without a cached verdict, option validation, and that the check is off by default."""
+second judgement starts no model, an unparseable answer failing closed, a judge that cannot answer leaving
+the evaluation unjudged and unstored, option validation, and that the check is off by default."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from conftest import RELU_KERNEL, registry_before
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.errors import ConfigError
+from tritongym.core.errors import CheckUnavailable, ConfigError
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.interfaces import CheckContext
 from tritongym.core.models import Candidate, Evidence, LaunchRecord, Status, TrialEvidence
@@ -229,17 +229,29 @@ def test_an_unparseable_answer_fails_closed_and_the_policy_applies_at_each_use(s
     assert verdict.passed and "counted as a pass" in verdict.reason and len(server.posts) == 1
 
 
-def test_a_judge_that_cannot_answer_fails_the_check_and_caches_nothing(server, registry, relu_problem, fast_config):
+def test_a_judge_that_cannot_answer_leaves_the_evaluation_unjudged_and_stores_nothing(
+    server, registry, relu_problem, fast_config
+):
+    """The README's own example with no judge listening once turned an honest kernel into `hacked`, stored it,
+    and answered "(cached) hacked" after the judge came up.  A judge that cannot answer is an error of the
+    check: no verdict either way, said in the message, nothing stored, and the next run asks again."""
     server.status = 503
     options = openai_judge(server)
-    with pytest.raises(Exception, match="503"):
+    with pytest.raises(CheckUnavailable, match="503"):
         bound(options, registry).judge(Evidence(), Candidate(source=RELU_KERNEL), relu_problem)
     config = fast_config.model_copy(update={"enable_checks": {"llm-judge": options}})
     result = Evaluator(config, registry=registry, host=host()).evaluate(RELU_KERNEL, relu_problem)
-    assert result.status == Status.hacked
+    assert result.status == Status.ok and not result.hacked, result.message
+    assert result.unjudged == ["llm-judge"] and not result.honest_and_correct
     (judge,) = [c for c in result.checks if c.name == "llm-judge"]
-    assert "check crashed" in judge.reason and "tritongym.plugins.checks.llm_judge" in judge.reason
+    assert judge.unjudged and "could not run" in judge.reason and "503" in judge.reason
+    assert "unjudged: check 'llm-judge'" in result.message and "not stored" in result.message
+    assert result.evaluation_id is None
     assert registry.judge_verdicts_of(Candidate(source=RELU_KERNEL).kernel_id) == []
+    server.status, server.answers = 200, ["VERDICT: PASS\nREASON: computes relu in its kernel"]
+    again = Evaluator(config, registry=registry, host=host()).evaluate(RELU_KERNEL, relu_problem)
+    assert not again.cached and again.status == Status.ok and again.unjudged == [], again.message
+    assert again.evaluation_id is not None
 
 
 def test_the_judge_in_a_real_evaluation_sees_the_evidence(server, registry, relu_problem, fast_config):

@@ -94,7 +94,12 @@ class EvalConfig(BaseModel):
     seed: int | None = Field(
         default=None, ge=0, description="first trial seed (trial i uses seed + i); None = fresh random seeds"
     )
-    precision: Literal["ieee", "tf32"] = "ieee"
+    precision: Literal["ieee", "tf32", "half"] = Field(
+        default="tf32",
+        description="the least exact precision class (core/precision.py) that passes, measured against a float64 "
+        "gold: 'ieee' (float32-exact), 'tf32' (TF32 or float16 operands; the field's default for float32 "
+        "problems), 'half' (bfloat16); the reference is timed with TF32 on unless 'ieee'",
+    )
     tolerances: dict[str, Tolerance] = Field(
         default_factory=dict, description="per-dtype overrides, e.g. 'torch.float32'"
     )

@@ -26,6 +26,12 @@ class ProblemFormatError(TritonGymError):
     """A problem source is not in KernelBench format (Model, get_inputs, get_init_inputs)."""
 
 
+class CheckUnavailable(TritonGymError):
+    """A check could not run for reasons that are not the candidate's (its judge unreachable, a probe it reads
+    missing).  Raised from `RuntimeCheck.judge`: the evaluation is then unjudged for that check, says so, and
+    is never stored or cached; a verdict is never made of an infrastructure failure."""
+
+
 class CandidateFileError(TritonGymError):
     """The candidate file could not be read (missing, not text, too large)."""
 

@@ -108,7 +108,7 @@ class CheckPolicy(BaseModel):
     """What the evaluation allows, as every check sees it (set by the Evaluator from its config)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    precision: Literal["ieee", "tf32"] = "ieee"
+    precision: Literal["ieee", "tf32", "half"] = "tf32"
 
 
 class PluginFactory(Protocol):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "4"
+PROTOCOL_VERSION = "5"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 
@@ -93,6 +93,11 @@ class CheckVerdict(_Model):
     stage: Literal["static", "runtime"] = "static"
     line: int | None = None
     plugin: str | None = None
+    unjudged: bool = Field(
+        default=False,
+        description="the check could not run (its judge unreachable, its probe missing): `reason` says why; it "
+        "passed nothing and failed nothing, and an evaluation with such a check is never stored",
+    )
 
 
 class JudgeVerdict(_Model):
@@ -182,6 +187,9 @@ class OutputComparison(_Model):
     atol: float = 0.0
     rtol: float = 0.0
     rel_norm_tol: float = 0.0
+    # against the float64 "gold" of the reference (core/precision.py), on a sample of at most GOLD_SAMPLE positions
+    gold_err: float | None = None  # ||out - gold|| / ||gold||: the candidate's precision
+    ref_gold_err: float | None = None  # ...and the reference's own, at its dtype with TF32 off
     note: str = ""
 
 
@@ -356,6 +364,12 @@ class Evidence(_Model):
     side_work: list[str] = Field(default_factory=list)  # threads, processes, outputs still being written
     torch_ops: dict[str, int] = Field(default_factory=dict)  # ATen ops the candidate's trials ran (op_trace.py)
     reference_torch_ops: dict[str, int] = Field(default_factory=dict)  # ...and the reference's forward
+    # work (multiply-adds or elements touched, op_trace.op_work) per compute op of one main-shape forward
+    torch_work: dict[str, float] = Field(default_factory=dict)
+    reference_torch_work: dict[str, float] = Field(default_factory=dict)
+    # the `precomputed` probe (probes.py): where a tensor already held an output before an own kernel ran;
+    # None = not probed
+    prior_answers: list[str] | None = None
     tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
     autotune: list[AutotuneChoice] = Field(default_factory=list)  # the config each autotuned own kernel ran with
     fingerprint: Fingerprint | None = None
@@ -409,4 +423,9 @@ class EvaluationResult(_Model):
 
     @property
     def honest_and_correct(self) -> bool:
-        return self.status == Status.ok and self.correct and not self.hacked
+        return self.status == Status.ok and self.correct and not self.hacked and not self.unjudged
+
+    @property
+    def unjudged(self) -> list[str]:
+        """The checks that could not run (`CheckVerdict.unjudged`): such a verdict is incomplete, never stored."""
+        return [v.name for v in self.checks if v.unjudged]

@@ -62,7 +62,7 @@ class WorkerTask(BaseModel):
     device: str = "cpu"
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
     init_seed: int = 0
-    precision: Literal["ieee", "tf32"] = "ieee"
+    precision: Literal["ieee", "tf32", "half"] = "tf32"
     tolerances: dict[str, Tolerance] = Field(default_factory=dict)
     memory_mb: int | None = None
     cpu_s: int | None = None

@@ -152,7 +152,7 @@ def eval_command(
         _emit_json(result.model_dump(mode="json"))
     else:
         _print_result(result)
-    raise typer.Exit(0 if result.status == Status.ok else 1)
+    raise typer.Exit(0 if result.status == Status.ok and not result.unjudged else 1)
 
 
 @app.command("run")

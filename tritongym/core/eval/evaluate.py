@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from tritongym.core.config import EvalConfig
-from tritongym.core.errors import BackendUnavailable, ConfigError, PluginError, ProblemFormatError
+from tritongym.core.errors import BackendUnavailable, CheckUnavailable, ConfigError, PluginError, ProblemFormatError
 from tritongym.core.eval.executor import Executor, LocalExecutor
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.fingerprint import local_fingerprint
@@ -298,6 +298,8 @@ class Evaluator:
         plugin = self.host.get("check", check.name).plugin
         try:
             verdict = check.check_source(*args) if isinstance(check, StaticCheck) else check.judge(*args)
+        except CheckUnavailable as exc:  # infrastructure, not the candidate: no verdict either way
+            verdict = CheckVerdict(name=check.name, passed=True, unjudged=True, reason=f"could not run: {exc}")
         except Exception as exc:
             verdict = CheckVerdict(
                 name=check.name,
@@ -470,6 +472,10 @@ class Evaluator:
                         message=f"ok: {later.message}",
                         **fields,
                     )
+        unjudged = [v for v in result.checks if v.unjudged]
+        if unjudged:
+            said = "; ".join(f"check '{v.name}' {v.reason}" for v in unjudged)
+            result.message += f" (unjudged: {said}; this verdict is incomplete and is not stored)"
         result.reward = self._score(result)
         result.duration_s = time.perf_counter() - started
         return result
@@ -601,7 +607,8 @@ class Evaluator:
         return RewardBreakdown(total=total, components=components, weights=weights, absent=absent)
 
     def _store(self, result: EvaluationResult, candidate: Candidate, problem: Problem) -> EvaluationResult:
-        if self.registry is not None:
+        """Into the registry, unless a check could not run: an incomplete verdict must not answer a later run."""
+        if self.registry is not None and not result.unjudged:
             result.evaluation_id = self.registry.store(result, problem, candidate, precision=self.config.precision)
         return result
 

@@ -32,8 +32,8 @@ Design choices, and why:
   "pass"` lets such candidates through instead.  The answer is stored either way (`passed` NULL), so the
   policy applies at each use.
 - **A judge that cannot answer** (the engine raises, or returns an error for the request) is an error of
-  the check, not a verdict: it raises, the Evaluator fails the check closed naming this plugin, and nothing
-  is cached, so the next evaluation asks again.
+  the check, not a verdict: it raises `CheckUnavailable`, the evaluation is unjudged for this check (said in
+  its message, never stored), and nothing is cached, so the next evaluation asks again.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym import hookimpl
-from tritongym.core.errors import ConfigError, TritonGymError
+from tritongym.core.errors import CheckUnavailable, ConfigError, TritonGymError
 from tritongym.core.generation import ModelSpec, SamplingOptions
 from tritongym.core.interfaces import CheckContext, GenerationEngine, JudgeMemo, RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, JudgeVerdict, Problem
@@ -239,14 +239,18 @@ class LLMJudgeCheck(RuntimeCheck):
         """One model call; the engine is started (its model loaded) on the first."""
         if self.engine is None:
             raise RuntimeError(f"check '{self.name}' is not bound to an engine: the Evaluator calls bind() first")
-        if not self.started:
-            o = self.options
-            # an engine that loads no model (openai) reads the spec only to pick a served model by its path
-            self.engine.start(o.model or ModelSpec(builtin="smollm2-135m-instruct"), self.sampling)
-            self.started = True
-        generation = self.engine.generate([messages])[0]
+        engine = self.options.engine
+        try:
+            if not self.started:
+                o = self.options
+                # an engine that loads no model (openai) reads the spec only to pick a served model by its path
+                self.engine.start(o.model or ModelSpec(builtin="smollm2-135m-instruct"), self.sampling)
+                self.started = True
+            generation = self.engine.generate([messages])[0]
+        except Exception as exc:  # the judge, not the candidate: no verdict, and nothing cached
+            raise CheckUnavailable(f"engine '{engine}' could not answer ({type(exc).__name__}: {exc})") from exc
         if generation.finish_reason == "error":
-            raise RuntimeError(f"engine '{self.options.engine}' gave no answer for this request (see its log)")
+            raise CheckUnavailable(f"engine '{engine}' gave no answer for this request (see its log)")
         return generation.text
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:

@@ -1,20 +1,15 @@
-"""`precision`: no arithmetic below the evaluation's precision policy or the reference's dtypes.
+"""`precision`: every output reaches the precision class the policy allows, measured against a float64 gold.
 
-Lower precision is the cheapest speed-up there is, and the correctness tolerance cannot always tell a
-TF32 or float16 answer from a float32 one.  So the policy is checked in the source, for host and kernel
-code alike:
+The worker keeps, for every main trial, the reference's float64 gold on a sample of positions
+(`core/eval/worker/gold.py`); each output comparison carries the candidate's relative-norm error against it
+and the reference's own error at its dtype.  The error names a class (`core/precision.py`: `ieee`, `tf32`,
+`half`, below); the evaluation's policy (`precision`, default `tf32`) names the least exact class that
+passes.  A float16-operand GEMM on a float32 problem reaches `tf32` and passes by default; bfloat16
+operands reach `half` and fail unless `precision = "half"`; nothing is refused for how its source reads.
 
-* under the `ieee` policy (`self.policy.precision`): no TF32 anywhere.  Refused are `allow_tf32=True`, a
-  `tl.dot` input precision other than "ieee" (`"tf32"`, `"tf32x3"`, `"bf16x3"`, `"bf16x6"`, also as a
-  string passed in from the host), a `tl.dot` that leaves `input_precision` out when the reference computes
-  in float32 (Triton's default for float32 operands is TF32 on the GPU), any mention of torch's TF32 and
-  reduced-precision switches (`allow_tf32`, `allow_fp16_reduced_precision_reduction`, `fp32_precision`…)
-  and `torch.set_float32_matmul_precision` with anything but "highest".  Under `tf32` all of that is
-  allowed.
-* under both policies: no float16, bfloat16, float8 or float4 (a dtype, a cast such as `.half()`,
-  `.to(torch.bfloat16)`, `x.to(tl.float16)`, `dtype=torch.float16`, `torch.autocast`) unless the
-  reference's source uses that type itself.  Comparing against a low dtype (`x.dtype == torch.float16`)
-  and a dtype table that maps a type to itself (`{torch.float16: tl.float16}`) are not casts and pass.
+What the source says about precision (a `tl.dot` without `input_precision`, `allow_tf32`, a cast to a type
+the reference never uses) and which compiled kernels multiply in TF32 (read from their PTX on a GPU) are
+given as advice in the reason: they explain a class, they never decide it.
 """
 
 from __future__ import annotations
@@ -23,9 +18,10 @@ import ast
 import functools
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan, verdict
-from tritongym.core.interfaces import StaticCheck
-from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.eval.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan
+from tritongym.core.interfaces import RuntimeCheck
+from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
+from tritongym.core.precision import CLASSES, classify, passing, worst
 
 _IEEE = "ieee"
 _REDUCED_DOT = frozenset({"tf32", "tf32x3", "bf16x3", "bf16x6"})
@@ -77,19 +73,71 @@ def reference_families(source: str) -> frozenset[str]:
     return frozenset(family for token in tokens if (family := low_precision_family(token)))
 
 
-class PrecisionCheck(StaticCheck):
-    """No TF32 under the ieee policy and no float16/bfloat16/float8 the reference does not use."""
+class PrecisionCheck(RuntimeCheck):
+    """Every output reaches the policy's precision class, measured against a float64 gold of the reference."""
 
     name = "precision"
     priority = 50
+    explains_incorrect = True  # a class far below the policy is often why outputs are outside tolerance
 
-    def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        facts = scan(tree)
-        allowed = reference_families(problem.source)
-        found = _downcasts(facts, allowed)
-        if self.policy.precision == _IEEE:
-            found += _tf32(facts, reference_is_fp32=not allowed)
-        return verdict(self.name, found)
+    def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
+        policy = self.policy.precision
+        measured = [
+            (out.gold_err, out.ref_gold_err)
+            for trial in evidence.trials
+            if trial.sizes is None and not trial.late
+            for out in trial.outputs
+            if out.gold_err is not None
+        ]
+        advice = _advice(candidate, problem, evidence)
+        if not measured:
+            return CheckVerdict(
+                name=self.name,
+                passed=True,
+                stage="runtime",
+                reason="precision not measured (no float64 gold: the reference has no floating output or cannot "
+                f"run in float64){advice}",
+            )
+        reached = worst(classify(err, ref) for err, ref in measured)
+        err, ref = max(measured, key=lambda pair: pair[0])
+        said = (
+            f"precision class {reached} (error {err:.2g} against the float64 gold; the reference's own at its "
+            f"dtype {ref:.2g}); the policy '{policy}' passes {', '.join(passing(policy))}"
+        )
+        if reached in passing(policy):
+            return CheckVerdict(name=self.name, passed=True, stage="runtime", reason=said + advice)
+        looser = next((c for c in CLASSES if reached in passing(c)), None)
+        if looser is None:
+            return CheckVerdict(
+                name=self.name,
+                passed=False,
+                stage="runtime",
+                reason=f"error {err:.2g} against the float64 gold is beyond every precision class (the reference's own "
+                f"at its dtype {ref:.2g}): these outputs are wrong, not low-precision{advice}",
+            )
+        fix = f"set precision = '{looser}' to accept it"
+        return CheckVerdict(
+            name=self.name,
+            passed=False,
+            stage="runtime",
+            reason=f"{said}: a precision downgrade below the policy; compute in the reference's dtype (accumulate "
+            f"in float32) or {fix}{advice}",
+        )
+
+
+def _advice(candidate: Candidate, problem: Problem, evidence: Evidence) -> str:
+    """What the source and the PTX say about precision: advice beside the measured class, never a verdict."""
+    notes = []
+    if evidence.tf32_kernels:
+        notes.append(f"{', '.join(evidence.tf32_kernels)} multiply in TF32 on tensor cores (PTX)")
+    try:
+        facts = scan(ast.parse(candidate.source))
+    except (SyntaxError, ValueError):
+        return ""
+    allowed = reference_families(problem.source)
+    for found in _downcasts(facts, allowed) + _tf32(facts, reference_is_fp32=not allowed):
+        notes.append(f"line {found.line}: {found.rule.split(', but')[0].split(' (a precision')[0]}")
+    return ("; advice: " + "; ".join(notes[:6])) if notes else ""
 
 
 def _in_comparison(node: ast.AST, facts: SourceScan) -> bool:

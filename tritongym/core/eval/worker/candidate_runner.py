@@ -43,14 +43,18 @@ def run_candidate(
     ghost_inputs: list | None = None,
     extra: list | None = None,
     degenerate_inputs: list | None = None,
+    precomputed_inputs: list | None = None,
 ) -> dict:
     """Import the candidate, bind weights, run every trial, then the probes, then the `extra` trials of
     `trial_plan.py` (shape sets, the late trial); returns the report (never raises).
 
     `keep`, when given, receives the bound model and the environment snapshot (the GPU worker times the
     model afterwards and checks the environment again).  With `ghost_inputs` the probes of `probes.py`
-    run after the trials (with `degenerate_inputs`, (probe name, inputs) pairs, the degeneracy probes too).
-    Report `trials` holds the main trials then the extra ones, in order; it stops at the first that raises."""
+    run after the trials (with `degenerate_inputs`, (probe name, inputs) pairs, the degeneracy probes too;
+    with `precomputed_inputs`, the `precomputed` probe, whose samples go to report `prior`).  Before the late
+    trial the forward is called on trial inputs until it has been called `LATE_CALL` times, so a cache that
+    starts after a dozen calls meets the late trial's fresh inputs.  Report `trials` holds the main trials
+    then the extra ones, in order; it stops at the first that raises."""
     import torch
 
     from tritongym.core.eval.worker import probes, trusted
@@ -70,6 +74,8 @@ def run_candidate(
         "environment_changes": [],
         "side_work": [],
         "torch_ops": {},
+        "torch_work": {},
+        "prior": None,
     }
     environment = probes.environment_snapshot()  # before any candidate code exists
     side_before = probes.live_side_work()
@@ -109,9 +115,12 @@ def run_candidate(
             start = time.perf_counter()
             try:
                 with torch.no_grad():
-                    out, ops = traced_call(model, *mine, recorder=recorder)
+                    out, ops, work = traced_call(model, *mine)
                     for op, count in ops.items():  # a plain dict: the report is loaded with weights_only
                         report["torch_ops"][op] = report["torch_ops"].get(op, 0) + count
+                    if trial < len(trial_inputs):  # one main-shape forward's work, averaged over the trials
+                        for op, amount in work.items():
+                            report["torch_work"][op] = report["torch_work"].get(op, 0.0) + amount / len(trial_inputs)
                     flat = flatten_outputs(out)
                     # copies taken the moment forward returns, in stream order: work still running on a
                     # side stream or in a thread shows up as a difference from the final outputs
@@ -138,10 +147,24 @@ def run_candidate(
         if report["trials"] and ghost_inputs is not None:
             last = report["trials"][-1]
             last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
+            numels = {o.numel() for o in report["trials"][0]["outputs"] if type(o) is torch.Tensor}
+            watch = probes.PriorAnswerWatch(numels, task.init_seed ^ 0x9E3779B1) if precomputed_inputs else None
             report["probes"] = probes.run_probes(
-                model, recorder, trial_inputs, mine, ghost_inputs, degenerate_inputs or []
+                model,
+                recorder,
+                trial_inputs,
+                mine,
+                ghost_inputs,
+                degenerate_inputs or [],
+                watch=watch,
+                precomputed_inputs=precomputed_inputs,
             )
+            if watch is not None:
+                report["prior"] = watch.records
+        calls = len(report["trials"]) + len(report["probes"])
         for k, planned in enumerate(extra or []):
+            if planned.late:
+                calls = _fill_calls(model, recorder, trial_inputs, calls, path)
             where = f"at {planned.describe()}" if planned.sizes is not None else "in the late trial"
             own = model
             if planned.sizes is not None:
@@ -155,6 +178,7 @@ def run_candidate(
                 report["stage"] = "run"
             phase = ("shape set", k) if planned.sizes is not None else ("late trial",)
             run_trial(len(trial_inputs) + k, own, planned.inputs, where, phase)
+            calls += 1
         if device.type == "cuda":
             trusted.synchronize()
         for trial, flat, copies in snapshots:
@@ -180,6 +204,34 @@ def run_candidate(
         recorder.caller_stream = None
         report["autotune"] = recorder.autotune.dump()  # also for a failed run: the config it failed with
     return report
+
+
+LATE_CALL = 24
+"""The late trial is at least the forward's LATE_CALL-th call on every backend (a GPU's timing calls, checked
+too, come later still): a cache that starts after a dozen calls is stale there."""
+
+
+def _fill_calls(model, recorder, trial_inputs: list, calls: int, path: str) -> int:
+    """Call the forward on trial inputs until it has been called `LATE_CALL` times; the count reached.
+
+    Their outputs are not judged (any call could be the judged one: the late trial's inputs are fresh);
+    an error in one is the candidate's, named as a call before the late trial."""
+    import torch
+
+    from tritongym.core.eval.worker.stages import StageError, error_info
+    from tritongym.core.eval.worker.tensors import clone_all
+
+    recorder.phase = ("filler",)
+    try:
+        while calls < LATE_CALL - 1:
+            with torch.no_grad():
+                model(*clone_all(trial_inputs[calls % len(trial_inputs)]))
+            calls += 1
+    except Exception as exc:
+        raise StageError("run", _where(error_info(exc, path), f"in call {calls + 1}, before the late trial")) from None
+    finally:
+        recorder.phase = None
+    return calls
 
 
 def bind_weights(model, ref_model) -> tuple[list[str], list[str]]:
@@ -233,6 +285,7 @@ def fork_candidate(
     ghost_inputs: list | None = None,
     extra: list | None = None,
     degenerate_inputs: list | None = None,
+    precomputed_inputs: list | None = None,
 ) -> tuple[dict | None, str]:
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import torch
@@ -257,6 +310,7 @@ def fork_candidate(
                 ghost_inputs=ghost_inputs,
                 extra=extra,
                 degenerate_inputs=degenerate_inputs,
+                precomputed_inputs=precomputed_inputs,
             )
             buffer = io.BytesIO()
             torch.save(report, buffer)

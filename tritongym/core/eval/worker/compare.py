@@ -22,7 +22,9 @@ def flatten_outputs(value) -> list:
     return [value]
 
 
-def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance]) -> OutputComparison:
+def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance], gold=None) -> OutputComparison:
+    """`out` against `ref` at the dtype's tolerance; with `gold` (a `gold.GoldSample`), also the precision
+    numbers: the candidate's and the reference's errors against the float64 gold."""
     tol = tolerances.get(str(ref.dtype), EXACT) if ref.is_floating_point() else EXACT
     result = OutputComparison(
         index=index,
@@ -49,6 +51,10 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
     if not ref.is_floating_point() and not ref.is_complex():
         result.mismatched = int((out != ref).sum())
         return result
+    if gold is not None:
+        from tritongym.core.eval.worker.gold import candidate_err
+
+        result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
     a, b = out.detach().double(), ref.detach().double()
     a_nan, b_nan = torch.isnan(a), torch.isnan(b)
     same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))

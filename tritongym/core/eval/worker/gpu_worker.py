@@ -33,8 +33,14 @@ import sys
 import time
 
 from tritongym.core.eval.worker import frames, trusted
+from tritongym.core.eval.worker.gold import exact_reference, gold_model, gold_samples
 from tritongym.core.eval.worker.launches import tf32_kernels
-from tritongym.core.eval.worker.probes import compare_probes, environment_changes, reference_probe_outputs
+from tritongym.core.eval.worker.probes import (
+    compare_probes,
+    environment_changes,
+    prior_answers,
+    reference_probe_outputs,
+)
 from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded
 from tritongym.core.eval.worker.task_runner import (
     build_reference,
@@ -44,6 +50,7 @@ from tritongym.core.eval.worker.task_runner import (
     install_autotune_policy,
     load_reference,
     make_inputs,
+    precomputed_seed,
 )
 from tritongym.core.eval.worker.tensors import clone_all, same_value
 from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
@@ -163,15 +170,16 @@ def sample_reference(refs: list, generator) -> tuple[list, list]:
     return positions, sent
 
 
-def judge_outputs(outs: list, refs: list, positions: list, tolerances) -> list[dict]:
-    """Each output compared with the reference's, plus its values at the secret positions."""
+def judge_outputs(outs: list, refs: list, positions: list, tolerances, gold: list | None = None) -> list[dict]:
+    """Each output compared with the reference's (and, for a main trial, its gold), plus its values at the
+    secret positions."""
     import torch
 
     from tritongym.core.eval.worker.compare import compare_output
 
     judged = []
     for i, (out, ref) in enumerate(zip(outs, refs)):
-        comparison = compare_output(i, out, ref, tolerances)
+        comparison = compare_output(i, out, ref, tolerances, gold[i] if gold and i < len(gold) else None)
         sample = None
         comparable = type(out) is torch.Tensor and out.shape == ref.shape and out.dtype == ref.dtype
         if comparable and out.device == ref.device and positions[i] is not None:
@@ -261,10 +269,12 @@ class GPUWorker:
         self.channel.unlock_compiles = task.timing.unlock_compiles
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
+                from tritongym.core.eval.worker.gold import exact_reference
                 from tritongym.core.eval.worker.task_runner import run_screen
 
                 configure_precision(task)
-                run_screen(task, taskdir, evidence)
+                with exact_reference():
+                    run_screen(task, taskdir, evidence)
             else:
                 self._run(task, taskdir, evidence)
         evidence.autotune = list(self.recorder.autotune.choices)  # also for a failed run: what it ran with
@@ -295,19 +305,28 @@ class GPUWorker:
             trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
             ref_outputs = []
             try:
-                with torch.no_grad():
+                with torch.no_grad(), exact_reference():
                     for inputs in trial_inputs:
-                        raw, ops = traced_call(ref_model, *clone_all(inputs))
+                        raw, ops, work = traced_call(ref_model, *clone_all(inputs))
                         evidence.reference_torch_ops = evidence.reference_torch_ops or ops
+                        evidence.reference_torch_work = evidence.reference_torch_work or work
                         ref_outputs.append(flatten_outputs(raw))
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
+            # the float64 gold of the main trials, kept on a sample of positions (gold.py); the full float64
+            # outputs are freed trial by trial
+            model64 = gold_model(ref_model)
+            gold_generator = torch.Generator(device=self.device)
+            gold_generator.manual_seed(task.init_seed ^ 0x601D)
+            golds = [gold_samples(model64, xs, outs, gold_generator) for xs, outs in zip(trial_inputs, ref_outputs)]
+            del model64
             # the shape-set and late trials (trial_plan.py): judged like the main ones, never timed
             extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference)
             planned = [{"seed": seed} for seed in task.seeds]
             all_inputs, kept = list(trial_inputs), []
             for trial in extra:
-                outs = reference_outputs(task, reference, ref_model, trial)
+                with exact_reference():
+                    outs = reference_outputs(task, reference, ref_model, trial)
                 if outs is None:
                     continue
                 ref_outputs.append(outs)
@@ -321,9 +340,13 @@ class GPUWorker:
             if self.cuda:
                 trusted.synchronize()
             ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)
+            precomputed_inputs = make_inputs(reference, precomputed_seed(task), self.device)
             degenerate = degenerate_probes(task, reference, self.device)
             try:
-                probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate)
+                with exact_reference():
+                    probe_refs = reference_probe_outputs(
+                        ref_model, trial_inputs, ghost_inputs, degenerate, precomputed_inputs
+                    )
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
             if self.cuda:
@@ -369,18 +392,23 @@ class GPUWorker:
                 ghost_inputs,
                 extra,
                 [(name, inputs) for name, _, inputs, _ in degenerate],
+                precomputed_inputs,
             )
             probe_records = report.pop("probes")
+            prior = report.pop("prior")
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))
             evidence.side_work = list(report.pop("side_work"))
             evidence.torch_ops = {str(k): int(v) for k, v in report.pop("torch_ops").items()}
+            evidence.torch_work = {str(k): float(v) for k, v in report.pop("torch_work").items()}
             evidence.tf32_kernels = tf32_kernels(self.recorder.own_kernels)
             evidence.stage = "run"
             try:
                 if self.cuda:
                     trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
                 evidence.probes = compare_probes(probe_records, probe_refs, ref_outputs, task.tolerances)
+                if prior is not None:
+                    evidence.prior_answers = prior_answers(prior, probe_refs.get("precomputed", []), task.tolerances)
                 for t, (inputs, sent) in enumerate(zip(all_inputs, report["trials"])):
                     after = sent.pop("inputs_after")
                     sent["mutated"] = [
@@ -388,7 +416,8 @@ class GPUWorker:
                     ]
                     outs = sent.pop("outputs")
                     sent["n_outputs"] = len(outs)
-                    sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances)
+                    gold = golds[t] if t < len(golds) else None
+                    sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances, gold)
                 if self.cuda:
                     trusted.synchronize()
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here

@@ -16,9 +16,12 @@ returns without waiting hands back outputs that are certainly not written yet, s
 takes the moment forward returns differ from the final outputs (the `side_work` check), however fast the
 side work would have been.
 
-`Autotuner.run` is wrapped too: its benchmarking is Triton's work (`inside_triton`), and the config each of
-the candidate's autotuned kernels settles on is kept in `autotune` (`autotune.py`, which also holds the
-interpreter's first-config policy).
+While `watch` is set (the `precomputed` probe, `probes.PriorAnswerWatch`), it is told before and after each
+launch of an own kernel, with the launch's arguments: what they held before the kernel ran shows whether the
+answer already existed outside the candidate's Triton.
+
+`Autotuner.run` is wrapped too: the config each of the candidate's autotuned kernels settles on is kept in
+`autotune` (`autotune.py`, which also holds the interpreter's first-config policy).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class LaunchRecorder:
         self.phase: Any = None  # e.g. ("trial", 3); None while the reference or harness runs
         self.ghost = False  # skip the candidate's own launches (ghost replay)
         self.caller_stream: int | None = None  # CUDA stream handle forward is called on (None: no stalls)
-        self.inside_triton = 0  # depth of Triton launch/autotune calls: torch ops there are Triton's, not forward's
+        self.watch: Any = None  # told before/after each own launch (the `precomputed` probe)
         self._stalled: set[tuple[Any, int]] = set()
         self._counts: dict[Any, Counter] = {}
         self._grids: dict[tuple[Any, str], str] = {}
@@ -64,43 +67,25 @@ class LaunchRecorder:
                 continue
             cls.run = self._wrap(original)
         try:
-            from triton.runtime.autotuner import Autotuner, Heuristics
+            from triton.runtime.autotuner import Autotuner
         except ImportError:
             return
-        original = Heuristics.run  # its hooks run torch ops: Triton's, not forward's
-        if getattr(original, "_tritongym_recorder", None) is None:
-            Heuristics.run = self._inside(original)
-        original = Autotuner.run  # benchmarking and pre/post hooks too; and the config it picks is recorded
+        original = Autotuner.run  # the config it picks is recorded
         if getattr(original, "_tritongym_recorder", None) is None:
             Autotuner.run = self._tuning(original)
             if callable(getattr(Autotuner, "prune_configs", None)):
                 Autotuner.prune_configs = pruning(Autotuner.prune_configs)
 
-    def _inside(self, original):
-        recorder = self
-
-        def run(*args, **kwargs):
-            recorder.inside_triton += 1
-            try:
-                return original(*args, **kwargs)
-            finally:
-                recorder.inside_triton -= 1
-
-        run._tritongym_recorder = self  # type: ignore[attr-defined]
-        return run
-
     def _tuning(self, original):
-        """`Autotuner.run`, counted as Triton's own work, with the config it picks for the candidate's
-        kernels recorded in `self.autotune` (autotune.py)."""
+        """`Autotuner.run`, with the config it picks for the candidate's kernels recorded in `self.autotune`
+        (autotune.py)."""
         recorder = self
 
         def run(tuner, *args, **kwargs):
             snapshot = recorder.autotune.before(tuner)
-            recorder.inside_triton += 1
             try:
                 return original(tuner, *args, **kwargs)
             finally:
-                recorder.inside_triton -= 1
                 recorder.autotune.after(tuner, snapshot)
 
         run._tritongym_recorder = self  # type: ignore[attr-defined]
@@ -116,11 +101,12 @@ class LaunchRecorder:
                 return None
             if recorder.caller_stream is not None and recorder.phase is not None and not warmup:
                 recorder._stall_side_stream()
-            recorder.inside_triton += 1
-            try:
-                compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
-            finally:
-                recorder.inside_triton -= 1
+            watch = recorder.watch if not warmup and recorder.is_own(kernel) else None
+            if watch is not None:
+                watch.before(kernel, args, kwargs)
+            compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            if watch is not None:
+                watch.after(kernel, args, kwargs)
             if not warmup and recorder.phase is not None:
                 recorder._record(kernel, grid, compiled)
             return compiled

@@ -1,11 +1,18 @@
-"""Which ATen ops a forward runs: the runtime view of "torch did the work" (the `torch_compute` check).
+"""Which ATen ops a forward runs, and how much work each did: the runtime view of "torch did the work".
 
-The source policy (`torch_ops`) reads the candidate's code, and code can hide a call (`getattr` with a
-built string, a function found at run time, the reference's own `Model`).  Whatever the spelling, torch
-compute reaches the dispatcher as an ATen op, so the worker runs each correctness trial under a
-`TorchDispatchMode` that counts the ops by name; the reference's forward is traced the same way on the
-trusted side.  Ops run inside Triton's own code (a launch, the autotuner's benchmarking and hooks; the
-`LaunchRecorder` keeps the depth) are Triton's business and not counted.
+Source can hide a call (`getattr` with a built string, a function found at run time, a grid callable or an
+autotune hook that computes), but torch compute reaches the dispatcher as an ATen op whatever the spelling or
+the place it is called from.  So the worker runs each correctness trial under a `TorchDispatchMode` that
+counts the ops by name and weighs each compute op's work (`op_work`); the reference's forward is traced the
+same way on the trusted side.  Ops inside Triton's launch code, grid callables, heuristics and autotune hooks
+are counted too: a grid lambda is the candidate's code.  What Triton itself runs there is allocation and
+copies (no work) or a median over a handful of timings (negligible work), so weighing, not exclusion,
+keeps it out of the judgement (`torch_compute`).
+
+Work is in multiply-adds for the contractions (matmul, linear, convolution: output elements times the
+contracted size) and in elements touched for everything else (the largest tensor among inputs and output),
+so a scale folded into a weight (weight-sized) weighs next to nothing beside a batched forward, and a
+convolution left to torch weighs what the reference's does.
 
 A candidate that inspects the dispatch-mode stack could behave differently while traced; the trials are
 where its outputs are judged, so it would have to be honest exactly there.
@@ -16,9 +23,48 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from tritongym.core.eval.op_families import aten_op
 
-def op_tracer(recorder: Any = None):
-    """A fresh dispatch mode whose `ops` counts ATen op names (`mm`, `_softmax`, `empty_like`, ...)."""
+_CONTRACTIONS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "dot", "vdot", "mv", "addmv"})
+_CONVOLUTIONS = frozenset(
+    {"convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "convolution_overrideable"}
+)
+
+
+def _tensors(values) -> list:
+    import torch
+
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, torch.Tensor))
+    return found
+
+
+def op_work(op: str, args: tuple, kwargs: dict, out: Any) -> float:
+    """The work one compute op did: multiply-adds for contractions, elements touched for the rest."""
+    outputs = _tensors(out if isinstance(out, (list, tuple)) else [out])
+    inputs = _tensors(list(args) + list(kwargs.values()))
+    largest = max((t.numel() for t in inputs + outputs), default=0)
+    if not outputs:
+        return float(largest)
+    produced = outputs[0].numel()
+    if op in _CONTRACTIONS:
+        operands = [t for t in inputs if t.dim() >= 1]
+        first = operands[-2] if op in ("addmm", "baddbmm", "addbmm", "addmv") and len(operands) >= 3 else operands[0]
+        inner = first.shape[-1] if first.dim() >= 1 else 1
+        return float(produced) * float(inner)
+    if op in _CONVOLUTIONS and len(inputs) >= 2:
+        weight = inputs[1]
+        return float(produced) * float(weight[0].numel() if weight.dim() > 1 else 1)
+    return float(largest)
+
+
+def op_tracer():
+    """A fresh dispatch mode whose `ops` counts ATen op names (`mm`, `_softmax`, `empty_like`, ...) and whose
+    `work` sums `op_work` per compute op."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpTracer(TorchDispatchMode):
@@ -32,18 +78,24 @@ def op_tracer(recorder: Any = None):
         def __init__(self) -> None:
             super().__init__()
             self.ops: Counter = Counter()
+            self.work: Counter = Counter()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if recorder is None or not recorder.inside_triton:
-                self.ops[func.overloadpacket.__name__] += 1
-            return func(*args, **(kwargs or {}))
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = func.overloadpacket.__name__
+            self.ops[name] += 1
+            op = aten_op(name)
+            if op is not None:
+                self.work[name] += op_work(op, args, kwargs, out)
+            return out
 
     return OpTracer()
 
 
-def traced_call(fn, *args, recorder: Any = None) -> tuple[Any, dict[str, int]]:
-    """`fn(*args)` and the ATen ops it ran."""
-    tracer = op_tracer(recorder)
+def traced_call(fn, *args) -> tuple[Any, dict[str, int], dict[str, float]]:
+    """`fn(*args)`, the ATen ops it ran, and the work of its compute ops."""
+    tracer = op_tracer()
     with tracer:
         result = fn(*args)
-    return result, dict(tracer.ops)
+    return result, dict(tracer.ops), dict(tracer.work)

@@ -8,11 +8,18 @@ candidate's forward is called again, in the candidate's context (`run_probes`), 
   torch otherwise, launches none of its kernels here;
 * `refresh`: the very input buffers of the last trial, refilled *in place* with another trial's values
   (same pointers, new contents); a cache keyed on pointers returns the stale result;
-* `repeat`: the same call again: an honest kernel agrees with itself (races and reads of uninitialised
-  memory do not);
+* `repeat`: the same call again, compared with the reference like `refresh` (not with `refresh`'s outputs:
+  two honest calls may differ by float reassociation, split-K atomics for one, and each be right; races
+  and reads of memory never written are wrong);
 * `ghost`: every Triton kernel defined in the candidate skipped (its launches return at once), on inputs
   no call has seen; an output that still matches the reference was never computed by those kernels
   (a decoy, or memory that happened to hold the answer);
+* `precomputed`: inputs no other call saw (so no freed block can hold their answer), with a
+  `PriorAnswerWatch` on the launches: before each launch of an
+  own kernel, every floating tensor argument the size of an output that no own kernel wrote (not an input,
+  not a weight) is sampled; the trusted side finds any that already held an output's values.  Triton that
+  only moves an answer torch, numpy or a callback (a grid lambda, an autotune hook) computed adds no
+  arithmetic to it (`prior_answers`, the `precomputed` check);
 * `degenerate:<control>`: only on a problem degenerate for that negative control (`controls.py`), once on
   inputs transformed so that the control's answer is wrong there; compared with the reference *and* with
   the control's answer: a candidate giving the latter returned zeros, a constant or its input.
@@ -41,7 +48,11 @@ def mode_probe_name(grad: bool, train: bool) -> str:
 
 
 def reference_probe_outputs(
-    ref_model, trial_inputs: list[list], ghost_inputs: list, degenerate: list | None = None
+    ref_model,
+    trial_inputs: list[list],
+    ghost_inputs: list,
+    degenerate: list | None = None,
+    precomputed_inputs: list | None = None,
 ) -> dict[str, list]:
     """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
     reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
@@ -67,6 +78,8 @@ def reference_probe_outputs(
         ref_model.train(was_training)
         with torch.no_grad():
             refs["ghost"] = detached(ref_model(*clone_all(ghost_inputs)))
+            if precomputed_inputs is not None:
+                refs["precomputed"] = detached(ref_model(*clone_all(precomputed_inputs)))
             for name, control, inputs, other_inputs in degenerate or []:
                 refs[name] = detached(ref_model(*clone_all(inputs)))
                 other = detached(ref_model(*clone_all(other_inputs))) if control == "other_seed_output" else []
@@ -88,10 +101,13 @@ def run_probes(
     last_buffers: list | None,
     ghost_inputs: list,
     degenerate_inputs: list | None = None,
+    watch: PriorAnswerWatch | None = None,
+    precomputed_inputs: list | None = None,
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
 
-    `degenerate_inputs`: (probe name, inputs) of the degeneracy probes, called last."""
+    `degenerate_inputs`: (probe name, inputs) of the degeneracy probes, called last.  With `watch`, the
+    `precomputed` call runs under it on `precomputed_inputs` (its samples stay in `watch.records`)."""
     import torch
 
     from tritongym.core.eval.worker.compare import flatten_outputs
@@ -131,6 +147,14 @@ def run_probes(
                 call("refresh", 0, last_buffers, False, was_training)
                 call("repeat", 0, last_buffers, False, was_training)
         call("ghost", -1, clone_all(ghost_inputs), False, was_training, ghost=True)
+        if watch is not None and precomputed_inputs is not None:
+            inputs = clone_all(precomputed_inputs)
+            watch.exclude(list(inputs) + list(model.parameters()) + list(model.buffers()))
+            recorder.watch = watch
+            try:
+                call("precomputed", -1, inputs, False, was_training)
+            finally:
+                recorder.watch = None
         for name, inputs in degenerate_inputs or []:
             call(name, -1, clone_all(inputs), False, was_training)
     finally:
@@ -159,18 +183,14 @@ def _refill(buffers: list, values: list) -> bool:
 
 
 def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances) -> list:
-    """`ProbeCall`s: each probe's outputs compared with its reference (`repeat`: with `refresh`'s outputs)."""
+    """`ProbeCall`s: each probe's outputs compared with its reference."""
     from tritongym.core.eval.worker.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
 
     calls = []
-    by_name = {r["probe"]: r for r in records}
     for record in records:
         name = record["probe"]
-        if name == "repeat":
-            earlier = by_name.get("refresh")
-            refs = earlier["outputs"] if earlier else []
-        elif name == "refresh":
+        if name in ("refresh", "repeat"):
             refs = trial_refs[record["trial"]]
         else:
             refs = probe_refs.get(name, [])
@@ -192,6 +212,116 @@ def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs:
             )
         )
     return calls
+
+
+class PriorAnswerWatch:
+    """The `precomputed` probe's eyes on the launches (`LaunchRecorder.watch`): samples, before each launch of
+    an own kernel, the floating tensor arguments that could hold an output (same element count as one of
+    trial 0's outputs) unless an own kernel wrote them last, so the trusted side can tell whether the answer
+    existed before the candidate's Triton ran.
+
+    An argument counts as written by an own kernel when its sampled values changed across that kernel's
+    launch, until torch next modifies it (its `_version` moves; a Triton store does not move it).  Inputs,
+    weights and buffers are never sampled: an answer equal to one of them is the problem's, not a hack."""
+
+    LIMIT = 64  # samples kept per call: enough for any honest pipeline, bounded for any hostile one
+    POSITIONS = 256  # per sampled argument
+
+    def __init__(self, output_numels: set[int], seed: int) -> None:
+        self.numels = {n for n in output_numels if n > 0}
+        self.seed = seed
+        self.records: list[dict] = []
+        self._positions: dict[tuple[int, str], object] = {}
+        self._excluded: set[int] = set()
+        self._made: dict[int, int] = {}  # storage pointer -> its `_version` right after an own kernel changed it
+        self._pending: list[tuple] = []
+
+    def exclude(self, tensors: list) -> None:
+        import torch
+
+        self._excluded |= {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor)}
+
+    def _where(self, numel: int, device):
+        import torch
+
+        key = (numel, str(device))
+        if key not in self._positions:
+            generator = torch.Generator().manual_seed(self.seed + numel)
+            where = torch.randint(0, numel, (min(self.POSITIONS, numel),), generator=generator)
+            self._positions[key] = where.to(device)
+        return self._positions[key]
+
+    def _sample(self, tensor):
+        import torch
+
+        return tensor.detach().reshape(-1)[self._where(tensor.numel(), tensor.device)].to("cpu", torch.float64)
+
+    def _watched(self, args: tuple, kwargs: dict) -> list[tuple[str, object, int]]:
+        import torch
+
+        found = []
+        for label, value in [(f"argument {i}", v) for i, v in enumerate(args)] + [
+            (f"argument {k}", v) for k, v in kwargs.items()
+        ]:
+            if type(value) is torch.Tensor and value.is_floating_point() and value.numel() in self.numels:
+                ptr = value.untyped_storage().data_ptr()
+                if ptr not in self._excluded:
+                    found.append((label, value, ptr))
+        return found
+
+    def before(self, kernel, args: tuple, kwargs: dict) -> None:
+        name = getattr(getattr(kernel, "fn", None), "__name__", type(kernel).__name__)
+        self._pending = []
+        for label, tensor, ptr in self._watched(args, kwargs):
+            sample = self._sample(tensor)
+            self._pending.append((tensor, ptr, sample))
+            if self._made.get(ptr) == tensor._version or len(self.records) >= self.LIMIT:
+                continue
+            self.records.append(
+                {
+                    "kernel": name,
+                    "argument": label,
+                    "numel": tensor.numel(),
+                    "positions": self._where(tensor.numel(), tensor.device).cpu(),
+                    "values": sample,
+                }
+            )
+
+    def after(self, kernel, args: tuple, kwargs: dict) -> None:
+        import torch
+
+        for tensor, ptr, before in self._pending:
+            if not torch.equal(self._sample(tensor).nan_to_num(), before.nan_to_num()):
+                self._made[ptr] = tensor._version
+        self._pending = []
+
+
+def prior_answers(records: list[dict], refs: list, tolerances) -> list[str]:
+    """Trusted side of the `precomputed` probe: which sampled arguments already held an output's values
+    (within the output's tolerance at 99% of the positions, and not a constant: a zeroed accumulator is no
+    answer unless the problem is degenerate, which the `degenerate` check handles)."""
+    import torch
+
+    from tritongym.core.eval.worker.compare import EXACT
+
+    found = []
+    for record in records:
+        values = record["values"]
+        if values.numel() == 0 or bool(values.max() == values.min()):
+            continue
+        for i, ref in enumerate(refs):
+            if type(ref) is not torch.Tensor or not ref.is_floating_point() or ref.numel() != record["numel"]:
+                continue
+            want = ref.detach().reshape(-1)[record["positions"].to(ref.device)].to("cpu", torch.float64)
+            tol = tolerances.get(str(ref.dtype), EXACT)
+            close = (values - want).abs() <= tol.atol + tol.rtol * want.abs()
+            if float(close.double().mean()) >= 0.99:
+                found.append(
+                    f"before own kernel `{record['kernel']}` ran, its {record['argument']} already held output {i}'s "
+                    "values (a tensor none of the candidate's kernels wrote)"
+                )
+                break
+    return found
 
 
 def _is_tensor(value) -> bool:

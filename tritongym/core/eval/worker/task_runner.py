@@ -69,6 +69,11 @@ def ghost_seed(task: WorkerTask) -> int:
     return (task.init_seed * 2654435761 + 0x6057) % (2**31)
 
 
+def precomputed_seed(task: WorkerTask) -> int:
+    """Seed of the `precomputed` probe's inputs: secret, unlike any trial's, the ghost's or the late trial's."""
+    return (task.init_seed * 1103515245 + 0x9C0D) % (2**31)
+
+
 def degenerate_seed(task: WorkerTask, k: int) -> int:
     """Seed of the k-th degeneracy probe's inputs: secret, like the ghost's, and unlike it."""
     return (task.init_seed * 69069 + 0xD6E + 7 * k) % (2**31)
@@ -113,9 +118,10 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
 
     from tritongym.core.eval.worker.candidate_runner import fork_candidate
     from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.eval.worker.gold import exact_reference, gold_model, gold_samples
     from tritongym.core.eval.worker.launches import LaunchRecorder
     from tritongym.core.eval.worker.op_trace import traced_call
-    from tritongym.core.eval.worker.probes import compare_probes, reference_probe_outputs
+    from tritongym.core.eval.worker.probes import compare_probes, prior_answers, reference_probe_outputs
     from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
 
     device = torch.device(task.device)
@@ -130,6 +136,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     ref_model, init_inputs = build_reference(task, reference, device)
     trial_inputs = [make_inputs(reference, seed, device) for seed in task.seeds]
     ghost_inputs = make_inputs(reference, ghost_seed(task), device)
+    precomputed_inputs = make_inputs(reference, precomputed_seed(task), device)
     extra = plan_extra_trials(task, reference, device, make_inputs, build_reference)
     degenerate = degenerate_probes(task, reference, device)
     evidence.stage = "import"
@@ -145,20 +152,26 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         ghost_inputs,
         extra,
         [(name, inputs) for name, _, inputs, _ in degenerate],
+        precomputed_inputs,
     )
     if report is None:
         evidence.stage = "run"
         raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
-    trials = []
+    trials, golds = [], []
+    model64 = gold_model(ref_model)
+    generator = torch.Generator(device=device).manual_seed(task.init_seed ^ 0x601D)
     for seed, inputs in zip(task.seeds, trial_inputs):
         try:
-            with torch.no_grad():
-                raw, ops = traced_call(ref_model, *clone_all(inputs))
+            with torch.no_grad(), exact_reference():
+                raw, ops, work = traced_call(ref_model, *clone_all(inputs))
                 ref_out = flatten_outputs(raw)
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
         evidence.reference_torch_ops = evidence.reference_torch_ops or ops
+        evidence.reference_torch_work = evidence.reference_torch_work or work
         trials.append(({"seed": seed}, inputs, ref_out))
+        golds.append(gold_samples(model64, inputs, ref_out, generator))
+    del model64
     sent_trials = list(report["trials"])
     main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
     for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
@@ -167,19 +180,24 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             trials.append((planned.evidence_fields(), planned.inputs, ref_out))
             main_sent.append(sent)
     try:
-        probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate)
+        with exact_reference():
+            probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate, precomputed_inputs)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
     evidence.bound_weights, evidence.unbound_weights = list(report["bound"]), list(report["unbound"])
-    for (fields, inputs, refs), sent in zip(trials, main_sent):
+    for t, ((fields, inputs, refs), sent) in enumerate(zip(trials, main_sent)):
         outs = sent["outputs"]
         after = sent["inputs_after"]
         mutated = [i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)]
+        gold = golds[t] if t < len(golds) else [None] * len(refs)
         evidence.trials.append(
             TrialEvidence(
                 **fields,
-                outputs=[compare_output(i, o, r, task.tolerances) for i, (o, r) in enumerate(zip(outs, refs))],
+                outputs=[
+                    compare_output(i, o, r, task.tolerances, g)
+                    for i, (o, r, g) in enumerate(zip(outs, refs, gold + [None] * (len(refs) - len(gold))))
+                ],
                 n_outputs=len(outs),
                 ref_n_outputs=len(refs),
                 inputs_unchanged=not mutated,
@@ -194,6 +212,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
     evidence.torch_ops = {str(k): int(v) for k, v in report["torch_ops"].items()}
+    evidence.torch_work = {str(k): float(v) for k, v in report["torch_work"].items()}
+    if report["prior"] is not None:
+        evidence.prior_answers = prior_answers(report["prior"], probe_refs.get("precomputed", []), task.tolerances)
     evidence.stage = report["stage"]
     if report["error"] is not None:
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))
@@ -270,9 +291,14 @@ def install_autotune_policy() -> None:
 
 
 def configure_precision(task: WorkerTask) -> None:
+    """TF32 for torch's float32 matmuls and convolutions as the policy allows (core/precision.py): what the
+    candidate's own torch calls and the reference's timing run with.  The reference's *outputs* are always
+    computed with it off (`gold.exact_reference`)."""
     import torch
 
-    allow = task.precision == "tf32"
+    from tritongym.core.precision import tf32_enabled
+
+    allow = tf32_enabled(task.precision)
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
     torch.set_float32_matmul_precision("high" if allow else "highest")
@@ -304,7 +330,10 @@ def main() -> None:
         else:
             evidence.fingerprint = local_fingerprint()
         if task.mode == "screen":
-            run_screen(task, workdir, evidence)
+            from tritongym.core.eval.worker.gold import exact_reference
+
+            with exact_reference():
+                run_screen(task, workdir, evidence)
         else:
             run_evaluate(task, workdir, evidence, [result_fd])
     line = f"TRITONGYM-RESULT {nonce} {evidence.model_dump_json()}\n".encode()

@@ -10,7 +10,8 @@ before any candidate code exists:
   that hard-codes the main shape fails there, and the message names the set.  A *derived* set the
   reference cannot build or run is skipped (the derivation guessed which constants are sizes); a
   declared one that fails is the problem's error;
-* the **late trial** calls the main model once more, after every probe and shape trial, on fresh inputs
+* the **late trial** calls the main model once more, after every probe and shape trial and after enough
+  unjudged calls that it is at least the forward's `candidate_runner.LATE_CALL`-th call, on fresh inputs
   from a secret seed: a forward that serves a cached answer once it has been called a dozen times fails
   there on every backend.
 
@@ -157,7 +158,7 @@ def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTri
     model = trial.ref_model if trial.ref_model is not None else main_model
     try:
         with sizes_applied(reference, trial.sizes), torch.no_grad():
-            raw, _ = traced_call(model, *clone_all(trial.inputs))
+            raw, _, _ = traced_call(model, *clone_all(trial.inputs))
         return flatten_outputs(raw)
     except Exception as exc:
         if trial.sizes is not None and task.extra_sizes_optional:

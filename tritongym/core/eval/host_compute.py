@@ -1,36 +1,28 @@
-"""`torch_ops`: the reference's computation must run in the candidate's Triton kernels, not in torch.
+"""Torch compute in a candidate's host code, read from the source: advice beside the runtime measure.
 
-A candidate can launch a token kernel and let torch do the real work in `forward`.  This check finds the
-torch compute in host code: every function `ModelNew` may run (its methods and, transitively, the
-functions and classes of the file they refer to, hooks registered in `__init__` included) except
-`__init__` itself, where weights are made, and except autograd `backward`s, which forward never runs.
-Compute is recognised by its canonical op (`tritongym.core.eval.op_families`) whatever the spelling:
-`torch.X(...)`, `F.X(...)` through any alias, `torch.ops.aten.X`, tensor methods (`x.sum()`, `x.__mul__`),
-`nn` layers called (`self.fc(x)` where `__init__` built `self.fc = nn.Linear(...)`, `nn.ReLU()(x)`, layers
-of an `nn.Sequential`), a function passed as a value (`map(torch.relu, ...)`) and arithmetic operators on
-tensors (`@` always; `+ - * / ** < >`... when an operand is known to be a tensor: a forward argument, a
-torch result, a weight).  The reference's ops are found the same way in `Model`.
+`torch_compute` weighs, at run time, the work torch did in the forward against the reference's; this scan
+says *where* in the source that work is written, so a verdict can point at a line.  It reads every function
+`ModelNew` may run (its methods and, transitively, the functions and classes of the file they refer to,
+hooks registered in `__init__` included) except `__init__` itself, where weights are made, and except
+autograd `backward`s, which forward never runs.  Compute is recognised by its canonical op
+(`tritongym.core.eval.op_families`) whatever the spelling: `torch.X(...)`, `F.X(...)` through any alias,
+`torch.ops.aten.X`, tensor methods (`x.sum()`, `x.__mul__`), `nn` layers called (`self.fc(x)` where
+`__init__` built `self.fc = nn.Linear(...)`, `nn.ReLU()(x)`, layers of an `nn.Sequential`), a function passed
+as a value (`map(torch.relu, ...)`) and arithmetic operators on tensors (`@` always; `+ - * / ** < >`... when
+an operand is known to be a tensor: a forward argument, a torch result, a weight).
 
-Policies: `strict` (default) fails on an op of any family the reference's forward uses (`torch.mm` for a
-`torch.matmul` problem, `x.max()` for a softmax); `practical` passes and lists the torch compute found
-(the profiler's PR measure judges how much it matters); `off` passes.
+A pattern is never a verdict on its own (folding BatchNorm statistics into a bias is torch compute in host
+code, and honest): this module only finds; the measure decides.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import CallableNode, SourceScan, finding, is_main_guard, scan, snippet, verdict
-from tritongym.core.eval.op_families import canonical_op, families_of, method_op, nn_class_op
-from tritongym.core.interfaces import StaticCheck
-from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.eval.ast_scan import CallableNode, SourceScan, is_main_guard
+from tritongym.core.eval.op_families import canonical_op, method_op, nn_class_op
 
 _BINARY = {
     ast.Add: "add",
@@ -53,17 +45,6 @@ _TENSOR_METHODS = frozenset(
 )
 _NOT_FORWARD = frozenset({"backward", "setup_context", "jvp", "vjp"})
 _PLAIN_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "tuple", "list", "dict"})
-_FIX = "compute it in a Triton kernel; use torch only to allocate outputs and take views"
-
-
-class TorchOpsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    policy: Literal["strict", "practical", "off"] = Field(
-        default="strict",
-        description="strict: fail on torch compute that duplicates the reference's ops; practical: list it; "
-        "off: ignore",
-    )
 
 
 @dataclass(frozen=True)
@@ -73,58 +54,6 @@ class OpUse:
     op: str
     node: ast.AST
     function: str
-
-
-class TorchOpsCheck(StaticCheck):
-    """No torch compute in host code that does the reference's work (policy strict/practical/off)."""
-
-    name = "torch_ops"
-    priority = 60
-    Options: ClassVar[type[BaseModel]] = TorchOpsOptions
-
-    def check_source(self, tree: ast.Module, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        policy = self.options.policy
-        if policy == "off":
-            return CheckVerdict(name=self.name, passed=True)
-        uses = host_compute(scan(tree), "ModelNew")
-        if policy == "practical":
-            listed = ", ".join(f"line {u.node.lineno} {u.op} (`{snippet(u.node, 40)}`)" for u in uses[:12])
-            reason = (
-                f"torch compute in host code, left to the PR measure (policy 'practical'): {listed}" if uses else ""
-            )
-            return CheckVerdict(name=self.name, passed=True, reason=reason)
-        reference = reference_ops(problem.source)
-        found = []
-        for use in uses:
-            if reference is None:
-                duplicated = "the reference's work (its ops could not be read, so all torch compute counts)"
-            else:
-                twins = sorted(op for op in reference if families_of(op) & families_of(use.op))
-                if not twins:
-                    continue
-                duplicated = f"the same work as the reference's `{'`, `'.join(twins)}`"
-            found.append(
-                finding(
-                    use.node,
-                    f"torch computes `{use.op}` in host code (`{use.function}`), {duplicated} "
-                    "(policy 'strict': the reference's computation must run in your Triton kernels)",
-                    _FIX,
-                )
-            )
-        return verdict(self.name, found)
-
-
-@functools.lru_cache(maxsize=64)
-def reference_ops(source: str) -> frozenset[str] | None:
-    """The canonical ops `Model` computes in the reference source, or None if it cannot be read."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    facts = scan(tree)
-    if "Model" not in facts.classes:
-        return None
-    return frozenset(use.op for use in host_compute(facts, "Model"))
 
 
 def host_compute(facts: SourceScan, class_name: str) -> list[OpUse]:
@@ -394,8 +323,3 @@ def _allocates(path: str) -> bool:
         or last.endswith("_like")
         or last.startswith("rand")
     )
-
-
-@hookimpl
-def register_checks(register):
-    register(TorchOpsCheck)

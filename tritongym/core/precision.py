@@ -1,0 +1,75 @@
+"""Precision by measurement: the classes an output's error against the float64 "gold" names, and the policy.
+
+Source patterns cannot tell a precision downgrade from an honest idiom: Triton's own tutorial GEMM calls
+`tl.dot(a, b)` (TF32 on float32 operands), 3xTF32 uses TF32 instructions to reach float32 accuracy, and a
+float16 cast can be exact for the data at hand.  So the worker runs the reference once more in float64 (its
+parameters and floating inputs upcast), the *gold*, and every output comparison carries two numbers on the same
+sample of positions: the candidate's relative-norm error against gold, and the reference's own error at its
+dtype (computed with TF32 off).  The error names a class:
+
+| class  | error floor | what reaches it (measured on random data)                                  |
+|--------|-------------|----------------------------------------------------------------------------|
+| `ieee` | 1e-5        | float32 arithmetic in any order (1e-7 to 1e-6), split-K atomics, 3xTF32     |
+| `tf32` | 1e-3        | TF32 or float16 operands with float32 accumulation (3e-4 to 5e-4)           |
+| `half` | 1e-2        | bfloat16 operands or outputs (2e-3 to 4e-3)                                 |
+
+and an error above the `half` floor is `below-half`.  A class's bound is its floor or `SLACK` times the
+reference's own error, whichever is larger, so on a float16 problem (whose reference is itself at ~5e-4) a
+candidate as exact as the reference is `ieee`: "as exact as the problem's dtype allows".
+
+The evaluation's `precision` policy names the lowest class that passes: `ieee`, `tf32` (the default: what
+KernelBench's harness and KernelGYM accept for float32 problems) or `half`.  The reference is timed in the
+same class: with TF32 matmuls and convolutions on under `tf32` and `half`, off under `ieee`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+CLASSES: tuple[str, ...] = ("ieee", "tf32", "half")
+"""From most to least exact; a policy passes its own class and every class before it."""
+
+BELOW_HALF = "below-half"
+
+FLOORS: dict[str, float] = {"ieee": 1e-5, "tf32": 1e-3, "half": 1e-2}
+"""Relative-norm error against gold that each class allows, whatever the reference's own error."""
+
+SLACK = 4.0
+"""A class also allows this multiple of the reference's own error: no candidate is asked to be more exact
+than the reference itself is at the problem's dtype."""
+
+GOLD_SAMPLE = 1 << 16
+"""Positions per output at which gold is kept and errors are measured (all of them in a smaller output)."""
+
+
+def bound(cls: str, ref_err: float | None) -> float:
+    """The largest error against gold that `cls` allows, given the reference's own error."""
+    return max(FLOORS[cls], SLACK * (ref_err or 0.0))
+
+
+def classify(err: float | None, ref_err: float | None) -> str | None:
+    """The most exact class an error reaches (None when it was not measured)."""
+    if err is None:
+        return None
+    for cls in CLASSES:
+        if err <= bound(cls, ref_err):
+            return cls
+    return BELOW_HALF
+
+
+def passing(policy: str) -> tuple[str, ...]:
+    """The classes a policy accepts: its own and every more exact one."""
+    return CLASSES[: CLASSES.index(policy) + 1]
+
+
+def worst(classes: Iterable[str | None]) -> str | None:
+    """The least exact of several classes (None ignored; None when none was measured)."""
+    order = {c: i for i, c in enumerate((*CLASSES, BELOW_HALF))}
+    measured = [c for c in classes if c is not None]
+    return max(measured, key=order.__getitem__) if measured else None
+
+
+def tf32_enabled(policy: str) -> bool:
+    """Whether torch's float32 matmuls and convolutions may use TF32 under this policy (the reference is
+    timed so, and the candidate's own torch calls run so)."""
+    return policy != "ieee"
