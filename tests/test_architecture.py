@@ -34,7 +34,7 @@ LAYERS = [
 PLUGIN_HELPERS = {
     "tritongym.core.eval.ast_scan",
     "tritongym.core.eval.host_compute",
-    "tritongym.core.eval.op_families",
+    "tritongym.core.op_families",
     "tritongym.core.eval.sandbox",
     "tritongym.core.eval.gpu_pool",
     "tritongym.core.learn.model_loading",

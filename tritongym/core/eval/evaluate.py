@@ -40,6 +40,14 @@ from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
 
+FOLDED_CHECKS = {
+    "torch_ops": "'torch_ops' (a source scan) was folded into 'torch_compute', which weighs torch's work at run "
+    "time: set its options under torch_compute (policy strict/practical/off)",
+    "dot_precision": "'dot_precision' (TF32 read from PTX) was folded into 'precision', which measures each output's "
+    'precision class against a float64 gold: choose the class with `precision = "ieee"`',
+}
+"""Checks of earlier releases that are now part of another, with what to write instead."""
+
 
 def trial_seeds(config: EvalConfig) -> list[int]:
     """Distinct seeds per trial: fixed when `seed` is set, otherwise fresh for every evaluation so no
@@ -104,11 +112,12 @@ class Evaluator:
         else:
             check_names = list(self.config.checks)
         check_names += [n for n in self.config.enable_checks if n not in check_names]
-        for field in ("skip_checks", "enable_checks"):
-            unknown = sorted(set(getattr(self.config, field)) - set(registered))
+        for field in ("checks", "skip_checks", "enable_checks"):
+            unknown = sorted(set(getattr(self.config, field) or ()) - set(registered))
             if unknown:
+                folded = "".join(f"; {FOLDED_CHECKS[n]}" for n in unknown if n in FOLDED_CHECKS)
                 raise ConfigError(
-                    f"{field} names no registered check: {', '.join(unknown)} (known: {', '.join(registered)})"
+                    f"{field} names no registered check: {', '.join(unknown)} (known: {', '.join(registered)}){folded}"
                 )
         check_names = [n for n in check_names if n not in self.config.skip_checks]
         options = {**(self.config.checks or {}), **self.config.enable_checks}

@@ -5,7 +5,7 @@ says *where* in the source that work is written, so a verdict can point at a lin
 `ModelNew` may run (its methods and, transitively, the functions and classes of the file they refer to,
 hooks registered in `__init__` included) except `__init__` itself, where weights are made, and except
 autograd `backward`s, which forward never runs.  Compute is recognised by its canonical op
-(`tritongym.core.eval.op_families`) whatever the spelling: `torch.X(...)`, `F.X(...)` through any alias,
+(`tritongym.core.op_families`) whatever the spelling: `torch.X(...)`, `F.X(...)` through any alias,
 `torch.ops.aten.X`, tensor methods (`x.sum()`, `x.__mul__`), `nn` layers called (`self.fc(x)` where
 `__init__` built `self.fc = nn.Linear(...)`, `nn.ReLU()(x)`, layers of an `nn.Sequential`), a function passed
 as a value (`map(torch.relu, ...)`) and arithmetic operators on tensors (`@` always; `+ - * / ** < >`... when
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tritongym.core.eval.ast_scan import CallableNode, SourceScan, is_main_guard
-from tritongym.core.eval.op_families import canonical_op, method_op, nn_class_op
+from tritongym.core.op_families import canonical_op, method_op, nn_class_op
 
 _BINARY = {
     ast.Add: "add",

@@ -1,8 +1,11 @@
-"""`determinism`: two calls on the same inputs agree (within the output dtype's tolerance).
+"""`determinism`: a second call on the same inputs is still right.
 
-The `repeat` probe of `core/eval/worker/probes.py` repeats the `refresh` call on identical inputs.  Honest kernels
-agree with themselves up to rounding (atomics may reorder a sum); kernels that race, or that read memory
-they never wrote, do not.
+The `repeat` probe of `core/eval/worker/probes.py` repeats the `refresh` call on identical inputs, and its
+outputs are compared with the *reference*, not with the first call's: two honest calls may differ by float
+reassociation (split-K `tl.atomic_add` sums in whatever order the programs finish) and each still be within
+tolerance of the answer, while their difference is up to twice that.  Comparing the two calls with each
+other at one tolerance judged such a kernel `hacked` about once in five H100 runs.  Kernels that race, or
+that read memory they never wrote, give a wrong second answer.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from tritongym.core.verdict import probe_outputs_match
 
 
 class DeterminismCheck(RuntimeCheck):
-    """Two calls of the forward on the same inputs give the same outputs, within tolerance."""
+    """A second call of the forward on the same inputs is still within tolerance of the reference."""
 
     name = "determinism"
     priority = 50
@@ -34,10 +37,10 @@ class DeterminismCheck(RuntimeCheck):
                 name=self.name,
                 passed=False,
                 stage="runtime",
-                reason=f"two calls on identical inputs disagree ({judged.message}): a race, or reads of memory "
-                "the kernel never wrote; make every output element a function of the inputs alone",
+                reason=f"called again on identical inputs, the forward's answer is wrong ({judged.message}): a race, "
+                "or reads of memory the kernel never wrote; make every output element a function of the inputs alone",
             )
-        return CheckVerdict(name=self.name, passed=True, stage="runtime", reason="repeated call agrees")
+        return CheckVerdict(name=self.name, passed=True, stage="runtime", reason="a repeated call is still right")
 
 
 @hookimpl

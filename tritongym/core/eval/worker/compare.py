@@ -52,8 +52,6 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         result.mismatched = int((out != ref).sum())
         return result
     if gold is not None:
-        from tritongym.core.eval.worker.gold import candidate_err
-
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
     a, b = out.detach().double(), ref.detach().double()
     a_nan, b_nan = torch.isnan(a), torch.isnan(b)
@@ -71,3 +69,34 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
     if bool((a_nan != b_nan).any()):
         result.note = "NaN where the reference has a number (or the reverse)"
     return result
+
+
+def rel_err(values, gold) -> float | None:
+    """||values - gold|| / ||gold|| over the positions where both are finite; None when gold is all zero."""
+    import torch
+
+    a, g = values.double(), gold.double()
+    finite = torch.isfinite(a) & torch.isfinite(g)
+    if not bool(finite.any()):
+        return None
+    norm = float(g[finite].norm())
+    if norm == 0.0:
+        return None if float(a[finite].norm()) == 0.0 else float("inf")
+    return float((a[finite] - g[finite]).norm()) / norm
+
+
+def candidate_err(out, sample) -> float | None:
+    """The candidate output's error against gold on the sample (None when there is no gold or no match)."""
+    import torch
+
+    if sample is None or type(out) is not torch.Tensor or not out.is_floating_point():
+        return None
+    flat = out.detach().reshape(-1)
+    if sample.positions is None:
+        if flat.numel() != sample.values.numel():
+            return None
+        return rel_err(flat, sample.values)
+    where = sample.positions if sample.positions.device == flat.device else sample.positions.to(flat.device)
+    if int(where.max()) >= flat.numel():
+        return None
+    return rel_err(flat[where], sample.values.to(flat.device))

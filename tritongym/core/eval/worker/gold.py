@@ -64,20 +64,6 @@ def _upcast(value):
     return value
 
 
-def rel_err(values, gold) -> float | None:
-    """||values - gold|| / ||gold|| over the positions where both are finite; None when gold is all zero."""
-    import torch
-
-    a, g = values.double(), gold.double()
-    finite = torch.isfinite(a) & torch.isfinite(g)
-    if not bool(finite.any()):
-        return None
-    norm = float(g[finite].norm())
-    if norm == 0.0:
-        return None if float(a[finite].norm()) == 0.0 else float("inf")
-    return float((a[finite] - g[finite]).norm()) / norm
-
-
 def gold_samples(model64, inputs: list, refs: list, generator) -> list[GoldSample | None]:
     """Gold for one trial's inputs at up to `GOLD_SAMPLE` positions per floating output (None where an output
     has no gold: not floating, not a tensor, or the float64 forward failed)."""
@@ -85,7 +71,7 @@ def gold_samples(model64, inputs: list, refs: list, generator) -> list[GoldSampl
 
     import torch
 
-    from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.compare import flatten_outputs, rel_err
 
     if model64 is None:
         return [None] * len(refs)
@@ -117,20 +103,3 @@ def gold_samples(model64, inputs: list, refs: list, generator) -> list[GoldSampl
         samples.append(GoldSample(where, values.clone(), rel_err(ref_values, values)))
     del golds
     return samples
-
-
-def candidate_err(out, sample: GoldSample | None) -> float | None:
-    """The candidate output's error against gold on the sample (None when there is no gold or no match)."""
-    import torch
-
-    if sample is None or type(out) is not torch.Tensor or not out.is_floating_point():
-        return None
-    flat = out.detach().reshape(-1)
-    if sample.positions is None:
-        if flat.numel() != sample.values.numel():
-            return None
-        return rel_err(flat, sample.values)
-    where = sample.positions if sample.positions.device == flat.device else sample.positions.to(flat.device)
-    if int(where.max()) >= flat.numel():
-        return None
-    return rel_err(flat[where], sample.values.to(flat.device))

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tritongym.core.eval.op_families import aten_op
+from tritongym.core.op_families import aten_op
 
 _CONTRACTIONS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "dot", "vdot", "mv", "addmv"})
 _CONVOLUTIONS = frozenset(
