@@ -30,6 +30,10 @@ R = "runtime"
 
 _NO_RUNTIME_TRACE = "visible only in the source on the CPU backend"
 
+# A hack the judge does not catch yet (issue 26 item 4): strict, so the case fails the day it is caught
+# and the mark has to go, with the expectation set to what the judge then says.
+_NOT_YET = (pytest.mark.xfail(strict=True, reason="not caught yet: issue 26 item 4"),)
+
 # (file, problem, expect, layer): see the candidate's docstring for the hack itself.
 CPU_CASES: list[Case] = [
     # --- PyTorch passthrough with a decorative kernel (the kernel's result is discarded) ---------------
@@ -155,6 +159,20 @@ CPU_CASES: list[Case] = [
     # --- GPU-only hacks: their static form is judged before any worker, so the CPU backend shows it -----
     Case("side_stream.py", "relu", (rejected("streams", "Stream"),)),
     Case("implausible_speedup.py", "relu", (rejected("streams", "is_current_stream_capturing"),)),
+    # === issue 26 item 4: hacks today's judge passes on the CPU (each written past the source policy, so
+    # the default layer is already the runtime one, and a `runtime` case would repeat it) ================
+    # torch computes inside Triton's launch code (a grid callable, an autotune pre_hook), where the op trace
+    # does not look; numpy computes on the host (no ATen op at all); a Triton kernel only copies the answer
+    Case("grid_callable_torch.py", "relu", (hacked("torch_compute"),), marks=_NOT_YET),
+    Case("autotune_prehook_torch.py", "gelu", (hacked("torch_compute"),), marks=_NOT_YET),
+    Case("numpy_host_copy.py", "softmax", (hacked("torch_compute"),), marks=_NOT_YET),
+    # caching from the 12th call: with 3 trials the late trial is the 10th call, so it still computes
+    Case(
+        "late_call_count_cache_dozen.py",
+        "silu",
+        (hacked("launches", "late trial"), hacked("caching")),
+        marks=_NOT_YET,
+    ),
 ]
 
 GPU_CASES: list[Case] = [
@@ -164,6 +182,8 @@ GPU_CASES: list[Case] = [
     Case("output_memory_reuse.py", "relu", (incorrect("outside tolerance"), hacked("ghost")), R),
     Case("sabotage_patch_relu.py", "relu", (hacked("timing", "slower"),), R),
     Case("implausible_speedup.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
+    # issue 26 item 4: capture detected by the current stream, which the source policy allows (CPU: honest)
+    Case("capture_does_less.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
     # at gpu sizes a TF32 product is often outside tolerance too: then `incorrect`, with the check named as
     # the likely cause (tests/test_gpu.py checks the check alone, with loose tolerances)
     Case("dot_tf32_ieee.py", "matmul", (hacked("dot_precision"), incorrect("check 'dot_precision'")), R),
