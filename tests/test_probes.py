@@ -101,32 +101,42 @@ def test_the_pool_worker_runs_every_probe(relu_problem):
         pool.close()
     assert evidence.error is None, evidence.error
     names = [call.probe for call in evidence.probes]
-    assert names == ["mode:grad+train", "mode:no_grad+eval", "mode:grad+eval", "refresh", "repeat", "ghost"]
+    assert names == [
+        "mode:grad+train",
+        "mode:no_grad+eval",
+        "mode:grad+eval",
+        "refresh",
+        "repeat",
+        "ghost",
+        "precomputed",
+    ]
     for call in evidence.probes:
         matches = probe_outputs_match(call).correct
         assert matches == (call.probe != "ghost"), (call.probe, probe_outputs_match(call).message)
         assert any(rec.own for rec in call.launches)
     assert evidence.environment_changes == [] and evidence.side_work == []
+    assert evidence.prior_answers == []  # probed, and no output existed before the relu kernel ran
+    assert evidence.torch_work == {} and sum(evidence.reference_torch_work.values()) > 0
 
 
-def test_op_trace_counts_aten_ops_leaves_torch_alone_and_skips_triton_internals():
+def test_op_trace_counts_and_weighs_aten_ops_and_leaves_torch_alone():
     """The tracer must not import torch._dynamo (it replaces torch.manual_seed, which the environment
-    check would blame on the candidate), and ops run inside Triton's own code are not the forward's."""
+    check would blame on the candidate); it counts every op and weighs the compute ones: multiply-adds for a
+    contraction, elements touched for the rest, nothing for a view or a copy."""
     import torch
 
-    from tritongym.core.eval.worker.launches import LaunchRecorder
     from tritongym.core.eval.worker.op_trace import traced_call
 
     before = {name: id(getattr(torch, name)) for name in ("manual_seed", "relu", "matmul")}
-    x = torch.randn(8, 8)
-    _, ops = traced_call(lambda t: (t @ t).relu().float(), x)
-    assert ops.get("mm") == 1 and ops.get("relu") == 1, ops
+    x = torch.randn(8, 16)
+    w = torch.randn(16, 4)
+    _, ops, work = traced_call(lambda a, b: (a @ b).relu().t().contiguous().float(), x, w)
+    assert ops.get("mm") == 1 and ops.get("relu") == 1 and ops.get("t") == 1, ops
+    assert work == {"mm": 8 * 4 * 16, "relu": 8 * 4}, work  # t, clone (contiguous) and float: no work
     assert {name: id(getattr(torch, name)) for name in before} == before
-
-    recorder = LaunchRecorder("")
-    recorder.inside_triton = 1  # as while an autotuner benchmarks
-    _, hidden = traced_call(lambda t: t.sum(), x, recorder=recorder)
-    assert hidden == {}
+    conv = torch.nn.Conv2d(3, 5, kernel_size=3, bias=False)
+    _, _, work = traced_call(conv, torch.randn(2, 3, 10, 10))
+    assert work == {"convolution": 2 * 5 * 8 * 8 * (3 * 3 * 3)}, work
 
 
 def test_environment_changes_after_timing_are_added_once(monkeypatch):

@@ -24,7 +24,7 @@ def task(problem) -> WorkerTask:
 
 
 def test_first_paired_timing_is_cached_then_reused_then_forgotten(evaluator, relu_problem):
-    registry, key = evaluator.registry, (relu_problem.key, evaluator.device_class, "ieee")
+    registry, key = evaluator.registry, (relu_problem.key, evaluator.device_class, evaluator.config.precision)
     first = evidence_with(TimingReport(precision="ieee", reference_before=stats(1.0), candidate=stats(0.5)))
     evaluator._reconcile_timing(first, task(relu_problem), relu_problem)
     assert first.ref_runtime_ms == 1.0 and first.timing.reference_source == "paired"
