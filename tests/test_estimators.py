@@ -124,12 +124,18 @@ def test_permuting_rows_permutes_the_advantages(rows, rnd):
 
 
 def test_grpo_normalises_by_population_std_with_epsilon():
-    batch = TurnBatch.from_rows(rows_from({0: {0: [1.0], 1: [3.0]}, 1: {2: [2.0], 3: [2.0]}}))
-    got = estimator("grpo", epsilon=1e-6).estimate(batch).per_row.tolist()
-    assert got[0] == pytest.approx(-1 / (1 + 1e-6)) and got[1] == pytest.approx(1 / (1 + 1e-6))
-    assert got[2:] == [0.0, 0.0]  # equal rewards: zero, not NaN
+    # Worked by hand from A_i = (G_i - mean G) / (std G + eps), eps = 1e-6 (the default).
+    # Group 0, rewards (1, 0, 2): mean 1, centred (0, -1, 1); population variance (0 + 1 + 1) / 3 = 2/3,
+    # std = sqrt(2/3) = 0.8164965809, so A = ±1 / 0.8164975809 = ±1.2247433714 (without eps: ±1.2247448714).
+    # Group 1, rewards (2, 2): centred (0, 0), std 0: A = 0 / (0 + eps) = 0, not NaN.
+    batch = TurnBatch.from_rows(rows_from({0: {0: [1.0], 1: [0.0], 2: [2.0]}, 1: {3: [2.0], 4: [2.0]}}))
+    got = estimator("grpo").estimate(batch).per_row.tolist()
+    assert got == pytest.approx([0.0, -1.2247433714, 1.2247433714, 0.0, 0.0], abs=1e-10)
+    # unbiased: sample variance (0 + 1 + 1) / (3 - 1) = 1, std 1, so A = ±1 / 1.000001 = ±0.999999000001
     unbiased = estimator("grpo", unbiased_std=True).estimate(batch).per_row.tolist()
-    assert unbiased[1] == pytest.approx(1 / (math.sqrt(2) + 1e-6))
+    assert unbiased == pytest.approx([0.0, -0.999999000001, 0.999999000001, 0.0, 0.0], abs=1e-12)
+    # Dr. GRPO (no std): the centred returns themselves
+    assert estimator("grpo", normalize_std=False).estimate(batch).per_row.tolist() == [0.0, -1.0, 1.0, 0.0, 0.0]
 
 
 def test_reinforce_subtracts_the_batch_mean():

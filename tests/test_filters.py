@@ -190,7 +190,7 @@ def test_mrs_band_on_the_trajectory_geometric_mean():
     decision = decide(MRS, batch)
     assert decision.keep.tolist() == [False, False, True, True]
     assert decision.metrics["band_rejected"] == 0.5
-    assert decision.metrics["w_max"] == pytest.approx(math.exp(0.002))
+    assert decision.metrics["w_max"] == pytest.approx(1.0020020013)  # e^0.002 = 1 + 0.002 + 0.002²/2 + ...
     assert decision.metrics["w_min"] == pytest.approx(1.0)
     assert decide(MRS, batch, {"upper": 1.01}).keep.all()
     # mirrored below the band
@@ -249,24 +249,23 @@ def test_mrs_veto_rejects_only_the_offending_turn():
 
 
 def test_mrs_token_truncate_weights():
-    generator = torch.Generator().manual_seed(3)
-    ells = (torch.rand(3, 7, generator=generator, dtype=torch.float64) * 6 - 3).tolist()
-    masks = [[k % 3 != 0 for k in range(7)], [True] * 7, [k < 4 for k in range(7)]]
-    rows = [
-        row(0, 0, t, rollout_logprobs=[-2.0] * 7, train_logprobs=[-2.0 + e for e in ell], policy_mask=mask)
-        for t, (ell, mask) in enumerate(zip(ells, masks))
-    ]
+    # ℓ = ln(π_train / π_rollout) per token, chosen so the ratios exp ℓ are round numbers; the fifth token is
+    # not the policy's (a tool output) and holds a ratio of e^7 that must not matter.
+    ells = [0.0, math.log(1.5), math.log(3.0), -math.log(2.0), 7.0]
+    train = [-2.0 + e for e in ells]
+    rows = [row(0, 0, 0, rollout_logprobs=[-2.0] * 5, train_logprobs=train, policy_mask=[True] * 4 + [False])]
     batch = TurnBatch.from_rows(rows)
     decision = decide(MRS, batch, {"mode": "token-truncate"})
     assert decision.level == "token" and decision.keep.all()
-    log_ratio = batch.train_logprobs - batch.rollout_logprobs
-    expected = torch.clamp(torch.exp(log_ratio), max=2.0)
-    tokens = batch.tokens
-    assert torch.allclose(decision.weights[tokens], expected[tokens], rtol=1e-12, atol=0)
-    assert decision.metrics["truncated"] == pytest.approx(float((log_ratio[tokens] > math.log(2.0)).double().mean()))
-    assert decide(MRS, batch, {"mode": "token-truncate", "truncate": 1.5}).weights.max() == pytest.approx(1.5)
-    k3 = torch.exp(log_ratio[tokens]) - 1 - log_ratio[tokens]
-    assert decision.metrics["kl_k3"] == pytest.approx(float(k3.mean()))
+    # weights min(ratio, 2): ratios (1, 1.5, 3, 0.5) -> (1, 1.5, 2, 0.5); the non-policy token keeps weight 1
+    assert decision.weights[0].tolist() == pytest.approx([1.0, 1.5, 2.0, 0.5, 1.0], abs=1e-12)
+    assert decision.metrics["truncated"] == 0.25  # 1 of the 4 policy tokens (ratio 3) was capped
+    # k3 = ratio - 1 - ℓ per policy token: 0, 0.5 - 0.4054651081 = 0.0945348919, 2 - 1.0986122887 =
+    # 0.9013877113, -0.5 + 0.6931471806 = 0.1931471806; their mean 1.1890697838 / 4 = 0.2972674459
+    assert decision.metrics["kl_k3"] == pytest.approx(0.2972674459, abs=1e-10)
+    capped = decide(MRS, batch, {"mode": "token-truncate", "truncate": 1.2})
+    assert capped.weights[0].tolist() == pytest.approx([1.0, 1.2, 1.2, 0.5, 1.0], abs=1e-12)
+    assert capped.metrics["truncated"] == 0.5  # ratios 1.5 and 3 exceed 1.2
 
 
 def test_mrs_needs_train_logprobs(host):
@@ -299,13 +298,15 @@ def test_prs_keep_rates_follow_the_ramp():
     batch = prs_batch([v for v in values for _ in range(per_value)])
     decision = decide(PRS, batch, seed=1234)
     keep = decision.keep.view(len(values), per_value).double()
-    for v, kept in zip(values, keep):
-        p = min(max((v - 0.3) / 0.1, 0.0), 1.0)
-        stderr = math.sqrt(p * (1 - p) / per_value)
+    # keep probability clip((PR - 0.3) / 0.1, 0, 1), by hand: 0.25 -> -0.5 -> 0; 0.32 -> 0.2; 0.35 -> 0.5;
+    # 0.38 -> 0.8; 0.5 -> 2 -> 1
+    ramp = [0.0, 0.2, 0.5, 0.8, 1.0]
+    for v, kept, p in zip(values, keep, ramp):
+        stderr = math.sqrt(p * (1 - p) / per_value)  # 0 at the ends: there every row is rejected or kept
         assert abs(float(kept.mean()) - p) <= 4 * stderr, (v, float(kept.mean()), p)
-    expected_rejected = 1 - sum(min(max((v - 0.3) / 0.1, 0.0), 1.0) for v in values) / len(values)
-    assert decision.metrics["rejected_correct"] == pytest.approx(expected_rejected, abs=0.01)
-    assert decision.metrics["keep_prob_mean"] == pytest.approx(1 - expected_rejected)
+    # mean keep probability (0 + 0.2 + 0.5 + 0.8 + 1) / 5 = 0.5, so half the correct rows are rejected
+    assert decision.metrics["rejected_correct"] == pytest.approx(0.5, abs=0.01)
+    assert decision.metrics["keep_prob_mean"] == pytest.approx(0.5)
     assert decision.metrics["unprofiled"] == 0.0
 
 
@@ -474,7 +475,7 @@ def test_mrs_and_prs_through_the_learning_signal_builder(host):
     truncating = {**base, "filters": {"mrs": {"mode": "token-truncate"}}}
     weighted = LearningSignalBuilder(truncating, host=host).build(batch)
     assert weighted.row_keep.all()
-    assert weighted.weights[0, :2].tolist() == pytest.approx([math.exp(0.002)] * 2)
+    assert weighted.weights[0, :2].tolist() == pytest.approx([1.0020020013] * 2)  # ratio e^0.002, under the cap
     assert weighted.weights[:, 2].tolist() == [0.0] * 8
 
 

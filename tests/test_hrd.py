@@ -76,12 +76,13 @@ def test_hrd_matches_hand_worked_advantages():
     # TritonRL's GRPO: (R - mean) / (std + eps) per span, population std; alpha and weights as configured
     grpo = hrd(baseline="mean", normalize_std=True, alpha=0.5, code_components={"correctness": 2.0})
     got = grpo.estimate(batch).per_token
-    plan0 = torch.tensor([2.0, 0.0, 0.5, 1.5], dtype=torch.float64)
-    code0 = torch.tensor([2.0, 0.0, 2.0, 2.0], dtype=torch.float64)
-    want_plan = (plan0 - plan0.mean()) / (plan0.std(unbiased=False) + 1e-6)
-    want_code = (code0 - code0.mean()) / (code0.std(unbiased=False) + 1e-6)
-    torch.testing.assert_close(got[:4, 0], 0.5 * want_plan)
-    torch.testing.assert_close(got[:4, 3], want_code)
+    # plan rewards (2, 0, 0.5, 1.5): mean 1, centred (1, -1, -0.5, 0.5); population variance
+    # (1 + 1 + 0.25 + 0.25) / 4 = 0.625, std 0.7905694150, so A = centred / 0.7905704150 =
+    # (1.2649094641, -1.2649094641, -0.6324547320, 0.6324547320), times alpha 0.5 on plan tokens
+    assert got[:4, 0].tolist() == pytest.approx([0.6324547320, -0.6324547320, -0.3162273660, 0.3162273660], abs=1e-9)
+    # code rewards 2 x correctness = (2, 0, 2, 2): mean 1.5, centred (0.5, -1.5, 0.5, 0.5); variance
+    # (0.25 + 2.25 + 0.25 + 0.25) / 4 = 0.75, std 0.8660254038, so A = centred / 0.8660264038
+    assert got[:4, 3].tolist() == pytest.approx([0.5773496025, -1.7320488076, 0.5773496025, 0.5773496025], abs=1e-9)
 
 
 def test_hrd_on_multi_turn_rewards_to_go_and_a_lone_turn():

@@ -1,18 +1,21 @@
 """The warm worker pool, run for real on the CPU (Triton's interpreter): lifecycle, retries, limits.
 
-The GPU-only parts (timing, the GPU lock under contention, profiling) are in test_gpu.py; everything a
-pool does with processes is the same code on either device and is checked here, in CI.
+The GPU-only parts (timing, profiling) are in test_gpu.py; everything a pool does with processes is the
+same code on either device and is checked here, in CI.  So is the GPU lock: its ordering (timers alone,
+sharers together, a resumed hold ahead of a waiting timer) is plain threading, tested here on threads that
+wait for one another to queue, and the worker's side of it (the frames a worker sends) on a pipe.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 import torch
 
 from tritongym.core.errors import BackendUnavailable, ConfigError
-from tritongym.core.eval.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.eval.gpu_pool import GPULock, PoolOptions, WorkerPool
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.registry import Registry
 from tritongym.core.worker_task import WorkerTask
@@ -135,32 +138,66 @@ def test_workers_are_forked_warm_from_the_zygote_or_spawned_without_it(pool, rel
         plain.close()
 
 
+class WatchedCondition(threading.Condition):
+    """The GPU lock's condition, remembering which threads have blocked in it, so a test waits for a thread
+    to be queued in the lock instead of sleeping and hoping.  Only a thread's first block notifies (waiters
+    recheck their predicates and block again silently), so the watch cannot wake waiters back and forth."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocked: set[threading.Thread] = set()
+        self.events: list[str] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        me = threading.current_thread()
+        if me not in self.blocked:
+            self.blocked.add(me)
+            self.notify_all()
+        return super().wait(timeout)
+
+    def note(self, event: str) -> None:
+        with self:
+            self.events.append(event)
+            self.notify_all()
+
+    def until(self, predicate, what: str) -> None:
+        """Block until `predicate()` holds (checked under the lock), failing the test after 5 s."""
+        with self:
+            assert self.wait_for(predicate, timeout=5), f"5 s passed and {what} did not happen: {self.events}"
+
+
+def watched_lock() -> tuple[GPULock, WatchedCondition]:
+    lock, cond = GPULock(), WatchedCondition()
+    lock.cond = cond  # before any thread uses it
+    return lock, cond
+
+
+def start(target, name: str) -> threading.Thread:
+    thread = threading.Thread(target=target, name=name, daemon=True)  # a failed test leaves none hanging
+    thread.start()
+    return thread
+
+
 def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
-    import threading
-    import time
-
-    from tritongym.core.eval.gpu_pool import GPULock
-
-    lock, events = GPULock(), []
+    lock, cond = watched_lock()
+    events = cond.events
     lock.acquire(exclusive=False)
     lock.acquire(exclusive=False)  # two workers' correctness trials at once
 
     def timer():
         lock.acquire(exclusive=True)
-        events.append("timing")
+        cond.note("timing")
         lock.release(exclusive=True)
 
     def late_sharer():
         lock.acquire(exclusive=False)
-        events.append("late sharer")
+        cond.note("late sharer")
         lock.release(exclusive=False)
 
-    t = threading.Thread(target=timer)
-    t.start()
-    time.sleep(0.2)
-    late = threading.Thread(target=late_sharer)
-    late.start()
-    time.sleep(0.2)
+    t = start(timer, "timer")
+    cond.until(lambda: t in cond.blocked or events, "the timer queueing behind the two sharers")
+    late = start(late_sharer, "late sharer")
+    cond.until(lambda: late in cond.blocked or events, "the late sharer queueing behind the timer")
     assert events == []  # the timer waits for the sharers; the late sharer waits behind the timer
     lock.release(exclusive=False)
     lock.release(exclusive=False)
@@ -170,33 +207,41 @@ def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
 
 
 def test_a_resumed_shared_hold_goes_ahead_of_a_waiting_timer_but_not_a_running_one():
-    import threading
-    import time
-
-    from tritongym.core.eval.gpu_pool import GPULock
-
-    lock, events = GPULock(), []
+    lock, cond = watched_lock()
+    events = cond.events
     lock.acquire(exclusive=False)  # another worker's correctness trials
+    second: list[threading.Thread] = []  # the thread of the resume that comes while the timing runs
 
     def timer():
         lock.acquire(exclusive=True)
-        events.append("timing")
-        time.sleep(0.2)
-        events.append("timing done")
+        with cond:
+            cond.note("timing")
+            # hold the GPU until the second resume has queued behind this running timing (or got in)
+            cond.wait_for(lambda: (second and second[0] in cond.blocked) or "resumed after timing" in events, 5)
+        cond.note("timing done")
         lock.release(exclusive=True)
 
-    t = threading.Thread(target=timer)
-    t.start()
-    time.sleep(0.1)
-    lock.acquire(exclusive=False, resume=True)  # back from compiling: not queued behind the waiting timer
-    events.append("resumed")
-    lock.release(exclusive=False)
-    lock.release(exclusive=False)
-    time.sleep(0.05)  # the timer runs now; a resume waits for it to finish
-    lock.acquire(exclusive=False, resume=True)
-    events.append("resumed after timing")
-    lock.release(exclusive=False)
+    def resume(label: str):
+        def hold() -> None:
+            lock.acquire(exclusive=False, resume=True)
+            cond.note(label)
+            lock.release(exclusive=False)
+
+        return hold
+
+    t = start(timer, "timer")
+    cond.until(lambda: t in cond.blocked, "the timer queueing behind the sharer")
+    first = start(resume("resumed"), "first resume")  # back from compiling: not queued behind the waiting timer
+    cond.until(lambda: events or first in cond.blocked, "the first resume getting in or queueing")
+    assert events == ["resumed"], "a resumed hold must not queue behind a timer that is only waiting"
+    first.join(5)
+    lock.release(exclusive=False)  # the timer runs now; a resume waits for it to finish
+    cond.until(lambda: "timing" in events, "the timing starting")
+    with cond:  # registered before it starts, so the timer's wait sees it once it blocks
+        second.append(threading.Thread(target=resume("resumed after timing"), name="second resume", daemon=True))
+    second[0].start()
     t.join(5)
+    second[0].join(5)
     assert events == ["resumed", "timing", "timing done", "resumed after timing"]
 
 

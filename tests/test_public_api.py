@@ -28,7 +28,67 @@ def test_an_evaluator_judges_many_candidates_with_one_configuration(tmp_path, fa
     assert many[1].status != tritongym.Status.ok
 
 
-def test_a_plugin_needs_only_the_top_level_names():
+# A third party's plugin that imports nothing but `tritongym`: a check and a reward, the two kinds an
+# evaluation runs.
+TOP_LEVEL_PLUGIN = '''
+import tritongym
+
+
+class NoTodo(tritongym.StaticCheck):
+    """Rejects a candidate whose source still says TODO."""
+
+    name = "api-no-todo"
+
+    def check_source(self, tree, candidate, problem):
+        todo = "TODO" in candidate.source
+        return tritongym.CheckVerdict(name=self.name, passed=not todo, reason="the source says TODO" if todo else "")
+
+
+class Trials(tritongym.Reward):
+    """The number of correctness trials the verdict rests on."""
+
+    name = "api-trials"
+
+    def score(self, result):
+        return float(result.trials) if result.status == tritongym.Status.ok else None
+
+
+@tritongym.hookimpl
+def register_checks(register):
+    register(NoTodo)
+
+
+@tritongym.hookimpl
+def register_rewards(register):
+    register(Trials)
+'''
+
+
+def test_a_plugin_needs_only_the_top_level_names(tmp_path, fast_config, monkeypatch):
+    """A check and a reward written against `tritongym`'s names alone load, judge and score on the real
+    pipeline (strict: a plugin that fails to import is an error here, not a warning)."""
+    monkeypatch.setenv("TRITONGYM_STRICT_PLUGINS", "1")
+    plugin = tmp_path / "top_level_plugin.py"
+    plugin.write_text(TOP_LEVEL_PLUGIN)
+    config = fast_config.model_copy(update={"rewards": {"api-trials": 0.5}})
+    source = (SOLUTIONS / "relu.py").read_text()
+    judged = {}
+    for label, text in (("honest", source), ("todo", source + "\n# TODO: fuse the bias\n")):
+        judged[label] = tritongym.evaluate(
+            tritongym.Candidate(source=text), "relu", config=config, registry=False, extra_plugins=[str(plugin)]
+        )
+    honest, todo = judged["honest"], judged["todo"]
+    assert honest.status == tritongym.Status.ok, honest.message
+    verdict = next(c for c in honest.checks if c.name == "api-no-todo")
+    assert verdict.passed and verdict.stage == "static" and verdict.plugin == str(plugin)
+    # fast_config runs 3 trials: the component is 3, weighted 0.5
+    assert honest.reward.components == {"api-trials": 3.0} and honest.reward.total == 1.5
+    assert todo.status == tritongym.Status.rejected
+    assert "the source says TODO" in todo.message
     assert tritongym.hookimpl.project_name == "tritongym"
-    assert issubclass(tritongym.StaticCheck, object) and tritongym.Reward.__name__ == "Reward"
-    assert {"triton-cpu", "trloo"} <= {r.name for r in tritongym.get_host().all()}
+    registered = {(r.name, r.plugin) for r in tritongym.get_host([str(plugin)]).all()}
+    assert {
+        ("api-no-todo", str(plugin)),
+        ("api-trials", str(plugin)),
+        ("trloo", "tritongym.plugins.estimators.trloo"),
+    } <= registered

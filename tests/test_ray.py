@@ -172,7 +172,9 @@ def test_ray_settings_are_validated(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_one_actor_per_gpu_times_like_the_local_pool(ray_cluster):
-    """On the device: one actor per GPU, each owning that GPU's warm pool; verdicts equal the local ones."""
+    """On the device: one actor per GPU, each owning that GPU's warm pool; verdicts equal the local ones, and
+    each kernel's runtime and speedup are within 25% of the local pool's (paired timing on the same card: a
+    Ray actor adds no work to the timed region, so what it times is what the local pool times)."""
     gpus = int(ray.cluster_resources().get("GPU", 0))
     assert gpus == torch.cuda.device_count()
     problems = [load_problem(name, "gpu") for name in ("relu", "softmax", "layer_norm")]
@@ -186,3 +188,10 @@ def test_one_actor_per_gpu_times_like_the_local_pool(ray_cluster):
     assert all(r.speedup is not None and r.pr is not None for r in results)
     with Evaluator(config.model_copy(update={"executor": "local"}), host=_host()) as local:
         assert local.device_class == on_ray.device_class
+        here = local.evaluate_many(pairs)
+    # the verdict without the reward total, which carries the speedup (compared below, with a tolerance)
+    assert [_verdict(r)[:4] for r in results] == [_verdict(r)[:4] for r in here]
+    for remote, mine in zip(results, here):
+        for what in ("runtime_ms", "speedup"):
+            a, b = getattr(remote, what), getattr(mine, what)
+            assert b is not None and abs(a / b - 1) < 0.25, (remote.problem_id, what, a, b)

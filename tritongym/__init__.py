@@ -3,7 +3,8 @@
 The names a user needs, importable from the top: the Python API mirrors the CLI (`evaluate` is `tritongym
 eval`, `run` is `tritongym run`, `best` is `tritongym best`, `load_problem`/`suite_problems` back `tritongym
 problems`, `get_host().all()` is `tritongym plugins`), `Registry` opens registry.db, `Evaluator` evaluates
-many candidates with one configuration, and `hookimpl` plus the interfaces are what a plugin needs.
+many candidates with one configuration, and `hookimpl` plus the interfaces (and `CheckVerdict`, what a
+check returns) are what a plugin needs.
 
 Every name but `hookimpl` is imported on first use (PEP 562), so `import tritongym` stays cheap: plugins
 import it at start-up, and the CLI must answer `--help` without loading the pipeline.
@@ -32,6 +33,7 @@ _LAZY = {
     "EvaluationResult": "tritongym.core.models",
     "Problem": "tritongym.core.models",
     "Status": "tritongym.core.models",
+    "CheckVerdict": "tritongym.core.models",
     "TritonGymError": "tritongym.core.errors",
     "CheckUnavailable": "tritongym.core.errors",
     "Backend": "tritongym.core.interfaces",
@@ -60,6 +62,7 @@ __all__ = [  # noqa: RUF022 (grouped as _LAZY is)
     "EvaluationResult",
     "Problem",
     "Status",
+    "CheckVerdict",
     "TritonGymError",
     "CheckUnavailable",
     "Backend",
@@ -100,7 +103,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         SampleFilter,
         StaticCheck,
     )
-    from tritongym.core.models import Candidate, EvaluationResult, Problem, Status
+    from tritongym.core.models import Candidate, CheckVerdict, EvaluationResult, Problem, Status
     from tritongym.core.plugins import get_host
     from tritongym.core.problems import load_problem, load_problems, suite_problems
     from tritongym.core.registry import Registry
