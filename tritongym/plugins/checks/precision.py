@@ -130,14 +130,24 @@ def _advice(candidate: Candidate, problem: Problem, evidence: Evidence) -> str:
     notes = []
     if evidence.tf32_kernels:
         notes.append(f"{', '.join(evidence.tf32_kernels)} multiply in TF32 on tensor cores (PTX)")
-    try:
-        facts = scan(ast.parse(candidate.source))
-    except (SyntaxError, ValueError):
-        return ""
-    allowed = reference_families(problem.source)
-    for found in _downcasts(facts, allowed) + _tf32(facts, reference_is_fp32=not allowed):
+    for found in source_findings(candidate.source, problem.source):
         notes.append(f"line {found.line}: {found.rule.split(', but')[0].split(' (a precision')[0]}")
     return ("; advice: " + "; ".join(notes[:6])) if notes else ""
+
+
+def source_findings(candidate_source: str, problem_source: str) -> list[Finding]:
+    """What the candidate's source says about precision: casts to a low-precision type the reference never
+    uses, then TF32 switches and reduced-precision `tl.dot`s (default precision on a float32 problem).
+
+    Advice only (`_advice` quotes it beside the measured class); public so the scan can be tested on its own.
+    A source that does not parse says nothing.
+    """
+    try:
+        facts = scan(ast.parse(candidate_source))
+    except (SyntaxError, ValueError):
+        return []
+    allowed = reference_families(problem_source)
+    return _downcasts(facts, allowed) + _tf32(facts, reference_is_fp32=not allowed)
 
 
 def _in_comparison(node: ast.AST, facts: SourceScan) -> bool:
