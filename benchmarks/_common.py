@@ -43,9 +43,10 @@ def load_reference(source: str, sizes: dict, directory: str, name: str = "bench_
     return module
 
 
-def set_precision(precision: str = "ieee") -> None:
-    """tritongym's precision setting (its default is "ieee": no TF32 anywhere), applied to this process."""
-    allow = precision == "tf32"
+def set_precision(precision: str = "tf32") -> None:
+    """tritongym's precision policy as it times the reference (its default, "tf32", and "half" allow TF32;
+    "ieee" allows none), applied to this process."""
+    allow = precision != "ieee"
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
     torch.set_float32_matmul_precision("high" if allow else "highest")

@@ -56,9 +56,10 @@ class Case:
     problem: str
     expect: tuple[Expect, ...]
     layer: str = "all"
-    precision: str = "ieee"
+    precision: str | None = None  # None: the configuration's default policy
     why: str = ""
     marks: tuple = field(default=())
+    policy: str | None = None  # torch_compute's policy; None: its default
 
     @property
     def id(self) -> str:
@@ -107,22 +108,27 @@ def evaluate_cases(
     """Evaluate every case, one `evaluate_many` batch per distinct (layer, precision); results by case id."""
     cases = list(cases)
     size = config.pop("size", "gpu" if backend == "triton-cuda" else "cpu")
-    groups: dict[tuple[str, str], list[Case]] = {}
+    groups: dict[tuple, list[Case]] = {}
     for case in cases:
-        groups.setdefault((case.layer, case.precision), []).append(case)
+        groups.setdefault((case.layer, case.precision, case.policy), []).append(case)
     results: dict[str, EvaluationResult] = {}
     with pytest.MonkeyPatch.context() as env:  # what tests/conftest.py's autouse fixture does, module-wide
         env.setenv("TRITONGYM_LOAD_PLUGINS", "")
         env.delenv("TRITONGYM_PLUGINS", raising=False)
         env.delenv("TRITONGYM_REGISTRY", raising=False)
-        for (layer, precision), group in groups.items():
+        for (layer, precision, policy), group in groups.items():
             host = new_host()
             settings = dict(trials=3, timeout_s=120, workers=min(2, os.cpu_count() or 1), use_cache=False)
             settings.update(config)
+            checks = checks_for(layer, host)
+            if precision is not None:
+                settings["precision"] = precision
+            if policy is not None and checks is None:
+                settings["enable_checks"] = {"torch_compute": {"policy": policy}}
+            elif policy is not None:
+                checks["torch_compute"] = {"policy": policy}
             evaluator = Evaluator(
-                EvalConfig(backend=backend, size=size, precision=precision, checks=checks_for(layer, host), **settings),
-                registry=None,
-                host=host,
+                EvalConfig(backend=backend, size=size, checks=checks, **settings), registry=None, host=host
             )
             try:
                 pairs = [((folder / c.file).read_text(), load_problem(c.problem, size)) for c in group]

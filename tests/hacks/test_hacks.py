@@ -4,13 +4,14 @@ Each candidate in `candidates/` is a runnable, plausible answer that would earn 
 unseen (correct outputs where the hack needs them, a real Triton kernel that is really launched where
 launch provenance would otherwise see it).  A case evaluates it with a layer of checks and names the exact
 check that must fail (`rejected` by a static check, `hacked` by a runtime one) or the correctness verdict.
-A hack the static layer catches is evaluated a second time with the static layer off (`runtime`), to
-prove the runtime checks or the correctness verdict catch it too wherever it can be seen at run time at
-all; hacks that only the source shows (lazy optimisation, a float16 round trip inside tolerance, TF32
-requested from the interpreter) have only the static case, and say so.  Evasive *spellings* of one hack
-(an alias, a renamed import, an operator, a helper) behave identically at run time, so only the first
-form of each group also runs with the static layer off; a spelling that another static check catches
-(computed getattr: `forbidden`, not `torch_ops`) gets its own runtime case.
+Every case runs under the default configuration (precision policy `tf32`, `torch_compute` practical)
+unless it names a policy: precision downgrades are hacks only below the policy (a float16 cast that
+reaches the `tf32` class is what the default accepts, so those cases run under `ieee`), and lazy kernels
+(the heavy op in torch, a trivial one in Triton) are priced by PR under the default and refused only under
+`strict`, where their cases run.  A hack the static layer (the sandbox's guards) catches is evaluated a
+second time with that layer off (`runtime`), to prove the runtime checks or the correctness verdict catch
+it too.  Evasive *spellings* of one hack (an alias, a renamed import, an operator, a helper) behave
+identically at run time, so each is evaluated once.
 
 The CPU cases run in a few batches (`evaluate_many`, one per layer) computed once per module; the GPU
 cases (`triton-cuda`, gpu sizes, static layer off: the source checks do not depend on the backend and are
@@ -28,37 +29,27 @@ pytestmark = pytest.mark.timeout(900)
 
 R = "runtime"
 
-_NO_RUNTIME_TRACE = "visible only in the source on the CPU backend"
-
-# A hack the judge does not catch yet (issue 26 item 4): strict, so the case fails the day it is caught
-# and the mark has to go, with the expectation set to what the judge then says.
-_NOT_YET = (pytest.mark.xfail(strict=True, reason="not caught yet: issue 26 item 4"),)
+STRICT = "strict"  # torch_compute's policy for the lazy cases
 
 # (file, problem, expect, layer): see the candidate's docstring for the hack itself.
 CPU_CASES: list[Case] = [
     # --- PyTorch passthrough with a decorative kernel (the kernel's result is discarded) ---------------
-    Case("passthrough_softmax.py", "softmax", (rejected("torch_ops", "softmax"),)),
-    Case("passthrough_softmax.py", "softmax", (hacked("ghost"),), R),
-    Case("passthrough_alias_gelu.py", "gelu", (rejected("torch_ops", "Q.gelu"),)),
-    Case("passthrough_from_import_matmul.py", "matmul", (rejected("torch_ops", "mm(a, b)"),)),
-    Case("passthrough_operator_matmul.py", "matmul_rect", (rejected("torch_ops", "@"),)),
-    Case("passthrough_method_relu.py", "relu", (rejected("torch_ops", "clamp"),)),
+    Case("passthrough_softmax.py", "softmax", (hacked("ghost"),)),
+    Case("passthrough_alias_gelu.py", "gelu", (hacked("ghost"),)),
+    Case("passthrough_from_import_matmul.py", "matmul", (hacked("ghost"),)),
+    Case("passthrough_operator_matmul.py", "matmul_rect", (hacked("ghost"),)),
+    Case("passthrough_method_relu.py", "relu", (hacked("ghost"),)),
     Case("passthrough_getattr_silu.py", "silu", (rejected("forbidden", "getattr"),)),
     Case("passthrough_getattr_silu.py", "silu", (hacked("ghost"),), R),
     # --- torch computes, the candidate's own kernel copies the answer into the output (ghost is fooled) --
     Case("launder_torch_copy.py", "relu", (rejected("forbidden", "getattr"),)),
-    Case("launder_torch_copy.py", "relu", (hacked("torch_compute", "aten.clamp"),), R),
+    Case("launder_torch_copy.py", "relu", (hacked("precomputed", "already held output 0"),), R),
     # --- decoy kernel never launched, or on a branch the evaluation never takes -----------------------
-    Case("decoy_never_launched.py", "hardtanh", (rejected("torch_ops", "hardtanh"),)),
-    Case("decoy_never_launched.py", "hardtanh", (hacked("launches", "trial 0"),), R),
-    Case("dead_branch.py", "layer_norm", (rejected("torch_ops", "layer_norm"),)),
-    Case("dead_branch.py", "layer_norm", (hacked("launches", "trial 0"),), R),
-    Case("shape_branch.py", "sum_dim", (rejected("torch_ops", "sum"),)),
-    Case("shape_branch.py", "sum_dim", (hacked("launches", "trial 0"),), R),
-    Case("grad_mode_branch.py", "silu", (rejected("torch_ops", "silu"),)),
-    Case("grad_mode_branch.py", "silu", (hacked("launches", "under grad"),), R),
-    Case("eval_mode_branch.py", "gelu", (rejected("torch_ops", "gelu"),)),
-    Case("eval_mode_branch.py", "gelu", (hacked("launches", "eval"),), R),
+    Case("decoy_never_launched.py", "hardtanh", (hacked("launches", "trial 0"),)),
+    Case("dead_branch.py", "layer_norm", (hacked("launches", "trial 0"),)),
+    Case("shape_branch.py", "sum_dim", (hacked("launches", "trial 0"),)),
+    Case("grad_mode_branch.py", "silu", (hacked("launches", "under grad"),)),
+    Case("eval_mode_branch.py", "gelu", (hacked("launches", "eval"),)),
     Case("grad_mode_shortcut.py", "softmax", (hacked("modes"),)),  # nothing in the source to see
     # --- try/except fallback to torch ------------------------------------------------------------------
     Case("fallback_try_except.py", "relu", (rejected("fallback", "relu_kernel"),)),
@@ -70,12 +61,12 @@ CPU_CASES: list[Case] = [
     Case("inherit_model.py", "relu", (hacked("launches", "trial 0"),), R),
     Case("inherit_super_forward.py", "softmax", (rejected("inheritance", "Model"),)),
     Case("inherit_super_forward.py", "softmax", (hacked("ghost"),), R),
-    # --- lazy optimisation: the heavy op in torch, a trivial one in Triton (the kernel's work is used,
-    # so no runtime check on the CPU can see it; on a GPU it shows as a low PR) --------------------------
-    Case("lazy_matmul_gelu.py", "matmul_gelu", (rejected("torch_ops", "torch.matmul"),), why=_NO_RUNTIME_TRACE),
-    Case("lazy_matmul_gelu_alias.py", "matmul_gelu", (rejected("torch_ops", "T.mm"),), why=_NO_RUNTIME_TRACE),
-    Case("lazy_matmul_gelu_operator.py", "matmul_gelu", (rejected("torch_ops", "a @ b"),), why=_NO_RUNTIME_TRACE),
-    Case("lazy_linear_module.py", "linear_bias_relu", (rejected("torch_ops", "self.linear"),), why=_NO_RUNTIME_TRACE),
+    # --- lazy optimisation: the heavy op in torch, a trivial one in Triton.  Weighed at run time (torch's share
+    # of the reference's work): priced by PR under the default policy, refused under `strict` ---------------
+    Case("lazy_matmul_gelu.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
+    Case("lazy_matmul_gelu_alias.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
+    Case("lazy_matmul_gelu_operator.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
+    Case("lazy_linear_module.py", "linear_bias_relu", (hacked("torch_compute", "aten.addmm"),), policy=STRICT),
     # --- output-memory reuse / reading uninitialised memory --------------------------------------------
     # whether the memory holds the answer is up to the allocator: wrong values, or caught as a ghost
     Case("output_memory_reuse.py", "relu", (incorrect("outside tolerance"), hacked("ghost"))),
@@ -128,22 +119,22 @@ CPU_CASES: list[Case] = [
     # through a helper's parameter: written so that only the runtime check can see it
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"), rejected("monkeypatch", "synchronize"))),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
-    # --- precision downgrade beyond the policy ("ieee") -------------------------------------------------
-    Case("tf32_flag.py", "matmul", (rejected("precision", "allow_tf32"),)),
-    Case("tf32_flag.py", "matmul", (hacked("environment", "allow_tf32"),), R),
-    Case("tf32_set_precision.py", "matmul", (rejected("precision", "set_float32_matmul_precision"),)),
-    Case("tf32_set_precision.py", "matmul", (hacked("environment", "float32_matmul_precision"),), R),
-    Case("dot_tf32_ieee.py", "matmul", (rejected("precision", "tf32"),), why=_NO_RUNTIME_TRACE),
-    Case("dot_default_precision.py", "matmul_rect", (rejected("precision", "input_precision"),), why=_NO_RUNTIME_TRACE),
-    Case("fp16_cast_kernel.py", "matmul", (rejected("precision", "float16"),)),
+    # --- precision downgrade beyond the policy: measured against the float64 gold.  A float16 round trip
+    # reaches the `tf32` class, which the default accepts: those cases run under `ieee`; bfloat16 reaches only
+    # `half`, below the default.  TF32 from `tl.dot` shows only on a GPU (the interpreter multiplies exactly)
+    Case("tf32_flag.py", "matmul", (rejected("monkeypatch", "allow_tf32"),), precision="ieee"),
+    Case("tf32_flag.py", "matmul", (hacked("environment", "allow_tf32"),), R, precision="ieee"),
+    Case("tf32_set_precision.py", "matmul", (hacked("environment", "float32_matmul_precision"),), precision="ieee"),
     Case(
-        "fp16_cast_host.py",
-        "gelu",
-        (rejected("precision", "float16"),),
-        why="float16 GELU is inside the fp32 tolerance",
+        "fp16_cast_kernel.py",
+        "matmul",
+        (hacked("precision", "class tf32"), incorrect("check 'precision'")),
+        precision="ieee",
+        why="float16 operands reach the tf32 class: fine by default, a downgrade under ieee",
     ),
-    Case("bf16_cast_alias.py", "softmax", (rejected("precision", "bfloat16"),)),
-    Case("bf16_cast_alias.py", "softmax", (incorrect("outside tolerance"),), R),
+    Case("fp16_cast_host.py", "gelu", (hacked("precision", "class tf32"),), precision="ieee"),
+    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"),)),
+    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"),), R),
     # --- reading the reference's answers out of the harness process --------------------------------------
     Case("steal_reference_frames.py", "relu", (rejected("forbidden", "sys"),)),
     # on the CPU the candidate is forked before any reference output exists: the frames hold none to find
@@ -159,20 +150,13 @@ CPU_CASES: list[Case] = [
     # --- GPU-only hacks: their static form is judged before any worker, so the CPU backend shows it -----
     Case("side_stream.py", "relu", (rejected("streams", "Stream"),)),
     Case("implausible_speedup.py", "relu", (rejected("streams", "is_current_stream_capturing"),)),
-    # === issue 26 item 4: hacks today's judge passes on the CPU (each written past the source policy, so
-    # the default layer is already the runtime one, and a `runtime` case would repeat it) ================
-    # torch computes inside Triton's launch code (a grid callable, an autotune pre_hook), where the op trace
-    # does not look; numpy computes on the host (no ATen op at all); a Triton kernel only copies the answer
-    Case("grid_callable_torch.py", "relu", (hacked("torch_compute"),), marks=_NOT_YET),
-    Case("autotune_prehook_torch.py", "gelu", (hacked("torch_compute"),), marks=_NOT_YET),
-    Case("numpy_host_copy.py", "softmax", (hacked("torch_compute"),), marks=_NOT_YET),
-    # caching from the 12th call: with 3 trials the late trial is the 10th call, so it still computes
-    Case(
-        "late_call_count_cache_dozen.py",
-        "silu",
-        (hacked("launches", "late trial"), hacked("caching")),
-        marks=_NOT_YET,
-    ),
+    # --- the answer computed outside Triton, where no source scan looks: in a grid callable, an autotune
+    # pre_hook, numpy on the host; a Triton kernel only copies it (the `precomputed` probe sees it first) -----
+    Case("grid_callable_torch.py", "relu", (hacked("precomputed", "already held output 0"),)),
+    Case("autotune_prehook_torch.py", "gelu", (hacked("precomputed", "already held output 0"),)),
+    Case("numpy_host_copy.py", "softmax", (hacked("precomputed", "already held output 0"),)),
+    # --- caching from the 12th call: the late trial is at least the 24th call on every backend ------------------
+    Case("late_call_count_cache_dozen.py", "silu", (hacked("launches", "late trial"), hacked("caching"))),
 ]
 
 GPU_CASES: list[Case] = [
@@ -186,8 +170,14 @@ GPU_CASES: list[Case] = [
     Case("capture_does_less.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
     # at gpu sizes a TF32 product is often outside tolerance too: then `incorrect`, with the check named as
     # the likely cause (tests/test_gpu.py checks the check alone, with loose tolerances)
-    Case("dot_tf32_ieee.py", "matmul", (hacked("dot_precision"), incorrect("check 'dot_precision'")), R),
-    Case("dot_default_precision.py", "matmul_rect", (hacked("dot_precision"), incorrect("check 'dot_precision'")), R),
+    Case("dot_tf32_ieee.py", "matmul", (hacked("precision", "class tf32"), incorrect("check 'precision'")), R, "ieee"),
+    Case(
+        "dot_default_precision.py",
+        "matmul_rect",
+        (hacked("precision", "class tf32"), incorrect("check 'precision'")),
+        R,
+        "ieee",
+    ),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
 ]
 

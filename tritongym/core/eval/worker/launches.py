@@ -104,6 +104,8 @@ class LaunchRecorder:
             watch = recorder.watch if not warmup and recorder.is_own(kernel) else None
             if watch is not None:
                 watch.before(kernel, args, kwargs)
+                if callable(grid):  # the candidate's grid callable runs inside the launch: look again after it
+                    grid = _watched_grid(grid, watch, kernel, args, kwargs)
             compiled = original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             if watch is not None:
                 watch.after(kernel, args, kwargs)
@@ -157,6 +159,18 @@ class LaunchRecorder:
             )
             for (name, own), n in sorted(counts.items())
         ]
+
+
+def _watched_grid(grid, watch, kernel, args: tuple, kwargs: dict):
+    """The candidate's grid callable, after which the watch samples the arguments again: code in a grid
+    lambda runs after the launch began but before the kernel does, and may compute the answer there."""
+
+    def watched(meta):
+        value = grid(meta)
+        watch.before(kernel, args, kwargs)
+        return value
+
+    return watched
 
 
 def _grid_text(grid) -> str:
