@@ -54,8 +54,8 @@ def warn_if_affected() -> bool:
     log.warning(
         "Warning: this Python links SQLite %s, which has the WAL-reset bug (fixed in SQLite 3.51.3, "
         "https://sqlite.org/wal.html#walresetbug): two processes writing one registry at once (parallel `eval`s, "
-        "`train` beside `run`) can, rarely, corrupt it. Use a Python linked against SQLite 3.51.3 or later, or keep "
-        "one writer per registry (`tritongym serve` is one); TRITONGYM_SQLITE_WARNING=0 hides this.",
+        "`train` beside `run`) can, rarely, corrupt it. Use a Python linked against SQLite 3.51.3 or later, or run "
+        "one writing command at a time per registry; TRITONGYM_SQLITE_WARNING=0 hides this.",
         version,
     )
     return True

@@ -4,6 +4,11 @@ All writes go through `Registry._transaction()`, one transaction per stored eval
 kill at any moment leaves the previous rows intact, and readers never block the writer.  Lookups come
 before any worker starts, so an identical kernel (by normalised-source hash) on the same problem,
 backend, device class and protocol is answered from here.
+
+A failure the environment causes (a read-only file, another process's lock past the wait, a damaged page,
+a full disk) is a `RegistryError` naming the fix, at open, read or write alike (`failures.py`); a caller
+holding a verdict asks with `writes_may_fail()` that a refused write be recorded, not raised, so the
+verdict still reaches its user.
 """
 
 from __future__ import annotations
