@@ -107,10 +107,13 @@ def test_registry_stats_reads_a_read_only_registry(tmp_path, write):
     folder.chmod(0o555)  # no -wal or -shm can be made beside it either
     try:
         in_read_only_folder = cli(["registry", "stats", "--registry", str(folder / "r.db"), "--json"], tmp_path)
+        none_there = cli(["registry", "stats", "--registry", str(folder / "none.db"), "--json"], tmp_path)
     finally:
         folder.chmod(0o755)
     assert in_read_only_folder.returncode == 0, in_read_only_folder.stdout + in_read_only_folder.stderr
     assert json.loads(in_read_only_folder.stdout)["runs"] == 1
+    assert none_there.returncode == 3 and "Traceback" not in none_there.stderr
+    assert f"cannot open registry {folder / 'none.db'}" in json.loads(none_there.stdout)["error"]
 
 
 def _corrupt_table(path: Path, table: str) -> None:

@@ -212,12 +212,15 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         files exist or can be made; in a read-only folder where they cannot, the file is read as immutable
         (no writer can be at work there: a writer keeps both files beside the database)."""
         target = f"file:{quote(str(self.path.resolve()))}"
+        db = None
         try:
             db = self._connect(target + "?mode=ro", uri=True)
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.DatabaseError:
-            db = self._connect(target + "?immutable=1", uri=True)
-        try:
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.DatabaseError:
+                db.close()
+                db = None
+                db = self._connect(target + "?immutable=1", uri=True)
             self._refuse_newer(db)
             pending = pending_migrations(db)
             if pending:
@@ -226,12 +229,12 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                     f"{', '.join(pending)}, which need a write; make it writable once (any tritongym command then "
                     "migrates it), or read it with the tritongym that wrote it"
                 )
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            error = explain(self.path, exc, self.timeout_s)
-            raise (error or RegistryError(f"cannot open registry {self.path}: {exc}")) from None
-        except BaseException:
-            db.close()
+        except BaseException as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                error = explain(self.path, exc, self.timeout_s)
+                raise (error or RegistryError(f"cannot open registry {self.path}: {exc}")) from None
             raise
         return db
 
