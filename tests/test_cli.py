@@ -32,6 +32,7 @@ def test_eval_best_and_stats(tmp_path, write):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["status"] == "ok" and data["problem_id"] == "relu" and data["cached"] is False
+    assert data["stored"] is True and data["evaluation_id"] is not None
     for field in (
         "kernel_id",
         "backend",

@@ -12,13 +12,14 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
 from tritongym.core.config import EvalConfig, load_config
-from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound
+from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound, RegistryNotStored
 from tritongym.core.eval.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
@@ -97,7 +98,24 @@ def evaluate(
             candidate = read_candidate(candidate)
         if not isinstance(problem, Problem):
             problem = load_problem(problem, evaluator.size)
-        return evaluator.evaluate(candidate, problem)
+        with _keeping_verdicts(evaluator.registry) as kept:
+            kept.append(evaluator.evaluate(candidate, problem))
+        return kept[0]
+
+
+@contextmanager
+def _keeping_verdicts(reg: Registry | None):
+    """Evaluate with writes allowed to fail: verdicts reached are never lost to a registry that refuses
+    them (read-only, locked past the wait, damaged, full); the block appends its results to the list it is
+    given, and when a write failed they come back inside `RegistryNotStored` (exit 3) instead."""
+    results: list[EvaluationResult] = []
+    if reg is None:
+        yield results
+        return
+    with reg.writes_may_fail():
+        yield results
+    if reg.write_failure is not None:
+        raise RegistryNotStored(reg.write_failure, results)
 
 
 def pair_candidates(problems: list[Problem], candidates_dir: str | Path | None) -> list[tuple[Candidate, Problem]]:
@@ -139,13 +157,13 @@ def run(
     if on_plan:
         on_plan(len(pairs))
     reg = evaluator.registry
-    run_id = reg.start_run("eval", f"run {problems or 'suite'}", evaluator.config.model_dump()) if reg else None
-    with evaluator:
-        results = evaluator.evaluate_many(pairs, on_result=on_result)
-    if reg is not None and run_id is not None:
-        for sample, result in enumerate(results):
-            reg.add_turn(run_id, result, sample=sample, turn=1)
-        reg.finish_run(run_id)
+    with evaluator, _keeping_verdicts(reg) as results:
+        run_id = reg.start_run("eval", f"run {problems or 'suite'}", evaluator.config.model_dump()) if reg else None
+        results += evaluator.evaluate_many(pairs, on_result=on_result)
+        if reg is not None and run_id is not None:
+            for sample, result in enumerate(results):
+                reg.add_turn(run_id, result, sample=sample, turn=1)
+            reg.finish_run(run_id)
     return results
 
 
@@ -265,8 +283,11 @@ def best(
 
 
 def registry_stats(registry: RegistryArg = None) -> dict:
-    """`tritongym registry stats`."""
-    reg = open_registry(registry) or Registry()
+    """`tritongym registry stats`; a registry this user cannot write is read read-only."""
+    if registry is None or isinstance(registry, (str, Path)):
+        reg = Registry(registry, reading=True)
+    else:
+        reg = open_registry(registry) or Registry(reading=True)
     return reg.stats()
 
 

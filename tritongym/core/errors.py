@@ -57,9 +57,20 @@ class BackendUnavailable(TritonGymError):
 
 
 class RegistryError(TritonGymError):
-    """registry.db could not be opened or migrated."""
+    """registry.db could not be opened, migrated, read or written."""
 
     exit_code = 3
+
+
+class RegistryNotStored(RegistryError):
+    """The work finished but the registry could not keep it (read-only, locked, damaged, full): `results` are
+    the verdicts reached, which the CLI still prints (exit 3) rather than losing an evaluation to a write.
+    `reason` is the RegistryError that stopped the first write."""
+
+    def __init__(self, reason: RegistryError, results: list) -> None:
+        super().__init__(f"not stored in the registry: {reason}")
+        self.reason = reason
+        self.results = results
 
 
 class ServiceError(TritonGymError):

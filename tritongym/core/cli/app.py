@@ -48,7 +48,7 @@ from tritongym.core.cli.common import (
     out,
     with_ray,
 )
-from tritongym.core.errors import ConfigError
+from tritongym.core.errors import ConfigError, RegistryNotStored
 from tritongym.core.interfaces import KINDS
 from tritongym.core.models import EvaluationResult, Status
 from tritongym.core.tuning import config_text
@@ -147,12 +147,31 @@ def eval_command(
         shapes=shapes,
     )
     cfg = with_ray(cfg, ray)
-    result = api.evaluate(candidate, problem, cfg, registry, plugin or ())
+    try:
+        result, unstored = api.evaluate(candidate, problem, cfg, registry, plugin or ()), None
+    except RegistryNotStored as exc:  # the verdict stands; only its row is missing
+        result, unstored = exc.results[0], exc
     if as_json:
-        _emit_json(result.model_dump(mode="json"))
+        stored = _stored(unstored) if not result.unjudged else {"stored": False}
+        _emit_json({**result.model_dump(mode="json"), **stored})
     else:
         _print_result(result)
-    raise typer.Exit(0 if result.status == Status.ok and not result.unjudged else 1)
+        _say_not_stored(unstored)
+    # an unjudged verdict (a check could not run) is incomplete: never stored, never an exit 0
+    raise typer.Exit(unstored.exit_code if unstored else 0 if result.honest_and_correct else 1)
+
+
+def _stored(unstored: RegistryNotStored | None) -> dict:
+    """What `--json` adds to verdicts: whether the registry kept them and, when not, the error as every
+    failing command reports it (`error`, `error_type`, `exit_code`)."""
+    if unstored is None:
+        return {"stored": True}
+    return {"stored": False, "error": str(unstored), "error_type": type(unstored).__name__, "exit_code": 3}
+
+
+def _say_not_stored(unstored: RegistryNotStored | None) -> None:
+    if unstored is not None:
+        err.print(f"[bold red]Not stored:[/] {escape(str(unstored.reason))}", highlight=False, soft_wrap=True)
 
 
 @app.command("run")
@@ -210,19 +229,32 @@ def run_command(
     )
     with progress:
         task = progress.add_task("evaluating", total=None)
-        results = api.run(
-            problems,
-            candidates,
-            only or (),
-            cfg,
-            registry,
-            plugin or (),
-            on_result=lambda r: progress.update(task, advance=1, description=f"{r.problem_id}"),
-            on_plan=lambda n: progress.update(task, total=n),
-        )
+        try:
+            results, unstored = (
+                api.run(
+                    problems,
+                    candidates,
+                    only or (),
+                    cfg,
+                    registry,
+                    plugin or (),
+                    on_result=lambda r: progress.update(task, advance=1, description=f"{r.problem_id}"),
+                    on_plan=lambda n: progress.update(task, total=n),
+                ),
+                None,
+            )
+        except RegistryNotStored as exc:  # the verdicts stand; only their rows are missing
+            results, unstored = exc.results, exc
     n_ok = sum(r.status == Status.ok for r in results)
     if as_json:
-        _emit_json({"ok": n_ok, "total": len(results), "results": [r.model_dump(mode="json") for r in results]})
+        _emit_json(
+            {
+                "ok": n_ok,
+                "total": len(results),
+                "results": [r.model_dump(mode="json") for r in results],
+                **_stored(unstored),
+            }
+        )
     else:
         timed = any(r.runtime_ms is not None for r in results)
         compiled = any(r.compile_speedup is not None for r in results)
@@ -245,7 +277,8 @@ def run_command(
                 escape(r.message) if r.status != Status.ok else "",
             )
         out.print(table)
-    raise typer.Exit(0 if n_ok == len(results) else 1)
+        _say_not_stored(unstored)
+    raise typer.Exit(unstored.exit_code if unstored else 0 if n_ok == len(results) else 1)
 
 
 @app.command("best")

@@ -6,7 +6,9 @@ The candidate is hostile until proven otherwise, so it never runs in the process
 * a hard wall-clock timeout, after which the group is SIGKILLed and the result is `timeout`;
 * resource limits set by the worker on itself before it reads any candidate code (address space, CPU
   time, file size, no core dumps); see `tritongym.core.eval.worker.stages.apply_limits`;
-* a private temporary working directory, removed afterwards, that is also HOME and TMPDIR;
+* a private temporary working directory, removed afterwards, that is also HOME and TMPDIR; it is named after
+  the process that made it, so one whose process was killed (`kill -9` skips every `finally`) is removed by
+  the next tritongym process that starts a sandbox;
 * a stripped environment: only what Python and Triton need, never the registry path or credentials;
 * the result travels on the worker's original stdout as one line tagged with a per-task nonce the
   candidate never sees; the candidate's own stdout/stderr go to a capped log file whose tail is kept.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -57,6 +60,49 @@ def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+_DIR = re.compile(r"tritongym-(\d+)-[a-z0-9_]+")
+_swept = False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def sweep_orphans(root: str | None = None) -> list[str]:
+    """Remove the working directories of sandboxes whose tritongym process is gone (killed before its
+    `finally` ran); returns those removed.  Only this user's, only names this module makes."""
+    removed = []
+    try:
+        entries = list(os.scandir(root or tempfile.gettempdir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _DIR.fullmatch(entry.name)
+        try:
+            if not match or not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if not _alive(int(match[1])):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
+def _sandbox_dir() -> str:
+    global _swept
+    if not _swept:
+        _swept = True
+        sweep_orphans()
+    return tempfile.mkdtemp(prefix=f"tritongym-{os.getpid()}-")
+
+
 def log_tail(path: str | Path, limit: int = 4000) -> str:
     try:
         with open(path, "rb") as f:
@@ -82,7 +128,7 @@ def _crash(kind: str, message: str, log: str, elapsed: float) -> Evidence:
 
 def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str, str] | None = None) -> Evidence:
     """Run `task` in a new worker; always returns Evidence (errors included), never raises for the candidate."""
-    tmp = tempfile.mkdtemp(prefix="tritongym-")
+    tmp = _sandbox_dir()
     nonce = secrets.token_hex(16)
     payload = task.model_copy(
         update={

@@ -8,6 +8,7 @@ every check through `CheckContext`, and a check plugin uses it without importing
 from __future__ import annotations
 
 from tritongym.core.models import JudgeVerdict
+from tritongym.core.registry.failures import writes
 
 _KEY = ("check_name", "kernel_id", "problem_key", "judge_model", "template_hash")
 
@@ -37,6 +38,7 @@ class JudgeVerdicts:
         rows = list(self.db.query(f"SELECT * FROM judge_verdicts WHERE {where}", key))
         return _verdict(rows[0]) if rows else None
 
+    @writes()
     def store_judge_verdict(self, verdict: JudgeVerdict) -> None:
         """Insert one verdict, or replace the one stored under the same key."""
         row = {

@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 
 import sqlite_utils
 
+from tritongym.core.errors import RegistryError
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = []
 MIGRATIONS_TABLE = "_tritongym_migrations"
 
@@ -21,12 +23,39 @@ def migration(fn: Callable[[sqlite_utils.Database], None]):
     return fn
 
 
+def _recorded(db: sqlite_utils.Database) -> list[str]:
+    if MIGRATIONS_TABLE not in db.table_names():
+        return []
+    return [row[0] for row in db.execute(f"SELECT name FROM [{MIGRATIONS_TABLE}] ORDER BY rowid")]
+
+
+def unknown_migrations(db: sqlite_utils.Database) -> list[str]:
+    """Migrations the database records that this tritongym does not define: a newer tritongym wrote it."""
+    known = {fn.__name__ for fn in MIGRATIONS}
+    return [name for name in _recorded(db) if name not in known]
+
+
+def pending_migrations(db: sqlite_utils.Database) -> list[str]:
+    """Migrations this tritongym defines that the database has not recorded (all of them for a blank one)."""
+    recorded = set(_recorded(db))
+    return [fn.__name__ for fn in MIGRATIONS if fn.__name__ not in recorded]
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
     """Apply every migration not yet recorded; returns the names applied now.
 
     Each migration runs in its own IMMEDIATE transaction and re-reads the record inside it, so two
-    processes opening a new registry at once apply each step exactly once.
+    processes opening a new registry at once apply each step exactly once.  A database recording a
+    migration this version does not know (a newer tritongym wrote it) is refused before any write.
     """
+    newer = unknown_migrations(db)
+    if newer:
+        raise RegistryError(
+            f"written by a newer tritongym (it records migrations this version does not know: {', '.join(newer)}); "
+            "upgrade tritongym to use it"
+        )
+    if not pending_migrations(db):
+        return []  # read, not written: an up-to-date registry opens while another process holds its write lock
     db.execute(f"CREATE TABLE IF NOT EXISTS [{MIGRATIONS_TABLE}] (name TEXT PRIMARY KEY, applied_at TEXT)")
     applied = []
     for fn in MIGRATIONS:

@@ -4,6 +4,11 @@ All writes go through `Registry._transaction()`, one transaction per stored eval
 kill at any moment leaves the previous rows intact, and readers never block the writer.  Lookups come
 before any worker starts, so an identical kernel (by normalised-source hash) on the same problem,
 backend, device class and protocol is answered from here.
+
+A failure the environment causes (a read-only file, another process's lock past the wait, a damaged page,
+a full disk) is a `RegistryError` naming the fix, at open, read or write alike (`failures.py`); a caller
+holding a verdict asks with `writes_may_fail()` that a refused write be recorded, not raised, so the
+verdict still reaches its user.
 """
 
 from __future__ import annotations
@@ -15,13 +20,16 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlite_utils
 
 from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
+from tritongym.core.registry.failures import explain, guard_reads, unwritable, writes
 from tritongym.core.registry.judge_verdicts import JudgeVerdicts
-from tritongym.core.registry.migrations import damage, migrate
+from tritongym.core.registry.migrations import damage, migrate, pending_migrations, unknown_migrations
+from tritongym.core.registry.sqlite import warn_if_affected
 from tritongym.core.registry.tasks import ServiceTasks
 from tritongym.core.registry.tuning import TuningRecords
 
@@ -31,6 +39,37 @@ DEFAULT_REGISTRY = "registry.db"
 def default_registry_path() -> Path:
     """`TRITONGYM_REGISTRY`, else registry.db in the working directory."""
     return Path(os.environ.get("TRITONGYM_REGISTRY") or DEFAULT_REGISTRY)
+
+
+def _timeout(timeout_s: float | None) -> float:
+    """Seconds a write waits for another process's lock: the argument, else TRITONGYM_REGISTRY_TIMEOUT, else 30."""
+    if timeout_s is not None:
+        return float(timeout_s)
+    text = os.environ.get("TRITONGYM_REGISTRY_TIMEOUT")
+    if not text:
+        return 30.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise RegistryError(f"TRITONGYM_REGISTRY_TIMEOUT takes seconds (a number, 0 or more), not {text!r}")
+    return value
+
+
+def _check_folder(path: Path) -> None:
+    """A registry path in a folder that does not exist is refused, naming the path and the fix, rather than
+    creating the folder: a mistyped --registry would otherwise start a second, empty history unnoticed."""
+    folder = path.parent
+    if path.is_dir():
+        raise RegistryError(
+            f"registry path {path} is a folder; name a file in it, e.g. --registry {path / DEFAULT_REGISTRY}"
+        )
+    if not folder.is_dir():
+        raise RegistryError(
+            f"cannot open registry {path}: its folder {folder} does not exist. Create it (mkdir -p {folder}) or fix "
+            "the path given by --registry or TRITONGYM_REGISTRY"
+        )
 
 
 def _now() -> str:
@@ -115,25 +154,112 @@ def _precision_in(config: str | None) -> str | None:
 
 
 class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, reading: bool = False, timeout_s: float | None = None
+    ) -> None:
+        """Open (creating and migrating as needed) the registry at `path`.
+
+        `reading`: the caller only reads (`registry stats`), so a registry this user cannot write (a read-only
+        file or folder) is opened read-only instead of refused.  `timeout_s`: how long a write waits for
+        another process's lock before it fails (default TRITONGYM_REGISTRY_TIMEOUT, else 30 s)."""
         self.path = Path(path) if path is not None else default_registry_path()
+        self.timeout_s = _timeout(timeout_s)
+        self.read_only = False
+        self.write_failure: RegistryError | None = None
+        self._writes_may_fail = False
+        in_memory = str(self.path) == ":memory:"
+        if not in_memory:
+            _check_folder(self.path)
+            warn_if_affected()
         try:
-            conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
-            self.db = sqlite_utils.Database(conn)
-            self.db.execute("PRAGMA busy_timeout = 30000")
-            if str(self.path) != ":memory:":
-                self.db.enable_wal()
-            migrate(self.db)
-            damaged = damage(self.db)
+            self.db = self._open(in_memory)
         except sqlite3.DatabaseError as exc:
-            raise RegistryError(f"cannot open registry {self.path}: {exc}") from None
+            if not (reading and unwritable(exc)):
+                raise (
+                    explain(self.path, exc, self.timeout_s) or RegistryError(f"cannot open registry {self.path}: {exc}")
+                ) from None
+            self.read_only = True
+            self.db = self._open_read_only()
+
+    def _connect(self, target: str, uri: bool = False) -> sqlite_utils.Database:
+        conn = sqlite3.connect(target, timeout=self.timeout_s, isolation_level=None, check_same_thread=False, uri=uri)
+        db = sqlite_utils.Database(conn)
+        db.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+        return db
+
+    def _open(self, in_memory: bool) -> sqlite_utils.Database:
+        db = self._connect(str(self.path))
+        try:
+            self._refuse_newer(db)
+            if not in_memory:
+                db.enable_wal()
+            migrate(db)
+            damaged = damage(db)
+        except BaseException:
+            db.close()
+            raise
         if damaged:
-            self.db.close()
+            db.close()
             raise RegistryError(
                 f"registry {self.path} is damaged ({damaged}) although its migrations are recorded: another program "
                 "dropped or overwrote part of it. Move the file aside (keep it to inspect with "
                 "sqlite3) and tritongym starts a new registry there, or name another with --registry"
             )
+        return db
+
+    def _open_read_only(self) -> sqlite_utils.Database:
+        """The registry opened for reading only.  SQLite reads a WAL database read-only when its -wal and -shm
+        files exist or can be made; in a read-only folder where they cannot, the file is read as immutable
+        (no writer can be at work there: a writer keeps both files beside the database)."""
+        target = f"file:{quote(str(self.path.resolve()))}"
+        db = None
+        try:
+            db = self._connect(target + "?mode=ro", uri=True)
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.DatabaseError:
+                db.close()
+                db = None
+                db = self._connect(target + "?immutable=1", uri=True)
+            self._refuse_newer(db)
+            pending = pending_migrations(db)
+            if pending:
+                raise RegistryError(
+                    f"registry {self.path} is read-only and older than this tritongym: it lacks migrations "
+                    f"{', '.join(pending)}, which need a write; make it writable once (any tritongym command then "
+                    "migrates it), or read it with the tritongym that wrote it"
+                )
+        except BaseException as exc:
+            if db is not None:
+                db.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                error = explain(self.path, exc, self.timeout_s)
+                raise (error or RegistryError(f"cannot open registry {self.path}: {exc}")) from None
+            raise
+        return db
+
+    def _refuse_newer(self, db: sqlite_utils.Database) -> None:
+        """A registry that records migrations this tritongym does not know was written by a newer one: its
+        schema is not ours to extend or judge, so it is refused before any write (and never called damaged)."""
+        newer = unknown_migrations(db)
+        if newer:
+            raise RegistryError(
+                f"registry {self.path} was written by a newer tritongym (it records migrations this version does not "
+                f"know: {', '.join(newer)}); it was left untouched. Upgrade tritongym (pip install -U tritongym) to "
+                "use it, or name another registry with --registry"
+            )
+
+    @contextmanager
+    def writes_may_fail(self):
+        """Inside, a write the registry refuses (read-only, locked past the wait, damaged, disk full) is
+        recorded in `write_failure` instead of raised, and the writes after it are skipped: a caller holding
+        work worth more than the row (a verdict) finishes it and then reports what was not stored."""
+        self.write_failure = None
+        self._writes_may_fail = True
+        try:
+            yield self
+        finally:
+            self._writes_may_fail = False
 
     @contextmanager
     def _transaction(self):
@@ -141,7 +267,10 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back itself (a full disk, a damaged page): the first error is the one to tell
             raise
         self.db.execute("COMMIT")
 
@@ -165,6 +294,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         result = EvaluationResult.model_validate_json(row["result"])
         return result.model_copy(update={"cached": True, "evaluation_id": row["id"]})
 
+    @writes()
     def store(
         self,
         result: EvaluationResult,
@@ -250,6 +380,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                 )
         return int(evaluation_id)
 
+    @writes()
     def refresh(self, result: EvaluationResult) -> None:
         """Record what a stored evaluation learnt since: its reward re-scored under other rewards, or its
         speedup against a torch.compile reference timed later; in the columns and the stored result alike.
@@ -430,6 +561,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         )
         return json.loads(rows[0]["stats"]) if rows and rows[0]["stats"] else None
 
+    @writes()
     def store_reference_timing(
         self, problem_key: str, device_class: str, precision: str, stats: dict, fingerprint: str, variant: str = "eager"
     ) -> None:
@@ -450,6 +582,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                 pk=("problem_key", "device_class", "precision", "variant"),
             )
 
+    @writes()
     def forget_reference_timing(
         self, problem_key: str, device_class: str, precision: str, variant: str = "eager"
     ) -> None:
@@ -473,6 +606,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         )
         return json.loads(rows[0]["screen"]) if rows else None
 
+    @writes()
     def store_problem_screen(self, problem: Problem, device_class: str, screen_key: str, screen: dict) -> None:
         with self._transaction():
             self.db["problem_screens"].upsert(
@@ -493,6 +627,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         rows = list(self.db.query("SELECT copy_gbps FROM device_bandwidth WHERE device_class = ?", [device_class]))
         return rows[0]["copy_gbps"] if rows else None
 
+    @writes()
     def store_bandwidth(self, device_class: str, copy_gbps: float, fingerprint: str) -> None:
         with self._transaction():
             self.db["device_bandwidth"].upsert(
@@ -507,6 +642,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
 
     # --- runs and turns --------------------------------------------------------------------------------
 
+    @writes()
     def start_run(self, kind: str, name: str, config: dict) -> int:
         with self._transaction():
             return int(
@@ -523,6 +659,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                 .last_pk
             )
 
+    @writes()
     def add_turn(
         self,
         run_id: int,
@@ -584,6 +721,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                 [precision, evaluation_id, found[0]],
             )
 
+    @writes()
     def update_turn(self, turn_id: int, **values) -> None:
         """Fill in what is known only after the whole batch (the advantage, whether the turn was kept)."""
         allowed = {"advantage", "kept"}
@@ -598,9 +736,13 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         """Every stored turn of a run, in the order they were stored."""
         return list(self.db["turns"].rows_where("run_id = ?", [run_id], order_by="id"))
 
+    @writes()
     def finish_run(self, run_id: int) -> None:
         with self._transaction():
             self.db["runs"].update(run_id, {"finished_at": _now()})
 
     def close(self) -> None:
         self.db.close()
+
+
+guard_reads(Registry)

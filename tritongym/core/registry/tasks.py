@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from tritongym.core.registry.failures import writes
+
 UNFINISHED = ("queued", "running")
 
 
@@ -22,6 +24,7 @@ def _now() -> str:
 class ServiceTasks:
     """`Registry` methods over `service_tasks` (the class expects `self.db` and `self._transaction`)."""
 
+    @writes()
     def add_tasks(self, rows: list[dict]) -> list[dict]:
         """Insert new tasks, queued, in one transaction and in the order given; returns them as stored
         (with `seq`, `state` and `submitted_at` filled in)."""
@@ -56,6 +59,7 @@ class ServiceTasks:
         marks = ", ".join("?" * len(UNFINISHED))
         return list(self.db.query(f"SELECT * FROM service_tasks WHERE state IN ({marks}) ORDER BY seq", UNFINISHED))
 
+    @writes()
     def start_task(self, task_id: str) -> int:
         """Mark a task running; returns how many times it has been started, this one included."""
         with self._transaction():
@@ -65,6 +69,7 @@ class ServiceTasks:
             )
             return int(self.db.execute("SELECT attempts FROM service_tasks WHERE id = ?", [task_id]).fetchone()[0])
 
+    @writes()
     def finish_task(
         self, task_id: str, state: str, result: str | None = None, evaluation_id: int | None = None, error: str = ""
     ) -> str:
@@ -85,6 +90,7 @@ class ServiceTasks:
             )
         return finished
 
+    @writes()
     def forget_task(self, task_id: str) -> None:
         """Delete a finished task so its id can be submitted again (KernelGYM's `force_refresh`)."""
         with self._transaction():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from tritongym.core.registry.failures import writes
 from tritongym.core.tuning import Config, TuningContext, TuningRecord
 
 _CONTEXT = ("problem_key", "source_kernel_id", "backend", "device_class", "protocol")
@@ -32,6 +33,7 @@ def _record(row: dict) -> TuningRecord:
 class TuningRecords:
     """`Registry` methods over `tuning_records` (the class expects `self.db` and `self._transaction`)."""
 
+    @writes()
     def store_tuning_record(self, context: TuningContext, record: TuningRecord) -> int:
         """Insert one measured configuration, or refresh the row the same context and variant already have."""
         row = {
