@@ -133,8 +133,9 @@ CPU_CASES: list[Case] = [
         why="float16 operands reach the tf32 class: fine by default, a downgrade under ieee",
     ),
     Case("fp16_cast_host.py", "gelu", (hacked("precision", "class tf32"),), precision="ieee"),
-    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"),)),
-    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"),), R),
+    # bfloat16 softmax lands near 1e-2 relative error: the `half` class, or just outside the fp32 tolerance
+    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"), incorrect("check 'precision'"))),
+    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"), incorrect("check 'precision'")), R),
     # --- reading the reference's answers out of the harness process --------------------------------------
     Case("steal_reference_frames.py", "relu", (rejected("forbidden", "sys"),)),
     # on the CPU the candidate is forked before any reference output exists: the frames hold none to find

@@ -131,7 +131,9 @@ def _advice(candidate: Candidate, problem: Problem, evidence: Evidence) -> str:
     if evidence.tf32_kernels:
         notes.append(f"{', '.join(evidence.tf32_kernels)} multiply in TF32 on tensor cores (PTX)")
     for found in source_findings(candidate.source, problem.source):
-        notes.append(f"line {found.line}: {found.rule.split(', but')[0].split(' (a precision')[0]}")
+        note = f"line {found.line}: {found.rule.split(', but')[0].split(' (a precision')[0]}"
+        if note not in notes:  # one spelling found twice (a name and its attribute chain) is said once
+            notes.append(note)
     return ("; advice: " + "; ".join(notes[:6])) if notes else ""
 
 
