@@ -63,6 +63,7 @@ HONEST_CASES: list[Case] = [
     Case("linear_scale_residual_strides.py", "linear_scale_residual", ()),
     Case("mlp_linear_helper.py", "mlp", ()),
     Case("fma_rows_numel.py", "fused_multiply_add", ()),
+    Case("attention_flash_online.py", "attention", ()),
 ]
 
 
