@@ -3,8 +3,9 @@
 Each candidate is evaluated on a float32 problem under the `tf32` policy (the default) and under `ieee`, one
 process, no registry: the table gives the status, the precision class reached, the candidate's error against
 the float64 gold and the reference's own at its dtype, the precision the reference was timed in, and the
-speedup.  The default candidates are the honest idioms of tests/hacks/honest/: Triton's tutorial GEMM (a
-default `tl.dot`, TF32 on the GPU), the same with float16 operands, and the `input_precision="ieee"` one.
+speedup.  The default candidates are honest idioms of tests/hacks/honest/: an autotuned GEMM with a default
+`tl.dot` (TF32 on the GPU), one whose tiles are cast to float16 before `tl.dot`, and one asking for
+`input_precision="tf32"`.
 
     python benchmarks/precision_classes.py                            # triton-cuda, gpu sizes
     python benchmarks/precision_classes.py --backend triton-cpu       # the interpreter: every dot is exact
@@ -24,7 +25,7 @@ from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
 
 HONEST = Path(__file__).resolve().parents[1] / "tests" / "hacks" / "honest"
-DEFAULT = ["matmul_tutorial_default_dot.py:matmul", "matmul_fp16_operands.py:matmul", "matmul_tf32.py:matmul"]
+DEFAULT = ["matmul_rect_autotune.py:matmul_rect", "matmul_fp16_operands.py:matmul", "matmul_tf32.py:matmul"]
 
 
 def main() -> None:
