@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core import api
 from tritongym.core.cli import browse as cli_browse
 from tritongym.core.cli import client as cli_client
 from tritongym.core.cli import report as cli_report
@@ -49,9 +48,9 @@ from tritongym.core.cli.common import (
     with_ray,
 )
 from tritongym.core.errors import ConfigError
-from tritongym.core.interfaces import KINDS
-from tritongym.core.models import EvaluationResult, Status
-from tritongym.core.tuning import config_text
+
+if TYPE_CHECKING:  # the API, the evaluator and the registry load in the commands that use them: `--help` is fast
+    from tritongym.core.models import EvaluationResult
 
 app = typer.Typer(
     help="A gym for LLMs that write fast, honest Triton kernels.",
@@ -77,11 +76,11 @@ def _config(config, **overrides):
     return load_config(config, **overrides)
 
 
-STATUS_STYLE = {Status.ok: "green", Status.incorrect: "yellow", Status.hacked: "magenta", Status.rejected: "magenta"}
+STATUS_STYLE = {"ok": "green", "incorrect": "yellow", "hacked": "magenta", "rejected": "magenta"}
 
 
 def _status(result: EvaluationResult) -> str:
-    return f"[{STATUS_STYLE.get(result.status, 'red')}]{result.status.value}[/]"
+    return f"[{STATUS_STYLE.get(result.status.value, 'red')}]{result.status.value}[/]"
 
 
 def _fmt(value, spec: str = ".3g") -> str:
@@ -109,7 +108,7 @@ def _print_result(result: EvaluationResult) -> None:
     for choice in result.autotune:
         out.print(f"autotune: {choice.describe()}", highlight=False, markup=False)
     out.print(f"reward {result.reward.describe()}", highlight=False, markup=False)
-    if result.error and result.error.traceback and result.status != Status.timeout:
+    if result.error and result.error.traceback and result.status != "timeout":
         err.print(result.error.traceback.rstrip(), highlight=False, markup=False)
 
 
@@ -134,6 +133,8 @@ def eval_command(
     as_json: JsonOpt = False,
 ):
     """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
+    from tritongym.core import api
+
     cfg = _config(
         config,
         backend=backend,
@@ -152,7 +153,7 @@ def eval_command(
         _emit_json(result.model_dump(mode="json"))
     else:
         _print_result(result)
-    raise typer.Exit(0 if result.status == Status.ok else 1)
+    raise typer.Exit(0 if result.status == "ok" else 1)
 
 
 @app.command("run")
@@ -186,6 +187,8 @@ def run_command(
     as_json: JsonOpt = False,
 ):
     """Evaluate many candidates in parallel sandboxes and print a results table."""
+    from tritongym.core import api
+
     cfg = _config(
         config,
         backend=backend,
@@ -220,7 +223,7 @@ def run_command(
             on_result=lambda r: progress.update(task, advance=1, description=f"{r.problem_id}"),
             on_plan=lambda n: progress.update(task, total=n),
         )
-    n_ok = sum(r.status == Status.ok for r in results)
+    n_ok = sum(r.status == "ok" for r in results)
     if as_json:
         _emit_json({"ok": n_ok, "total": len(results), "results": [r.model_dump(mode="json") for r in results]})
     else:
@@ -242,7 +245,7 @@ def run_command(
                 *timing,
                 f"{r.reward.total:.3g}",
                 "yes" if r.cached else "",
-                escape(r.message) if r.status != Status.ok else "",
+                escape(r.message) if r.status != "ok" else "",
             )
         out.print(table)
     raise typer.Exit(0 if n_ok == len(results) else 1)
@@ -288,6 +291,8 @@ def best_command(
 ):
     """Show the fastest honest kernel stored for PROBLEM (on the CPU backend: a correct one); with no
     PROBLEM or several, the best kernel of each (a leaderboard). Exit 1 if a named problem has none."""
+    from tritongym.core import api
+
     filters = {"backend": backend, "precision": precision, "run": run or None, "min_measurements": min_measurements}
     filters["by"] = by
     names = list(dict.fromkeys(problems or []))
@@ -336,6 +341,9 @@ def _print_filters(shown: dict) -> None:
 
 
 def _best_one(problem, device, size, filters, shown, code, registry, as_json) -> None:
+    from tritongym.core import api
+    from tritongym.core.tuning import config_text
+
     found = api.best(problem, device, size, registry, **filters)
     if found is None:
         if as_json:
@@ -387,6 +395,8 @@ def _emitted_as_json_or_code(record, as_json: bool, code: bool) -> bool:
 
 
 def _print_leaderboard(kernels) -> None:
+    from tritongym.core.tuning import config_text
+
     timed = any(k.runtime_ms is not None for k in kernels)
     compiled = any(k.compile_speedup is not None for k in kernels)
     tuned = any(k.tuning is not None for k in kernels)
@@ -426,6 +436,8 @@ def kernel_command(
     as_json: JsonOpt = False,
 ):
     """Show where a kernel came from: its source, every evaluation of it and every run turn that produced it."""
+    from tritongym.core import api
+
     history = api.kernel_history(kernel_id, registry)
     if history is None:
         if as_json:
@@ -496,6 +508,9 @@ def plugins_command(
 ):
     """List every registered backend, check, reward, estimator, sample filter, engine and search strategy,
     with options."""
+    from tritongym.core import api
+    from tritongym.core.interfaces import KINDS
+
     registered = api.plugins(plugin or ())
     kinds = sorted({r.kind for r in registered} | set(KINDS))
     if kind is not None:
@@ -534,6 +549,8 @@ def advantages_command(
     as_json: JsonOpt = False,
 ):
     """Show what a training step would learn from a batch of turns: advantage and keep flag per turn."""
+    from tritongym.core import api
+
     overrides: dict = {"estimator": estimator, "seed": seed}
     if filters:
         overrides["filters"] = {name: {} for name in filters}
@@ -631,6 +648,8 @@ def problems_check(
     as_json: JsonOpt = False,
 ):
     """Screen problems with negative controls (zeros, another seed's output, identity); exit 1 if any passes."""
+    from tritongym.core import api
+
     cfg = _config(config, backend=backend, size=size, trials=trials, workers=workers)
     results = api.check_problems(source, only or (), cfg, plugin or ())
     bad = [r for r in results if not r.ok]
@@ -652,6 +671,8 @@ def problems_check(
 @command
 def registry_stats(registry: RegistryOpt = None, as_json: JsonOpt = False):
     """Counts of problems, kernels, evaluations (by status and backend), runs and turns."""
+    from tritongym.core import api
+
     stats = api.registry_stats(registry)
     if as_json:
         _emit_json(stats)

@@ -21,7 +21,6 @@ from tritongym.core.registry.browse import (
     require_datasette,
     write_metadata,
 )
-from tritongym.core.registry.store import Registry, default_registry_path
 
 
 def registry_browse(
@@ -44,6 +43,8 @@ def registry_browse(
         # printed here, escaped: `command` would read the hint's [browse] as rich markup and drop it
         err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
+    from tritongym.core.registry.store import Registry, default_registry_path  # sqlite-utils: not for `--help`
+
     path = registry if registry is not None else default_registry_path()
     if not path.is_file():
         raise BrowseUnavailable(f"no registry at {path}: evaluate something first, or pass --registry")

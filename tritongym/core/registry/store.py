@@ -16,12 +16,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-import sqlite_utils
-
 from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry.judge_verdicts import JudgeVerdicts
 from tritongym.core.registry.migrations import damage, migrate
+from tritongym.core.registry.sqlite import sqlite_utils  # first: sqlite-utils without pandas
 from tritongym.core.registry.tasks import ServiceTasks
 from tritongym.core.registry.tuning import TuningRecords
 
