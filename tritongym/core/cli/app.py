@@ -31,6 +31,7 @@ from tritongym.core.cli.common import (
     GpusOpt,
     JsonOpt,
     NoCacheOpt,
+    PlainHelpGroup,
     PluginOpt,
     RayOpt,
     RegistryOpt,
@@ -57,9 +58,10 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    cls=PlainHelpGroup,
 )
-problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_help=True)
-registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True)
+problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_help=True, cls=PlainHelpGroup)
+registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True, cls=PlainHelpGroup)
 app.add_typer(problems_app, name="problems")
 app.add_typer(registry_app, name="registry")
 cli_train.register(app)  # rollouts, train, sft: the commands that load a model
@@ -238,7 +240,7 @@ def run_command(
             timing = [_fmt(r.runtime_ms), _fmt(r.speedup), _fmt(r.pr)] if timed else []
             timing += [_fmt(r.compile_speedup)] if compiled else []
             table.add_row(
-                r.problem_id,
+                escape(r.problem_id),
                 _status(r),
                 r.kernel_id[:8],
                 _fmt(r.max_abs_err, ".2g"),
@@ -609,7 +611,8 @@ def problems_list(
     for col in ("name", "category", "sizes", "description"):
         table.add_column(col, overflow="fold")
     for p in problems:
-        table.add_row(p.name, p.category or "", ", ".join(f"{k}={v}" for k, v in p.sizes.items()), p.description)
+        sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+        table.add_row(escape(p.name), escape(p.category or ""), escape(sizes), escape(p.description))  # [b, s, e]
     out.print(table)
 
 
@@ -662,7 +665,7 @@ def problems_check(
         for r in results:
             verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
             detail = r.error or "; ".join(v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items())
-            table.add_row(r.problem_id, verdict, escape(detail))
+            table.add_row(escape(r.problem_id), verdict, escape(detail))
         out.print(table)
     raise typer.Exit(1 if bad else 0)
 
@@ -677,12 +680,11 @@ def registry_stats(registry: RegistryOpt = None, as_json: JsonOpt = False):
     if as_json:
         _emit_json(stats)
         return
-    table = Table(title=str(stats["path"]), show_header=False)
+    table = Table(title=escape(str(stats["path"])), show_header=False)
     for key, value in stats.items():
         if key != "path":
-            table.add_row(
-                key, ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
-            )
+            text = ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+            table.add_row(key, escape(text))  # device names and problem names are text, brackets included
     out.print(table)
 
 
