@@ -309,7 +309,8 @@ def best_command(
     else:
         found = api.leaderboard(names or None, device, size, registry, **filters)
         kernels = found
-        missing = [n for n in names if n not in {k.problem_id for k in found}]
+        stored = {k.problem_id for k in found}  # names as stored: a .py file's is its stem
+        missing = [n for n in api.problem_names(names, registry) if n not in stored] if names else []
     failed = bool(missing) or not kernels
     if as_json:
         if export is not None:
@@ -320,7 +321,8 @@ def best_command(
         raise typer.Exit(1 if failed else 0)
     if not kernels:
         what = ", ".join(f"'{n}'" for n in names) if names else "any problem"
-        err.print(f"No honest, correct kernel stored for {what} yet (try `tritongym run`).", highlight=False)
+        hint = _nothing_stored_hint(names, shown)
+        err.print(f"No honest, correct kernel stored for {what} yet{hint}", highlight=False, markup=False)
         _print_filters(shown)
         raise typer.Exit(1)
     if export is not None:
@@ -332,9 +334,24 @@ def best_command(
     else:
         _print_leaderboard(found)
     if missing:
-        err.print(f"No honest, correct kernel stored for {', '.join(missing)}.", highlight=False)
+        err.print(
+            f"No honest, correct kernel stored for {', '.join(missing)}{_nothing_stored_hint(missing, shown)}",
+            highlight=False,
+            markup=False,
+        )
         _print_filters(shown)
     raise typer.Exit(1 if failed else 0)
+
+
+def _nothing_stored_hint(names: list[str], shown: dict) -> str:
+    """What would find a kernel: under filters, loosening them; for named problems, evaluating one (the
+    suite's solutions only cover the suite, so `tritongym run` is offered only when nothing is named)."""
+    if shown:
+        return " under these filters (drop or loosen one):"
+    if names:
+        first = names[0]
+        return f": evaluate one (`tritongym eval KERNEL.py --problem {first}`)."
+    return ": evaluate some (`tritongym run` judges the suite's own solutions)."
 
 
 def _print_filters(shown: dict) -> None:
@@ -354,7 +371,11 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
                 | ({"filters": shown} if shown else {})
             )
         else:
-            err.print(f"No honest, correct kernel stored for '{problem}' yet (try `tritongym run`).")
+            err.print(
+                f"No honest, correct kernel stored for '{problem}' yet{_nothing_stored_hint([problem], shown)}",
+                highlight=False,
+                markup=False,
+            )
             _print_filters(shown)
         raise typer.Exit(1)
     if _emitted_as_json_or_code(found, as_json, code):

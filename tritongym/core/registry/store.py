@@ -386,6 +386,10 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         )
         return {"kernel": dict(kernel), "evaluations": evaluations, "turns": turns}
 
+    def problem_names(self) -> set[str]:
+        """The name of every problem the registry has seen (what `best` and `tune` can look up)."""
+        return {r["name"] for r in self.db.query("SELECT DISTINCT name FROM problems")}
+
     def stats(self) -> dict:
         by_status = {
             r["status"]: r["n"]
