@@ -719,7 +719,7 @@ def tune(
         targets = [TuneTarget(load_problem(problem, evaluator.size), read_candidate(file), f"file {file}")]
     else:
         names = problem_names(names, evaluator.registry) if names else []
-    targets = from_registry(evaluator.registry, names or None, evaluator.device_class, evaluator.size)
+        targets = from_registry(evaluator.registry, names or None, evaluator.device_class, evaluator.size)
     deadline = None if time_budget is None else started + time_budget
     tuner = Tuner(evaluator, search, budget, deadline, transfer, on_record=on_record, on_plan=on_plan)
     with evaluator:
