@@ -6,7 +6,9 @@ config value without editing the file, e.g. `--set optim.steps=3 --set rollout.s
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +26,7 @@ from tritongym.core.cli.common import (
     out,
     parse_assignments,
 )
+from tritongym.core.errors import TritonGymError
 
 SetOpt = Annotated[
     list[str] | None,
@@ -227,7 +230,32 @@ def tts_command(
         out.print(f"run {summary.run_id}: tritongym report {summary.run_id}")
 
 
+# An evaluation setting named as `eval`'s flag (what a message from the evaluator or a backend says) and as these
+# commands take it: they have no --backend or --gpus, only the run config and --set.
+_EVAL_FLAGS = ((re.compile(r"--backend ([\w.-]+)"), r"--set eval.backend=\1"), (re.compile(r"--gpus\b"), "eval.gpus"))
+
+
+def _eval_flags_as_set(fn):
+    """`fn` with every error message's `--backend X` read as `--set eval.backend=X` (and `--gpus` as the config's
+    eval.gpus): the evaluator words its fixes for `tritongym eval`, and a hint naming a flag these commands do
+    not have would not work as written."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TritonGymError as exc:
+            if exc.args and isinstance(exc.args[0], str):
+                message = exc.args[0]
+                for pattern, replacement in _EVAL_FLAGS:
+                    message = pattern.sub(replacement, message)
+                exc.args = (message, *exc.args[1:])
+            raise
+
+    return wrapper
+
+
 def register(app: typer.Typer) -> None:
     commands = (("rollouts", rollouts_command), ("train", train_command), ("sft", sft_command), ("tts", tts_command))
     for name, fn in commands:
-        app.command(name)(command(fn))
+        app.command(name)(command(_eval_flags_as_set(fn)))
