@@ -97,3 +97,13 @@ def test_best_names_what_would_find_a_kernel(tmp_path):
     assert not (tmp_path / "out").exists()
     nothing = invoke("best", "softmax", "--export", str(tmp_path / "out"), "--registry", db)
     assert nothing.exit_code == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_run_configs_mistyped_problem_gets_a_suggestion(tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text(
+        f'name = "t"\noutput_dir = "{tmp_path}/runs"\n[model]\ntiny = {{ directory = "{tmp_path}/tiny" }}\n'
+        '[rollout]\nproblems = ["sofmax"]\nsamples = 1\nprompts_per_step = 1\n[eval]\nbackend = "triton-cpu"\n'
+    )
+    result = invoke("tts", str(config), "--registry", str(tmp_path / "r.db"))
+    assert result.exit_code == 2 and "did you mean 'softmax'" in result.stderr, result.output
