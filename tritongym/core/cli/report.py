@@ -133,11 +133,12 @@ def report_command(
         )
     if report.training:
         if report.metrics_plot or report.metrics_file:
-            out.print(f"training metrics: {report.metrics_plot or report.metrics_file}", highlight=False)
+            out.print(f"training metrics: {report.metrics_plot or report.metrics_file}", highlight=False, markup=False)
     if files is not None:
         out.print(
             f"plot: {files.fast_p}" + (f"; training metrics plot: {files.metrics}" if files.metrics else ""),
             highlight=False,
+            markup=False,
         )
 
 

@@ -94,9 +94,10 @@ def rollouts_command(
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
     out.print(
         f"{summary.turns} turns ({statuses}); mean reward {summary.mean_reward:.3g}; "
-        f"{summary.evaluations} evaluations in {summary.evaluate_s:.1f} s, generation {summary.generate_s:.1f} s"
+        f"{summary.evaluations} evaluations in {summary.evaluate_s:.1f} s, generation {summary.generate_s:.1f} s",
+        markup=False,
     )
-    out.print(f"trajectories: {summary.trajectories_file}; run {summary.run_id} in the registry")
+    out.print(f"trajectories: {summary.trajectories_file}; run {summary.run_id} in the registry", markup=False)
 
 
 def train_command(
@@ -153,7 +154,8 @@ def train_command(
         f"{summary.steps} steps in {summary.seconds:.0f} s; metrics {summary.metrics_file}"
         + (f", plot {summary.plot}" if summary.plot else "")
         + (f"; model {summary.model_dir}" if summary.model_dir else "")
-        + (f"; run {summary.run_id} in the registry" if summary.run_id is not None else "")
+        + (f"; run {summary.run_id} in the registry" if summary.run_id is not None else ""),
+        markup=False,  # paths are text: a [ in one is not a style
     )
 
 
@@ -187,7 +189,8 @@ def sft_command(
     out.print(
         f"SFT: {summary.examples} examples ({summary.truncated} truncated), {summary.steps} steps, "
         f"loss {summary.first_loss:.3g} -> {summary.last_loss:.3g} in {summary.seconds:.0f} s; "
-        f"model {summary.model_dir}"
+        f"model {summary.model_dir}",
+        markup=False,
     )
 
 
@@ -217,7 +220,8 @@ def tts_command(
     out.print(
         f"{summary.problems} problems x {summary.samples} samples: {summary.turns} turns ({statuses}); "
         f"{summary.evaluations} worker evaluations, {summary.registry_hits} answered by the registry; "
-        f"generation {summary.generate_s:.1f} s, evaluation {summary.evaluate_s:.1f} s"
+        f"generation {summary.generate_s:.1f} s, evaluation {summary.evaluate_s:.1f} s",
+        markup=False,
     )
     if summary.seeded:
         out.print("seeded from the registry: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.seeded.items())))
@@ -225,7 +229,7 @@ def tts_command(
         gain = f", {t.speedup:.2f}x over the kernel found" if t.speedup is not None else " (not timed on this backend)"
         best = ", ".join(f"{k}={v}" for k, v in (t.best_config or {}).items()) or "as written"
         line = f"tuned {t.problem}: {t.variants} variants, {t.rejected} rejected, best {best}{gain}"
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=False)
     if summary.run_id is not None:
         out.print(f"run {summary.run_id}: tritongym report {summary.run_id}")
 
