@@ -257,7 +257,8 @@ def run_command(
 @command
 def best_command(
     problems: Annotated[
-        list[str] | None, typer.Argument(help="Problem name(s); none = the best kernel of every problem.")
+        list[str] | None,
+        typer.Argument(help="Problem(s) as eval --problem takes them (name, .py file, SOURCE#NAME); none: every one."),
     ] = None,
     device: Annotated[
         str | None, typer.Option("--device", help="Device class, e.g. cpu or 'NVIDIA H100 80GB HBM3'.")

@@ -107,7 +107,9 @@ def _print_problem(p) -> None:
 def tune_command(
     problems: Annotated[
         list[str] | None,
-        typer.Argument(help="Problem name(s): tune the registry's best honest kernel of each (none: every problem)."),
+        typer.Argument(
+            help="Problem(s) as eval --problem takes them: tune the registry's best honest kernel of each (none: all)."
+        ),
     ] = None,
     file: Annotated[
         Path | None,
