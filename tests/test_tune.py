@@ -498,8 +498,12 @@ def test_tune_command_help_json_and_exit_codes(tmp_path):
 
     late = runner.invoke(app, ["tune", "relu", *base, "--time-budget", "1e-6", "--json"])
     (stopped,) = json.loads(late.stdout)["problems"]
-    assert late.exit_code == 0 and stopped["stopped_by"] == "time_budget" and stopped["variants"] == 0
+    assert stopped["stopped_by"] == "time_budget" and stopped["variants"] == 0
+    assert late.exit_code == 1 and stopped["status"] == "out_of_time"  # the kernel as written alone is no tuning
+    assert "give --time-budget more seconds" in stopped["message"]
     assert stopped["evaluated"] == 0  # the kernel as written is always measured, here from the registry
+    late_human = runner.invoke(app, ["tune", "relu", *base, "--time-budget", "1e-6"])
+    assert late_human.exit_code == 1 and "0/1 problem(s) tuned" in late_human.stdout
     stats = json.loads(runner.invoke(app, ["registry", "stats", "--registry", db, "--json"]).stdout)
     assert stats["tuning_records"] == 2 and stats["evaluations"] == 2
 

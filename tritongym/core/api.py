@@ -23,7 +23,7 @@ from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFou
 from tritongym.core.eval.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
-from tritongym.core.problems import load_problem, load_problems
+from tritongym.core.problems import load_problem, load_problems, resolve_names, select
 from tritongym.core.registry import Registry
 
 if TYPE_CHECKING:  # the learning side is imported by the commands that use it: the others start faster
@@ -146,13 +146,7 @@ def run(
 ) -> list[EvaluationResult]:
     """`tritongym run`: evaluate many candidates in parallel sandboxes, recorded as one run in the registry."""
     evaluator = make_evaluator(config, registry, extra_plugins)
-    selected = load_problems(problems, evaluator.size)
-    if only:
-        names = set(only)
-        unknown = names - {p.name for p in selected}
-        if unknown:
-            raise ProblemNotFound(f"no such problem(s): {', '.join(sorted(unknown))}")
-        selected = [p for p in selected if p.name in names]
+    selected = select(load_problems(problems, evaluator.size), only, problems)
     pairs = pair_candidates(selected, candidates_dir)
     if on_plan:
         on_plan(len(pairs))
@@ -178,9 +172,7 @@ def check_problems(
     from tritongym.core.eval.screen import screen_problem
 
     evaluator = make_evaluator(config, False, extra_plugins)
-    selected = load_problems(problems, evaluator.size)
-    if only:
-        selected = [p for p in selected if p.name in set(only)]
+    selected = select(load_problems(problems, evaluator.size), only, problems)
     seeds = trial_seeds(evaluator.config)
 
     def one(problem: Problem) -> ScreenResult:
@@ -244,6 +236,25 @@ def _best_kernel(reg: Registry, row: dict) -> BestKernel:
     )
 
 
+def _check_runs(reg: Registry, run: int | Sequence[int] | None) -> None:
+    """`--run N` names runs the registry holds: an unknown id is bad input (exit 2), refused before anything is
+    written, never 'no kernel stored' (which would send the user to evaluate more)."""
+    ids = [run] if isinstance(run, int) else list(run or [])
+    if not ids:
+        return
+    held = {r["id"] for r in reg.db.query("SELECT id FROM runs")}
+    unknown = [i for i in ids if i not in held]
+    if unknown:
+        listed = ", ".join(map(str, sorted(held)[-10:])) or "none yet"
+        raise ConfigError(
+            f"no run {', '.join(map(str, unknown))} in registry {reg.path} (its latest runs: {listed}); "
+            "`tritongym report RUN_ID` shows a run"
+        )
+
+
+_FILTER_DEFAULTS = {"backend": None, "precision": None, "run": None, "min_measurements": None, "by": "runtime"}
+
+
 def _best_filters(backend, precision, run, min_measurements, by) -> dict:
     if by not in ("runtime", "speedup", "compile_speedup"):
         raise ConfigError(f"order the best kernels by 'runtime', 'speedup' or 'compile_speedup', not '{by}'")
@@ -276,10 +287,22 @@ def best(
     `backend`, `precision` (ieee or tf32; evaluations of unknown precision never match), `run` (kernels
     produced by turns of that run, or of those runs), `min_measurements` (the runtime is the median of at
     least this many timed samples; untimed evaluations never match), `by` (`runtime`, `speedup`, or
-    `compile_speedup`: the speedup against torch.compile(reference), where it was timed)."""
+    `compile_speedup`: the speedup against torch.compile(reference), where it was timed).  A problem is what
+    `evaluate` takes: a name, a .py file or SOURCE#NAME (`problem_names`)."""
     reg = open_registry(registry) or Registry()
-    row = reg.best(problem, device, size, **_best_filters(backend, precision, run, min_measurements, by))
+    names = problem_names([problem] if isinstance(problem, str) else problem, reg)
+    _check_runs(reg, run)
+    wanted = names[0] if isinstance(problem, str) else names
+    row = reg.best(wanted, device, size, **_best_filters(backend, precision, run, min_measurements, by))
     return None if row is None else _best_kernel(reg, row)
+
+
+def problem_names(specs: Sequence[str], registry: RegistryArg = None) -> list[str]:
+    """The names the registry stores these problem specs under (a name as given; a .py file or SOURCE#NAME
+    as `evaluate` names it), in order; a name neither the registry nor the suite knows is `ProblemNotFound`,
+    with the nearest known names offered (`best sofmax`: did you mean 'softmax'?)."""
+    reg = open_registry(registry) or Registry()
+    return resolve_names(specs, reg.problem_names(), f"registry {reg.path}")
 
 
 def registry_stats(registry: RegistryArg = None) -> dict:
@@ -479,8 +502,14 @@ def leaderboard(
     """`tritongym best` with no or several problems: the best honest kernel per problem (one each, by
     name) under the filters of `best`; problems with none are left out."""
     reg = open_registry(registry) or Registry()
-    rows = reg.leaderboard(problems, device, size, **_best_filters(backend, precision, run, min_measurements, by))
-    return [_best_kernel(reg, row) for row in rows]
+    names = None if problems is None else problem_names([problems] if isinstance(problems, str) else problems, reg)
+    _check_runs(reg, run)
+    return _leaderboard(reg, names, device, size, _best_filters(backend, precision, run, min_measurements, by))
+
+
+def _leaderboard(reg: Registry, names: list[str] | None, device, size, filters: dict) -> list[BestKernel]:
+    """`leaderboard` of problems already named as stored (a file's name need not be in the registry yet)."""
+    return [_best_kernel(reg, row) for row in reg.leaderboard(names, device, size, **filters)]
 
 
 class ExportedKernel(BaseModel):
@@ -526,12 +555,16 @@ def export_best(
     **filters,
 ) -> ExportManifest:
     """`tritongym best --export DIR`: write each problem's best kernel (the `leaderboard` under the same
-    filters) as `DIR/<problem>.py`, and `DIR/manifest.json` saying which kernel and evaluation each is."""
-    kernels = leaderboard(problems, device, size, registry, **filters)
-    asked = [problems] if isinstance(problems, str) else list(problems or [])
+    filters) as `DIR/<problem>.py`, and `DIR/manifest.json` saying which kernel and evaluation each is; where
+    no kernel matches, nothing is written (the manifest returned says what was missing)."""
+    reg = open_registry(registry) or Registry()
+    asked = problem_names([problems] if isinstance(problems, str) else list(problems or []), reg)
+    _check_runs(reg, filters.get("run"))
+    kernels = _leaderboard(reg, asked or None, device, size, _best_filters(**_FILTER_DEFAULTS | filters))
     found = {k.problem_id for k in kernels}
     out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if kernels:  # nothing matched: nothing written (an empty manifest would read as an export that worked)
+        out_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = {"manifest"}
     entries = []
     for k in kernels:
@@ -565,7 +598,8 @@ def export_best(
         kernels=entries,
         missing=[name for name in dict.fromkeys(asked) if name not in found],
     )
-    (out_dir / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if kernels:
+        (out_dir / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return manifest
 
 
@@ -705,6 +739,7 @@ def tune(
     if file is not None:
         targets = [TuneTarget(load_problem(problem, evaluator.size), read_candidate(file), f"file {file}")]
     else:
+        names = problem_names(names, evaluator.registry) if names else []
         targets = from_registry(evaluator.registry, names or None, evaluator.device_class, evaluator.size)
     deadline = None if time_budget is None else started + time_budget
     tuner = Tuner(evaluator, search, budget, deadline, transfer, on_record=on_record, on_plan=on_plan)

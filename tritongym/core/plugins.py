@@ -136,7 +136,8 @@ class PluginHost:
         self.builtins = tuple(builtins)
         self.skipped: list[str] = []
         self._objects: dict[str, dict[str, Registered]] = {kind: {} for kind in KINDS}
-        if os.environ.get("TRITONGYM_TRACE_HOOKS"):
+        self._trace = self.pm.trace.root.get("tritongym")  # writes nothing until a writer is set
+        if os.environ.get("TRITONGYM_TRACE_HOOKS", "") not in ("", "0"):
             self.pm.trace.root.setwriter(lambda msg: print(msg, end="", file=sys.stderr))
             self.pm.enable_tracing()
         for module_name in builtins:
@@ -200,12 +201,18 @@ class PluginHost:
             self._register_plugin(f"{dist}:{ep.name}", ep.load)
 
     def _collect(self) -> None:
-        """Call each registration hook implementation one by one, so every object knows its plugin."""
+        """Call each registration hook implementation one by one, so every object knows its plugin.
+
+        Each call goes through pluggy (a hook caller holding that one plugin), never to the function
+        itself: pluggy's hook-call monitoring, and so `TRITONGYM_TRACE_HOOKS=1`, sees every call."""
+        plugins = self.pm.get_plugins()
         for kind, hook_name in HOOK_OF_KIND.items():
             for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
                 plugin = impl.plugin_name
+                only = self.pm.subset_hook_caller(hook_name, remove_plugins=plugins - {impl.plugin})
+                self._trace(f"{hook_name} of plugin '{plugin}'")
                 try:
-                    impl.function(register=lambda cls, k=kind, p=plugin: self._add(k, cls, p))
+                    only(register=lambda cls, k=kind, p=plugin: self._add(k, cls, p))
                 except PluginError:
                     raise
                 except Exception as exc:

@@ -23,8 +23,10 @@ optionally followed by `#NAME` to pick one problem from it.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import operator
+from collections.abc import Iterable
 from pathlib import Path
 
 from tritongym.core.errors import ProblemFormatError, ProblemNotFound
@@ -261,10 +263,11 @@ def load_problem(spec: str, size: str = "cpu") -> Problem:
         raise ProblemFormatError(f"unknown size preset '{size}' (choose from {', '.join(SIZE_PRESETS)})")
     if "#" in spec:
         source, _, wanted = spec.rpartition("#")
-        for problem in load_problems(source, size):
+        found = load_problems(source, size)
+        for problem in found:
             if problem.name == wanted or problem.name.rsplit("/", 1)[-1] == wanted:
                 return problem
-        raise ProblemNotFound(f"no problem named '{wanted}' in {source}")
+        raise ProblemNotFound(f"no problem named '{wanted}' in {source}{did_you_mean(wanted, [p.name for p in found])}")
     path = Path(spec)
     if path.is_file() and path.suffix == ".py":
         return parse_problem(path.read_text(), path.stem, str(path), size)
@@ -272,4 +275,64 @@ def load_problem(spec: str, size: str = "cpu") -> Problem:
         raise ProblemNotFound(f"{spec} holds several problems: pick one with {spec}#NAME")
     if (SUITE_DIR / f"{spec}.py").is_file():
         return suite_problem(spec, size)
-    raise ProblemNotFound(f"no problem '{spec}': not a suite problem (see `tritongym problems list`) and not a file")
+    raise ProblemNotFound(
+        f"no problem '{spec}': not a suite problem (see `tritongym problems list`) and not a file"
+        + did_you_mean(spec, suite_names())
+    )
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean 'softmax'?` for the known names closest to a mistyped one (difflib's ratio, as
+    `git` and `pip` suggest), or '' when none is close: appended to every unknown-problem message."""
+    close = difflib.get_close_matches(name, sorted(set(known)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+
+
+def names_a_file(spec: str) -> bool:
+    """Whether a problem spec points at a file (`path/to/p.py`, `SOURCE#NAME`) rather than naming a problem."""
+    return "#" in spec or spec.endswith(".py") or Path(spec).is_file()
+
+
+def stored_name(spec: str) -> str:
+    """The name `tritongym eval --problem SPEC` stores its verdicts under: a file's problem name (`p.py` is
+    `p`; `SOURCE#NAME` the name it has in SOURCE), a suite or stored name as given.  So every command that
+    looks a problem up in the registry takes what `eval --problem` takes."""
+    return load_problem(spec).name if names_a_file(spec) else spec
+
+
+def resolve_names(specs: Iterable[str], known: Iterable[str], where: str) -> list[str]:
+    """Each spec as its stored name (`stored_name`), in order, without repeats; a bare name that is neither
+    in `known` nor in the suite is bad input (`ProblemNotFound`, exit 2), with the nearest names offered.
+    A file is never unknown: it is a problem, whatever the registry holds for it."""
+    names, unknown = [], []
+    every = set(known) | set(suite_names())
+    for spec in specs:
+        name = stored_name(spec)
+        if not names_a_file(spec) and name not in every:
+            unknown.append(name)
+        names.append(name)
+    if unknown:
+        first = unknown[0]
+        listed = ", ".join(f"'{n}'" for n in unknown)
+        raise ProblemNotFound(
+            f"no problem {listed} in {where} or the suite (`tritongym problems list`)" + did_you_mean(first, every)
+        )
+    return list(dict.fromkeys(names))
+
+
+def select(problems: list[Problem], only: Iterable[str], source: str | None) -> list[Problem]:
+    """The problems of a source that `--only` names (all of them when it names none); a name the source
+    does not hold is bad input, with the nearest names offered."""
+    wanted = list(dict.fromkeys(only))
+    if not wanted:
+        return problems
+    held = {p.name for p in problems}
+    unknown = [n for n in wanted if n not in held]
+    if unknown:
+        raise ProblemNotFound(
+            f"no such problem {', '.join(repr(n) for n in unknown)} in {source or 'the suite'}"
+            + did_you_mean(unknown[0], held)
+        )
+    return [p for p in problems if p.name in set(wanted)]

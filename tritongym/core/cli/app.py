@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core import api
 from tritongym.core.cli import browse as cli_browse
 from tritongym.core.cli import client as cli_client
 from tritongym.core.cli import report as cli_report
@@ -32,6 +31,7 @@ from tritongym.core.cli.common import (
     GpusOpt,
     JsonOpt,
     NoCacheOpt,
+    PlainHelpGroup,
     PluginOpt,
     RayOpt,
     RegistryOpt,
@@ -49,18 +49,19 @@ from tritongym.core.cli.common import (
     with_ray,
 )
 from tritongym.core.errors import ConfigError, RegistryNotStored
-from tritongym.core.interfaces import KINDS
-from tritongym.core.models import EvaluationResult, Status
-from tritongym.core.tuning import config_text
+
+if TYPE_CHECKING:  # the API, the evaluator and the registry load in the commands that use them: `--help` is fast
+    from tritongym.core.models import EvaluationResult
 
 app = typer.Typer(
     help="A gym for LLMs that write fast, honest Triton kernels.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    cls=PlainHelpGroup,
 )
-problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_help=True)
-registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True)
+problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_help=True, cls=PlainHelpGroup)
+registry_app = typer.Typer(help="Inspect registry.db.", no_args_is_help=True, cls=PlainHelpGroup)
 app.add_typer(problems_app, name="problems")
 app.add_typer(registry_app, name="registry")
 cli_train.register(app)  # rollouts, train, sft: the commands that load a model
@@ -77,11 +78,11 @@ def _config(config, **overrides):
     return load_config(config, **overrides)
 
 
-STATUS_STYLE = {Status.ok: "green", Status.incorrect: "yellow", Status.hacked: "magenta", Status.rejected: "magenta"}
+STATUS_STYLE = {"ok": "green", "incorrect": "yellow", "hacked": "magenta", "rejected": "magenta"}
 
 
 def _status(result: EvaluationResult) -> str:
-    return f"[{STATUS_STYLE.get(result.status, 'red')}]{result.status.value}[/]"
+    return f"[{STATUS_STYLE.get(result.status.value, 'red')}]{result.status.value}[/]"
 
 
 def _fmt(value, spec: str = ".3g") -> str:
@@ -109,7 +110,7 @@ def _print_result(result: EvaluationResult) -> None:
     for choice in result.autotune:
         out.print(f"autotune: {choice.describe()}", highlight=False, markup=False)
     out.print(f"reward {result.reward.describe()}", highlight=False, markup=False)
-    if result.error and result.error.traceback and result.status != Status.timeout:
+    if result.error and result.error.traceback and result.status != "timeout":
         err.print(result.error.traceback.rstrip(), highlight=False, markup=False)
 
 
@@ -134,6 +135,8 @@ def eval_command(
     as_json: JsonOpt = False,
 ):
     """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
+    from tritongym.core import api
+
     cfg = _config(
         config,
         backend=backend,
@@ -205,6 +208,8 @@ def run_command(
     as_json: JsonOpt = False,
 ):
     """Evaluate many candidates in parallel sandboxes and print a results table."""
+    from tritongym.core import api
+
     cfg = _config(
         config,
         backend=backend,
@@ -245,7 +250,7 @@ def run_command(
             )
         except RegistryNotStored as exc:  # the verdicts stand; only their rows are missing
             results, unstored = exc.results, exc
-    n_ok = sum(r.status == Status.ok for r in results)
+    n_ok = sum(r.status == "ok" for r in results)
     if as_json:
         _emit_json(
             {
@@ -267,14 +272,14 @@ def run_command(
             timing = [_fmt(r.runtime_ms), _fmt(r.speedup), _fmt(r.pr)] if timed else []
             timing += [_fmt(r.compile_speedup)] if compiled else []
             table.add_row(
-                r.problem_id,
+                escape(r.problem_id),
                 _status(r),
                 r.kernel_id[:8],
                 _fmt(r.max_abs_err, ".2g"),
                 *timing,
                 f"{r.reward.total:.3g}",
                 "yes" if r.cached else "",
-                escape(r.message) if r.status != Status.ok else "",
+                escape(r.message) if r.status != "ok" else "",
             )
         out.print(table)
         _say_not_stored(unstored)
@@ -285,7 +290,8 @@ def run_command(
 @command
 def best_command(
     problems: Annotated[
-        list[str] | None, typer.Argument(help="Problem name(s); none = the best kernel of every problem.")
+        list[str] | None,
+        typer.Argument(help="Problem(s) as eval --problem takes them (name, .py file, SOURCE#NAME); none: every one."),
     ] = None,
     device: Annotated[
         str | None, typer.Option("--device", help="Device class, e.g. cpu or 'NVIDIA H100 80GB HBM3'.")
@@ -321,6 +327,8 @@ def best_command(
 ):
     """Show the fastest honest kernel stored for PROBLEM (on the CPU backend: a correct one); with no
     PROBLEM or several, the best kernel of each (a leaderboard). Exit 1 if a named problem has none."""
+    from tritongym.core import api
+
     filters = {"backend": backend, "precision": precision, "run": run or None, "min_measurements": min_measurements}
     filters["by"] = by
     names = list(dict.fromkeys(problems or []))
@@ -335,7 +343,8 @@ def best_command(
     else:
         found = api.leaderboard(names or None, device, size, registry, **filters)
         kernels = found
-        missing = [n for n in names if n not in {k.problem_id for k in found}]
+        stored = {k.problem_id for k in found}  # names as stored: a .py file's is its stem
+        missing = [n for n in api.problem_names(names, registry) if n not in stored] if names else []
     failed = bool(missing) or not kernels
     if as_json:
         if export is not None:
@@ -346,7 +355,8 @@ def best_command(
         raise typer.Exit(1 if failed else 0)
     if not kernels:
         what = ", ".join(f"'{n}'" for n in names) if names else "any problem"
-        err.print(f"No honest, correct kernel stored for {what} yet (try `tritongym run`).", highlight=False)
+        hint = _nothing_stored_hint(names, shown)
+        err.print(f"No honest, correct kernel stored for {what} yet{hint}", highlight=False, markup=False)
         _print_filters(shown)
         raise typer.Exit(1)
     if export is not None:
@@ -358,9 +368,24 @@ def best_command(
     else:
         _print_leaderboard(found)
     if missing:
-        err.print(f"No honest, correct kernel stored for {', '.join(missing)}.", highlight=False)
+        err.print(
+            f"No honest, correct kernel stored for {', '.join(missing)}{_nothing_stored_hint(missing, shown)}",
+            highlight=False,
+            markup=False,
+        )
         _print_filters(shown)
     raise typer.Exit(1 if failed else 0)
+
+
+def _nothing_stored_hint(names: list[str], shown: dict) -> str:
+    """What would find a kernel: under filters, loosening them; for named problems, evaluating one (the
+    suite's solutions only cover the suite, so `tritongym run` is offered only when nothing is named)."""
+    if shown:
+        return " under these filters (drop or loosen one):"
+    if names:
+        first = names[0]
+        return f": evaluate one (`tritongym eval KERNEL.py --problem {first}`)."
+    return ": evaluate some (`tritongym run` judges the suite's own solutions)."
 
 
 def _print_filters(shown: dict) -> None:
@@ -369,6 +394,9 @@ def _print_filters(shown: dict) -> None:
 
 
 def _best_one(problem, device, size, filters, shown, code, registry, as_json) -> None:
+    from tritongym.core import api
+    from tritongym.core.tuning import config_text
+
     found = api.best(problem, device, size, registry, **filters)
     if found is None:
         if as_json:
@@ -377,7 +405,11 @@ def _best_one(problem, device, size, filters, shown, code, registry, as_json) ->
                 | ({"filters": shown} if shown else {})
             )
         else:
-            err.print(f"No honest, correct kernel stored for '{problem}' yet (try `tritongym run`).")
+            err.print(
+                f"No honest, correct kernel stored for '{problem}' yet{_nothing_stored_hint([problem], shown)}",
+                highlight=False,
+                markup=False,
+            )
             _print_filters(shown)
         raise typer.Exit(1)
     if _emitted_as_json_or_code(found, as_json, code):
@@ -420,6 +452,8 @@ def _emitted_as_json_or_code(record, as_json: bool, code: bool) -> bool:
 
 
 def _print_leaderboard(kernels) -> None:
+    from tritongym.core.tuning import config_text
+
     timed = any(k.runtime_ms is not None for k in kernels)
     compiled = any(k.compile_speedup is not None for k in kernels)
     tuned = any(k.tuning is not None for k in kernels)
@@ -459,6 +493,8 @@ def kernel_command(
     as_json: JsonOpt = False,
 ):
     """Show where a kernel came from: its source, every evaluation of it and every run turn that produced it."""
+    from tritongym.core import api
+
     history = api.kernel_history(kernel_id, registry)
     if history is None:
         if as_json:
@@ -529,6 +565,9 @@ def plugins_command(
 ):
     """List every registered backend, check, reward, estimator, sample filter, engine and search strategy,
     with options."""
+    from tritongym.core import api
+    from tritongym.core.interfaces import KINDS
+
     registered = api.plugins(plugin or ())
     kinds = sorted({r.kind for r in registered} | set(KINDS))
     if kind is not None:
@@ -567,6 +606,8 @@ def advantages_command(
     as_json: JsonOpt = False,
 ):
     """Show what a training step would learn from a batch of turns: advantage and keep flag per turn."""
+    from tritongym.core import api
+
     overrides: dict = {"estimator": estimator, "seed": seed}
     if filters:
         overrides["filters"] = {name: {} for name in filters}
@@ -625,7 +666,8 @@ def problems_list(
     for col in ("name", "category", "sizes", "description"):
         table.add_column(col, overflow="fold")
     for p in problems:
-        table.add_row(p.name, p.category or "", ", ".join(f"{k}={v}" for k, v in p.sizes.items()), p.description)
+        sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+        table.add_row(escape(p.name), escape(p.category or ""), escape(sizes), escape(p.description))  # [b, s, e]
     out.print(table)
 
 
@@ -664,6 +706,8 @@ def problems_check(
     as_json: JsonOpt = False,
 ):
     """Screen problems with negative controls (zeros, another seed's output, identity); exit 1 if any passes."""
+    from tritongym.core import api
+
     cfg = _config(config, backend=backend, size=size, trials=trials, workers=workers)
     results = api.check_problems(source, only or (), cfg, plugin or ())
     bad = [r for r in results if not r.ok]
@@ -676,7 +720,7 @@ def problems_check(
         for r in results:
             verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
             detail = r.error or "; ".join(v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items())
-            table.add_row(r.problem_id, verdict, escape(detail))
+            table.add_row(escape(r.problem_id), verdict, escape(detail))
         out.print(table)
     raise typer.Exit(1 if bad else 0)
 
@@ -685,16 +729,17 @@ def problems_check(
 @command
 def registry_stats(registry: RegistryOpt = None, as_json: JsonOpt = False):
     """Counts of problems, kernels, evaluations (by status and backend), runs and turns."""
+    from tritongym.core import api
+
     stats = api.registry_stats(registry)
     if as_json:
         _emit_json(stats)
         return
-    table = Table(title=str(stats["path"]), show_header=False)
+    table = Table(title=escape(str(stats["path"])), show_header=False)
     for key, value in stats.items():
         if key != "path":
-            table.add_row(
-                key, ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
-            )
+            text = ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+            table.add_row(key, escape(text))  # device names and problem names are text, brackets included
     out.print(table)
 
 

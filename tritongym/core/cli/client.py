@@ -13,9 +13,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from tritongym.core.cli.common import JsonOpt, _emit_json, command, err, out
+from tritongym.core.cli.common import JsonOpt, PlainHelpGroup, _emit_json, command, err, out
 
-client_app = typer.Typer(help="Talk to a running `tritongym serve`: submit, wait, best, health.", no_args_is_help=True)
+client_app = typer.Typer(
+    help="Talk to a running `tritongym serve`: submit, wait, best, health.", no_args_is_help=True, cls=PlainHelpGroup
+)
 
 UrlOpt = Annotated[
     str | None,

@@ -10,15 +10,46 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from tritongym.core.errors import ConfigError, TritonGymError
 
 # Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def _plain_help(command: click.Command) -> click.Command:
+    """`command` with its help, and its parameters' help, escaped for rich markup (once).
+
+    Typer renders help through rich markup, where `[ray]` or `[batch, seq, embed]` is a style tag and
+    vanishes: `--ray`'s hint read `pip install 'tritongym'`.  Our help is plain text, brackets included."""
+    if not getattr(command, "_tritongym_plain_help", False):
+        command.help = escape(command.help) if command.help else command.help
+        command.short_help = escape(command.short_help) if command.short_help else command.short_help
+        for param in command.params:
+            if getattr(param, "help", None):
+                param.help = escape(param.help)  # type: ignore[attr-defined]  # options and typer's arguments
+        command._tritongym_plain_help = True  # type: ignore[attr-defined]
+    return command
+
+
+class PlainHelpGroup(TyperGroup):
+    """A command group (pass as `typer.Typer(cls=PlainHelpGroup)`) whose help, and every subcommand's it
+    hands out, is plain text to rich: square brackets in a docstring or an option's help are kept."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        return None if command is None else _plain_help(command)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        _plain_help(self)
+        super().format_help(ctx, formatter)
+
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 PluginOpt = Annotated[

@@ -4,7 +4,7 @@ best of history), overall and per problem, as tables, JSON or a plot."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -13,7 +13,9 @@ from rich.table import Table
 
 from tritongym.core.cli.common import JsonOpt, RegistryOpt, _emit_json, command, out
 from tritongym.core.errors import ConfigError
-from tritongym.core.reports.fast_p import TurnMetrics, p_key
+
+if TYPE_CHECKING:  # pydantic models: loaded by the command, not by `tritongym --help`
+    from tritongym.core.reports.fast_p import TurnMetrics
 
 MISSING = "–"  # unknown (an untimed correct kernel), never a zero
 
@@ -24,6 +26,8 @@ def _pct(value: float | None) -> str:
 
 def _table(first: str, rows: list[tuple[str, int, TurnMetrics]], ps: list[float], title: str | None = None) -> Table:
     """One row per (label, samples, metrics): rates in %, last turn then best of history."""
+    from tritongym.core.reports.fast_p import p_key
+
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=title, title_justify="left")
     for header in (first, "samples", "active", "correct", "best", "hacked", "no code"):
         table.add_column(header, justify="right" if header != first or first == "turn" else "left", no_wrap=True)
@@ -129,11 +133,12 @@ def report_command(
         )
     if report.training:
         if report.metrics_plot or report.metrics_file:
-            out.print(f"training metrics: {report.metrics_plot or report.metrics_file}", highlight=False)
+            out.print(f"training metrics: {report.metrics_plot or report.metrics_file}", highlight=False, markup=False)
     if files is not None:
         out.print(
             f"plot: {files.fast_p}" + (f"; training metrics plot: {files.metrics}" if files.metrics else ""),
             highlight=False,
+            markup=False,
         )
 
 

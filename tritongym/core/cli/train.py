@@ -6,14 +6,15 @@ config value without editing the file, e.g. `--set optim.steps=3 --set rollout.s
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tritongym.core import api
 from tritongym.core.cli.common import (
     JsonOpt,
     PluginOpt,
@@ -25,6 +26,7 @@ from tritongym.core.cli.common import (
     out,
     parse_assignments,
 )
+from tritongym.core.errors import TritonGymError
 
 SetOpt = Annotated[
     list[str] | None,
@@ -72,6 +74,7 @@ def rollouts_command(
     as_json: JsonOpt = False,
 ):
     """Generate and evaluate multi-turn trajectories without training; every turn goes to the registry."""
+    from tritongym.core import api
     from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
@@ -91,9 +94,10 @@ def rollouts_command(
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
     out.print(
         f"{summary.turns} turns ({statuses}); mean reward {summary.mean_reward:.3g}; "
-        f"{summary.evaluations} evaluations in {summary.evaluate_s:.1f} s, generation {summary.generate_s:.1f} s"
+        f"{summary.evaluations} evaluations in {summary.evaluate_s:.1f} s, generation {summary.generate_s:.1f} s",
+        markup=False,
     )
-    out.print(f"trajectories: {summary.trajectories_file}; run {summary.run_id} in the registry")
+    out.print(f"trajectories: {summary.trajectories_file}; run {summary.run_id} in the registry", markup=False)
 
 
 def train_command(
@@ -114,6 +118,7 @@ def train_command(
 
     Writes OUTPUT_DIR/metrics.jsonl (one line per step), metrics.png, checkpoints/ and the final model/.
     Several GPUs or nodes: `accelerate launch $(which tritongym) train CONFIG`."""
+    from tritongym.core import api
     from tritongym.core.learn.run_config import load_run_config
     from tritongym.core.reports.metrics_report import step_line, step_table
 
@@ -149,7 +154,8 @@ def train_command(
         f"{summary.steps} steps in {summary.seconds:.0f} s; metrics {summary.metrics_file}"
         + (f", plot {summary.plot}" if summary.plot else "")
         + (f"; model {summary.model_dir}" if summary.model_dir else "")
-        + (f"; run {summary.run_id} in the registry" if summary.run_id is not None else "")
+        + (f"; run {summary.run_id} in the registry" if summary.run_id is not None else ""),
+        markup=False,  # paths are text: a [ in one is not a style
     )
 
 
@@ -166,6 +172,7 @@ def sft_command(
     as_json: JsonOpt = False,
 ):
     """Cold-start supervised fine-tuning on multi-turn trajectories; loss on assistant tokens only."""
+    from tritongym.core import api
     from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
@@ -182,7 +189,8 @@ def sft_command(
     out.print(
         f"SFT: {summary.examples} examples ({summary.truncated} truncated), {summary.steps} steps, "
         f"loss {summary.first_loss:.3g} -> {summary.last_loss:.3g} in {summary.seconds:.0f} s; "
-        f"model {summary.model_dir}"
+        f"model {summary.model_dir}",
+        markup=False,
     )
 
 
@@ -196,6 +204,7 @@ def tts_command(
 ):
     """Test-time scaling: N samples x T turns per problem, the registry as memory; `tritongym report RUN_ID`
     shows last-turn and best-of-history Fast@p."""
+    from tritongym.core import api
     from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, _with_ray(parse_overrides(overrides), ray))
@@ -211,7 +220,8 @@ def tts_command(
     out.print(
         f"{summary.problems} problems x {summary.samples} samples: {summary.turns} turns ({statuses}); "
         f"{summary.evaluations} worker evaluations, {summary.registry_hits} answered by the registry; "
-        f"generation {summary.generate_s:.1f} s, evaluation {summary.evaluate_s:.1f} s"
+        f"generation {summary.generate_s:.1f} s, evaluation {summary.evaluate_s:.1f} s",
+        markup=False,
     )
     if summary.seeded:
         out.print("seeded from the registry: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.seeded.items())))
@@ -219,12 +229,37 @@ def tts_command(
         gain = f", {t.speedup:.2f}x over the kernel found" if t.speedup is not None else " (not timed on this backend)"
         best = ", ".join(f"{k}={v}" for k, v in (t.best_config or {}).items()) or "as written"
         line = f"tuned {t.problem}: {t.variants} variants, {t.rejected} rejected, best {best}{gain}"
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=False)
     if summary.run_id is not None:
         out.print(f"run {summary.run_id}: tritongym report {summary.run_id}")
+
+
+# An evaluation setting named as `eval`'s flag (what a message from the evaluator or a backend says) and as these
+# commands take it: they have no --backend or --gpus, only the run config and --set.
+_EVAL_FLAGS = ((re.compile(r"--backend ([\w.-]+)"), r"--set eval.backend=\1"), (re.compile(r"--gpus\b"), "eval.gpus"))
+
+
+def _eval_flags_as_set(fn):
+    """`fn` with every error message's `--backend X` read as `--set eval.backend=X` (and `--gpus` as the config's
+    eval.gpus): the evaluator words its fixes for `tritongym eval`, and a hint naming a flag these commands do
+    not have would not work as written."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TritonGymError as exc:
+            if exc.args and isinstance(exc.args[0], str):
+                message = exc.args[0]
+                for pattern, replacement in _EVAL_FLAGS:
+                    message = pattern.sub(replacement, message)
+                exc.args = (message, *exc.args[1:])
+            raise
+
+    return wrapper
 
 
 def register(app: typer.Typer) -> None:
     commands = (("rollouts", rollouts_command), ("train", train_command), ("sft", sft_command), ("tts", tts_command))
     for name, fn in commands:
-        app.command(name)(command(fn))
+        app.command(name)(command(_eval_flags_as_set(fn)))

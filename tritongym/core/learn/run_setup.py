@@ -20,7 +20,7 @@ from tritongym.core.learn.model_loading import check_model_spec
 from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.models import Problem
 from tritongym.core.plugins import PluginHost, get_host
-from tritongym.core.problems import load_problems
+from tritongym.core.problems import did_you_mean, load_problems
 from tritongym.core.registry import Registry
 
 
@@ -93,6 +93,7 @@ def prepare_run(
             evaluator.close()
             raise ConfigError(
                 f"[rollout] problems {', '.join(unknown)} not found (known: {', '.join(sorted(by_name))})"
+                + did_you_mean(unknown[0], by_name)
             )
         problems = [by_name[n] for n in config.rollout.problems]
     if not problems:

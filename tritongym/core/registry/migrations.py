@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-import sqlite_utils
-
 from tritongym.core.errors import RegistryError
+from tritongym.core.registry.sqlite import sqlite_utils  # first: sqlite-utils without pandas
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = []
 MIGRATIONS_TABLE = "_tritongym_migrations"

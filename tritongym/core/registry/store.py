@@ -22,14 +22,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-import sqlite_utils
-
 from tritongym.core.errors import RegistryError, TritonGymError
 from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBreakdown
 from tritongym.core.registry.failures import explain, guard_reads, unwritable, writes
 from tritongym.core.registry.judge_verdicts import JudgeVerdicts
 from tritongym.core.registry.migrations import damage, migrate, pending_migrations, unknown_migrations
-from tritongym.core.registry.sqlite import warn_if_affected
+from tritongym.core.registry.sqlite import (
+    sqlite_utils,  # first: sqlite-utils without pandas
+    warn_if_affected,
+)
 from tritongym.core.registry.tasks import ServiceTasks
 from tritongym.core.registry.tuning import TuningRecords
 
@@ -517,6 +518,10 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
             )
         )
         return {"kernel": dict(kernel), "evaluations": evaluations, "turns": turns}
+
+    def problem_names(self) -> set[str]:
+        """The name of every problem the registry has seen (what `best` and `tune` can look up)."""
+        return {r["name"] for r in self.db.query("SELECT DISTINCT name FROM problems")}
 
     def stats(self) -> dict:
         by_status = {

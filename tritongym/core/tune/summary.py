@@ -19,7 +19,9 @@ class ProblemTuning(BaseModel):
     """The tuning of one problem's kernel on one backend, device class and size."""
 
     problem: str
-    status: Literal["tuned", "no_parameters", "source_not_ok"]
+    status: Literal["tuned", "no_parameters", "source_not_ok", "out_of_time"] = Field(
+        description="tuned: at least one variant was measured; out_of_time: the time budget ran out first"
+    )
     message: str
     source_kernel_id: str
     source_origin: str = Field(description="where the kernel tuned came from: the registry's best, or a file")

@@ -175,6 +175,12 @@ class Tuner:
             left = self.budget - session.variants
             proposals = self._propose(space, session, left)
             stopped = self._run(session, [(c, self.strategy.name) for c in proposals]) if proposals else "exhausted"
+        if stopped == "time_budget" and not session.variants:  # the written kernel alone is no tuning
+            summary.status = "out_of_time"
+            summary.message = (
+                f"the time budget ran out before any variant of kernel {source.kernel_id} was measured (only the "
+                "kernel as written was); give --time-budget more seconds, or tune fewer problems per call"
+            )
         return self._finish(summary, session, stopped, started)
 
     def _usable(self, discovery: Discovery, configs: list[Config]) -> list[Config]:
