@@ -83,7 +83,7 @@ class PrecisionCheck(RuntimeCheck):
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         policy = self.policy.precision
         measured = [
-            (out.gold_err, out.ref_gold_err)
+            (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err)
             for trial in evidence.trials
             if trial.sizes is None and not trial.late
             for out in trial.outputs
@@ -98,11 +98,12 @@ class PrecisionCheck(RuntimeCheck):
                 reason="precision not measured (no float64 gold: the reference has no floating output or cannot "
                 f"run in float64){advice}",
             )
-        reached = worst(classify(err, ref) for err, ref in measured)
-        err, ref = max(measured, key=lambda pair: pair[0])
+        reached = worst(classify(*errors) for errors in measured)
+        err, ref, ref_tf32, _ = max(measured, key=lambda errors: errors[0])
+        with_tf32 = f", with TF32 {ref_tf32:.2g}" if ref_tf32 is not None and ref_tf32 != ref else ""
         said = (
             f"precision class {reached} (error {err:.2g} against the float64 gold; the reference's own at its "
-            f"dtype {ref:.2g}); the policy '{policy}' passes {', '.join(passing(policy))}"
+            f"dtype {ref:.2g}{with_tf32}); the policy '{policy}' passes {', '.join(passing(policy))}"
         )
         if reached in passing(policy):
             return CheckVerdict(name=self.name, passed=True, stage="runtime", reason=said + advice)

@@ -3,8 +3,11 @@
 Trusted code only, run before the candidate exists on the GPU and after its child exited on the CPU.  The gold
 is the reference module deep-copied to float64 (its floating parameters and buffers) and called on the same
 inputs upcast to float64; per output only `GOLD_SAMPLE` secret positions are kept, with the reference's own
-error there, so the full float64 outputs are freed at once (an output of several GiB costs its float64 copy
-for one forward, never for the whole evaluation).  A reference that cannot run in float64 (an op without a
+errors there: exact at its dtype (TF32 off), with TF32 on, and under bfloat16 autocast, which say how much
+each class of arithmetic costs *this* problem (a chain of GEMMs or a softmax after one amplifies an operand
+rounding that a single GEMM does not), so the class bounds follow the problem (core/precision.py).  The
+full float64 outputs are freed at once: an output of several GiB costs its float64 copy for one forward,
+never for the whole evaluation.  A reference that cannot run in float64 (an op without a
 double kernel) has no gold: its outputs' precision is then not measured, and the verdict says so.
 """
 
@@ -19,11 +22,29 @@ from tritongym.core.precision import GOLD_SAMPLE
 
 @dataclass
 class GoldSample:
-    """One output's gold at `positions` (None = every element, in order) and the reference's error there."""
+    """One output's gold at `positions` (None = every element, in order) and the reference's errors there."""
 
     positions: object  # a LongTensor on the output's device, or None
     values: object  # float64 tensor
-    ref_err: float | None
+    ref_err: float | None  # the reference at its dtype, TF32 off
+    ref_tf32_err: float | None = None  # ...with TF32 matmuls and convolutions on
+    ref_half_err: float | None = None  # ...under bfloat16 autocast
+
+
+@contextlib.contextmanager
+def tf32_reference():
+    """TF32 on for the duration (the reference as the `tf32` class computes it), then the flags put back."""
+    import torch
+
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    precision = torch.get_float32_matmul_precision()
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+        torch.set_float32_matmul_precision(precision)
 
 
 @contextlib.contextmanager
@@ -64,9 +85,10 @@ def _upcast(value):
     return value
 
 
-def gold_samples(model64, inputs: list, refs: list, generator) -> list[GoldSample | None]:
+def gold_samples(model64, inputs: list, refs: list, generator, ref_model=None) -> list[GoldSample | None]:
     """Gold for one trial's inputs at up to `GOLD_SAMPLE` positions per floating output (None where an output
-    has no gold: not floating, not a tensor, or the float64 forward failed)."""
+    has no gold: not floating, not a tensor, or the float64 forward failed).  With `ref_model`, also the
+    reference's errors with TF32 on and under bfloat16 autocast (None where it cannot run so)."""
     import sys
 
     import torch
@@ -81,8 +103,10 @@ def gold_samples(model64, inputs: list, refs: list, generator) -> list[GoldSampl
     except Exception as exc:  # noqa: BLE001 - see gold_model
         print(f"tritongym: no float64 gold: the reference failed in float64: {exc}", file=sys.stderr)
         return [None] * len(refs)
+    tf32 = _outputs_in(ref_model, inputs, tf32_reference) if ref_model is not None else []
+    half = _outputs_in(ref_model, inputs, _bf16_autocast(refs)) if ref_model is not None else []
     samples: list[GoldSample | None] = []
-    for ref, gold in zip(refs, golds + [None] * (len(refs) - len(golds))):
+    for i, (ref, gold) in enumerate(zip(refs, golds + [None] * (len(refs) - len(golds)))):
         usable = (
             type(ref) is torch.Tensor
             and isinstance(gold, torch.Tensor)
@@ -99,7 +123,35 @@ def gold_samples(model64, inputs: list, refs: list, generator) -> list[GoldSampl
             where = torch.randint(0, n, (GOLD_SAMPLE,), device=ref.device, generator=generator)
         flat_gold = gold.detach().reshape(-1).to(torch.float64)
         values = flat_gold if where is None else flat_gold[where]
-        ref_values = ref.detach().reshape(-1) if where is None else ref.detach().reshape(-1)[where]
-        samples.append(GoldSample(where, values.clone(), rel_err(ref_values, values)))
-    del golds
+
+        def err(outputs: list, i=i, values=values, where=where, ref=ref) -> float | None:
+            if i >= len(outputs) or not isinstance(outputs[i], torch.Tensor) or outputs[i].shape != ref.shape:
+                return None
+            flat = outputs[i].detach().reshape(-1)
+            return rel_err(flat if where is None else flat[where], values)
+
+        samples.append(GoldSample(where, values.clone(), err(refs), err(tf32), err(half)))
+    del golds, tf32, half
     return samples
+
+
+def _bf16_autocast(refs: list):
+    """bfloat16 autocast on the reference's device (the `half` class as torch computes it)."""
+    import torch
+
+    device = next((r.device.type for r in refs if isinstance(r, torch.Tensor)), "cpu")
+    return lambda: torch.autocast(device_type=device, dtype=torch.bfloat16)
+
+
+def _outputs_in(ref_model, inputs: list, context) -> list:
+    """The reference's outputs under `context` (TF32 on, bfloat16 autocast), or [] when it cannot run so."""
+    import torch
+
+    from tritongym.core.eval.worker.compare import flatten_outputs
+    from tritongym.core.eval.worker.tensors import clone_all
+
+    try:
+        with torch.no_grad(), context():
+            return flatten_outputs(ref_model(*clone_all(inputs)))
+    except Exception:  # noqa: BLE001 - no such baseline: that class is then judged by its floor alone
+        return []

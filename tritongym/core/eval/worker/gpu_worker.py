@@ -318,7 +318,10 @@ class GPUWorker:
             model64 = gold_model(ref_model)
             gold_generator = torch.Generator(device=self.device)
             gold_generator.manual_seed(task.init_seed ^ 0x601D)
-            golds = [gold_samples(model64, xs, outs, gold_generator) for xs, outs in zip(trial_inputs, ref_outputs)]
+            golds = [
+                gold_samples(model64, xs, outs, gold_generator, ref_model)
+                for xs, outs in zip(trial_inputs, ref_outputs)
+            ]
             del model64
             # the shape-set and late trials (trial_plan.py): judged like the main ones, never timed
             extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference)

@@ -170,7 +170,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         evidence.reference_torch_ops = evidence.reference_torch_ops or ops
         evidence.reference_torch_work = evidence.reference_torch_work or work
         trials.append(({"seed": seed}, inputs, ref_out))
-        golds.append(gold_samples(model64, inputs, ref_out, generator))
+        golds.append(gold_samples(model64, inputs, ref_out, generator, ref_model))
     del model64
     sent_trials = list(report["trials"])
     main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
