@@ -191,6 +191,7 @@ class OutputComparison(_Model):
     gold_err: float | None = None  # ||out - gold|| / ||gold||: the candidate's precision
     ref_gold_err: float | None = None  # ...and the reference's own, at its dtype with TF32 off
     ref_tf32_err: float | None = None  # ...the reference's with TF32 on: what the `tf32` class costs this problem
+    ref_tf32_trunc_err: float | None = None  # ...with matmul operands truncated to TF32 (Triton's default tl.dot)
     ref_half_err: float | None = None  # ...and under bfloat16 autocast: what the `half` class costs it
     note: str = ""
 

@@ -83,7 +83,7 @@ class PrecisionCheck(RuntimeCheck):
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         policy = self.policy.precision
         measured = [
-            (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err)
+            (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err)
             for trial in evidence.trials
             if trial.sizes is None and not trial.late
             for out in trial.outputs
@@ -99,7 +99,7 @@ class PrecisionCheck(RuntimeCheck):
                 f"run in float64){advice}",
             )
         reached = worst(classify(*errors) for errors in measured)
-        err, ref, ref_tf32, _ = max(measured, key=lambda errors: errors[0])
+        err, ref, ref_tf32, _, _ = max(measured, key=lambda errors: errors[0])
         with_tf32 = f", with TF32 {ref_tf32:.2g}" if ref_tf32 is not None and ref_tf32 != ref else ""
         said = (
             f"precision class {reached} (error {err:.2g} against the float64 gold; the reference's own at its "

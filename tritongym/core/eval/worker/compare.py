@@ -54,6 +54,7 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
     if gold is not None:
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
         result.ref_tf32_err, result.ref_half_err = gold.ref_tf32_err, gold.ref_half_err
+        result.ref_tf32_trunc_err = gold.ref_tf32_trunc_err
     a, b = out.detach().double(), ref.detach().double()
     a_nan, b_nan = torch.isnan(a), torch.isnan(b)
     same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))

@@ -3,7 +3,8 @@
 Trusted code only, run before the candidate exists on the GPU and after its child exited on the CPU.  The gold
 is the reference module deep-copied to float64 (its floating parameters and buffers) and called on the same
 inputs upcast to float64; per output only `GOLD_SAMPLE` secret positions are kept, with the reference's own
-errors there: exact at its dtype (TF32 off), with TF32 on, and under bfloat16 autocast, which say how much
+errors there: exact at its dtype (TF32 off), with TF32 on (torch's, and Triton's truncating kind), and under
+bfloat16 autocast, which say how much
 each class of arithmetic costs *this* problem (a chain of GEMMs or a softmax after one amplifies an operand
 rounding that a single GEMM does not), so the class bounds follow the problem (core/precision.py).  The
 full float64 outputs are freed at once: an output of several GiB costs its float64 copy for one forward,
@@ -27,7 +28,8 @@ class GoldSample:
     positions: object  # a LongTensor on the output's device, or None
     values: object  # float64 tensor
     ref_err: float | None  # the reference at its dtype, TF32 off
-    ref_tf32_err: float | None = None  # ...with TF32 matmuls and convolutions on
+    ref_tf32_err: float | None = None  # ...with TF32 matmuls and convolutions on (torch's, rounded to nearest)
+    ref_tf32_trunc_err: float | None = None  # ...with matmul operands truncated to TF32 (Triton's default tl.dot)
     ref_half_err: float | None = None  # ...under bfloat16 autocast
 
 
@@ -45,6 +47,38 @@ def tf32_reference():
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
         torch.set_float32_matmul_precision(precision)
+
+
+_TF32_OPS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "convolution", "_convolution", "mv", "dot"})
+
+
+@contextlib.contextmanager
+def truncated_tf32():
+    """Every matmul and convolution of the reference with its float32 operands rounded toward zero to TF32's 10
+    mantissa bits, then multiplied exactly: TF32 as Triton's default `tl.dot` computes it on a Hopper GPU.
+    Its error is coherent (each product shrinks a little), so over a chain of GEMMs it grows with the chain,
+    unlike torch's round-to-nearest TF32: an H100 measured one Triton TF32 GEMM at 7.7e-4 against torch's
+    2.9e-4, and an attention of four at 4.1e-3 against torch's 5.1e-4."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def truncate(value):
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+            return (value.contiguous().view(torch.int32) & ~0x1FFF).view(torch.float32).view(value.shape)
+        return value
+
+    class Truncating(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False  # see op_trace.py: the dynamo guard's import would change torch.manual_seed
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ in _TF32_OPS:
+                args = tuple(truncate(a) for a in args)
+            return func(*args, **(kwargs or {}))
+
+    with exact_reference(), Truncating():
+        yield
 
 
 @contextlib.contextmanager
@@ -104,6 +138,7 @@ def gold_samples(model64, inputs: list, refs: list, generator, ref_model=None) -
         print(f"tritongym: no float64 gold: the reference failed in float64: {exc}", file=sys.stderr)
         return [None] * len(refs)
     tf32 = _outputs_in(ref_model, inputs, tf32_reference) if ref_model is not None else []
+    trunc = _outputs_in(ref_model, inputs, truncated_tf32) if ref_model is not None else []
     half = _outputs_in(ref_model, inputs, _bf16_autocast(refs)) if ref_model is not None else []
     samples: list[GoldSample | None] = []
     for i, (ref, gold) in enumerate(zip(refs, golds + [None] * (len(refs) - len(golds)))):
@@ -130,8 +165,8 @@ def gold_samples(model64, inputs: list, refs: list, generator, ref_model=None) -
             flat = outputs[i].detach().reshape(-1)
             return rel_err(flat if where is None else flat[where], values)
 
-        samples.append(GoldSample(where, values.clone(), err(refs), err(tf32), err(half)))
-    del golds, tf32, half
+        samples.append(GoldSample(where, values.clone(), err(refs), err(tf32), err(trunc), err(half)))
+    del golds, tf32, trunc, half
     return samples
 
 
