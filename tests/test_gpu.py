@@ -211,8 +211,9 @@ def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
     assert second.timing.roofline_ms is not None and second.runtime_ms >= 0.8 * second.timing.roofline_ms
 
 
-def test_tf32_dot_is_a_downgrade_under_ieee_and_fine_under_tf32(sandbox_checks):
-    """Without input_precision="ieee", tl.dot on fp32 multiplies in TF32: seen in the compiled PTX."""
+def test_tf32_dot_is_measured_a_downgrade_under_ieee_and_fine_under_tf32(sandbox_checks):
+    """Without input_precision="ieee", tl.dot on fp32 multiplies in TF32: the error against the float64 gold
+    names the `tf32` class, which the default policy passes and `ieee` refuses; the PTX is quoted as advice."""
     problem = load_problem("matmul", "gpu")
     tf32 = problem.solution.replace(', input_precision="ieee"', "")
     assert tf32 != problem.solution
@@ -220,12 +221,17 @@ def test_tf32_dot_is_a_downgrade_under_ieee_and_fine_under_tf32(sandbox_checks):
     host = PluginHost(load_entry_points=False)
     for precision, allowed in (("ieee", False), ("tf32", True)):
         config = EvalConfig(
-            backend="triton-cuda", size="gpu", precision=precision, tolerances=loose, checks=sandbox_checks
+            backend="triton-cuda",
+            size="gpu",
+            precision=precision,
+            tolerances=loose,
+            checks={**sandbox_checks, "precision": {}},
         )
         with Evaluator(config, host=host) as evaluator:
             result = evaluator.evaluate(tf32, problem)
-        verdict = next(c for c in result.checks if c.name == "dot_precision")
+        verdict = next(c for c in result.checks if c.name == "precision")
         assert verdict.passed == allowed, (precision, result.message)
+        assert "precision class tf32" in verdict.reason and "TF32 on tensor cores (PTX)" in verdict.reason
         assert result.status == (Status.ok if allowed else Status.hacked), result.message
 
 

@@ -640,10 +640,11 @@ class TaskDriver:
                 check = compare_output(i, sample, ref["values"], self.task.tolerances)
                 if check.mismatched > 0 or check.shape != check.ref_shape:
                     result.mismatched = max(result.mismatched, check.mismatched, 1)
-                    result.note = (
+                    said = (
                         f"{check.mismatched} of {check.numel} sampled elements differ from the reference's, "
                         "whatever the worker's comparison said"
                     )
+                    result.note = f"{result.note}; {said}" if result.note else said  # the worker's note stays
             elif claims_match and result.device == result.ref_device and ref["values"] is not None:
                 result.mismatched = max(result.mismatched, 1)
                 result.note = "no sample of this output came back to check the comparison against"
