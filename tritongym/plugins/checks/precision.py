@@ -114,7 +114,7 @@ class PrecisionCheck(RuntimeCheck):
                 passed=True,
                 stage="runtime",
                 reason=f"error {err:.2g} against the float64 gold is beyond every precision class (the reference's own "
-                f"at its dtype {ref:.2g}): wrong outputs, not low precision; the correctness verdict judges them{advice}",
+                f"at its dtype {ref:.2g}): wrong outputs, not low precision, for the correctness verdict{advice}",
             )
         fix = f"set precision = '{looser}' to accept it"
         return CheckVerdict(
