@@ -90,7 +90,7 @@ class WaitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ids: list[str] = Field(min_length=1)
-    timeout_s: float = Field(default=30.0, ge=0, le=300)
+    timeout_s: float = Field(default=30.0, ge=0, le=300, allow_inf_nan=False)
 
 
 class WaitResponse(BaseModel):
@@ -101,7 +101,10 @@ class WaitResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: str  # "ok", or "stopping" while the service drains
+    """`GET /health`: the service's own fields, then KernelGYM's (`SystemHealthResponse`), so that KernelGYM's
+    clients, which require `"status": "healthy"` before they start, accept this service."""
+
+    status: str = Field(description="'healthy'; 'stopping' (with HTTP 503) while the service drains at shutdown")
     version: str
     backend: str
     device: str
@@ -114,3 +117,10 @@ class Health(BaseModel):
     capacity: int
     uptime_s: float
     problems: int = Field(description="how many named problems the service serves")
+    timestamp: str | None = None
+    gpu_status: dict = Field(default_factory=dict, description="busy seconds per device (per Ray actor under --ray)")
+    queue_status: dict = Field(default_factory=dict, description="pending, processing, completed (since start)")
+    memory_usage: dict = Field(default_factory=dict)
+    active_tasks: int = 0
+    total_processed: int = 0
+    uptime: float = 0.0
