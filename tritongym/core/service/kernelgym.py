@@ -41,10 +41,10 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym.core.models import EvaluationResult, Status
-from tritongym.core.service.protocol import TASK_ID_PATTERN, Health, TaskState, TaskView
+from tritongym.core.service.protocol import TASK_ID_PATTERN, Health, TaskState, TaskView, utf8_text
 
 KERNELGYM_BACKENDS = ("triton", "cuda", "auto")  # KernelGYM's `Backend` enum, and "auto"
 MAX_CORRECT_TRIALS = 20  # KernelGYM's own bound on num_correct_trials
@@ -72,6 +72,11 @@ class KernelGymRequest(BaseModel):
     use_reference_cache: bool = False
     uuid: str | None = None
     force_refresh: bool = False
+
+    @model_validator(mode="after")
+    def _utf8(self) -> KernelGymRequest:
+        utf8_text(self)
+        return self
 
     def problem_name(self) -> str | None:
         """KernelGYM names a reference by `uuid` (its reference-cache key); tritongym stores it under that name."""

@@ -26,6 +26,20 @@ class TaskState(str, Enum):
 FINISHED = (TaskState.done, TaskState.failed)
 
 
+def utf8_text(model: BaseModel) -> None:
+    """Refuse a string field with no UTF-8 form: JSON can carry a lone surrogate (an unpaired \\ud800 escape),
+    which nothing downstream (SQLite, the sandbox, the JSON reply) can store or send."""
+    for name, value in model:
+        if isinstance(value, str):
+            try:
+                value.encode()
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"{name} is not valid Unicode text: character {exc.start} is a lone surrogate "
+                    f"(U+{ord(value[exc.start]):04X}); send UTF-8 text, with every \\ud800-\\udfff escape paired"
+                ) from None
+
+
 class Submission(BaseModel):
     """One candidate to evaluate, against a problem the server knows by name or against a reference given here."""
 
@@ -48,6 +62,7 @@ class Submission(BaseModel):
 
     @model_validator(mode="after")
     def _one_problem(self) -> Submission:
+        utf8_text(self)
         if (self.problem is None) == (self.problem_source is None):
             raise ValueError("give either problem (a name the server knows) or problem_source (reference code)")
         if self.problem_name is not None and self.problem_source is None:

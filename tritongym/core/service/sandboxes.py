@@ -43,7 +43,7 @@ def _parent(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])  # the name may hold spaces and parentheses
 
 
-def _sandboxes() -> dict[int, int]:
+def sandbox_processes() -> dict[int, int]:
     """Every sandbox process this user can see: pid -> parent pid."""
     if not PROC.is_dir():
         return {}
@@ -75,7 +75,7 @@ def kill_orphans() -> list[int]:
     """Kill the sandboxes whose parent is gone: reparented to init (pid 1) or to a process that is not
     Python (a subreaper).  A live evaluator, of this service or another, is always a Python process."""
     killed = []
-    for pid, parent in _sandboxes().items():
+    for pid, parent in sandbox_processes().items():
         if parent != os.getpid() and (parent <= 1 or not _is_python(parent)):
             _kill(pid)
             killed.append(pid)
@@ -90,7 +90,7 @@ def abandon(sig: int | None) -> None:
     raised and no call blocks), so a lane woken by its sandbox's death cannot record the false "crashed"
     verdict it would read from it: the process is gone first.  The task stays `running` in the registry and
     runs again at the next start."""
-    mine = [pid for pid, parent in _sandboxes().items() if parent == os.getpid()]
+    mine = [pid for pid, parent in sandbox_processes().items() if parent == os.getpid()]
     log.warning("killing %d sandbox(es) of tasks left running: %s", len(mine), mine)
     for handler in logging.getLogger().handlers:
         handler.flush()

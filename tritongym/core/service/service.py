@@ -169,7 +169,7 @@ class EvaluationService:
         verdict) are killed first, so they do not run beside the tasks resumed here."""
         orphans = sandboxes.kill_orphans()
         if orphans:
-            log.info("killed %d sandbox(es) an earlier process left running: %s", len(orphans), orphans)
+            log.warning("killed %d sandbox(es) an earlier process left running: %s", len(orphans), orphans)
         with self._lock:
             resumed = 0
             for row in self.registry.unfinished_tasks():
