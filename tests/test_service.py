@@ -147,6 +147,10 @@ def test_a_candidate_through_the_client_then_best_leaderboard_health_and_metrics
             0,
             0,
         )
+        # KernelGYM's SystemHealthResponse fields, beside the service's own
+        assert health.queue_status == {"pending": 0, "processing": 0, "completed": 2}
+        assert (health.active_tasks, health.total_processed) == (0, 2) and health.uptime > 0
+        assert health.timestamp.endswith("Z") and "cpu" in health.gpu_status and "memory_total" in health.memory_usage
         metrics = service.metrics()
     assert 'tritongym_evaluations_total{status="ok"} 2' in metrics
     assert "tritongym_cache_hits_total 1" in metrics
