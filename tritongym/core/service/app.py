@@ -46,6 +46,7 @@ from tritongym.core.service.protocol import (
     Submission,
     SubmitRequest,
     SubmitResponse,
+    TaskState,
     TaskView,
     WaitRequest,
     WaitResponse,
@@ -301,11 +302,13 @@ def create_app(
     async def kernelgym_evaluate(request: Annotated[kernelgym.KernelGymRequest, Body()]):
         """KernelGYM's: answered once the task has finished, with its result.  A task still queued when the
         service begins to stop is answered as it is (pending): it runs after the restart."""
-        view = await run_in_threadpool(_kernelgym_submit, request)
-        while not view.finished and not (service.stopping and view.state.value == "queued"):
+        task_id = (await run_in_threadpool(_kernelgym_submit, request)).id
+        while not service.all_finished([task_id]):  # in memory, as `_wait`: no registry read per poll
+            if service.stopping and service.view(task_id).state == TaskState.queued:
+                break
             await asyncio.sleep(POLL_S)
-            view = await run_in_threadpool(_task, view.id)
-        return kernelgym.evaluation_response(view, await run_in_threadpool(service.request_of, view.id) or {})
+        view = await run_in_threadpool(_task, task_id)
+        return kernelgym.evaluation_response(view, await run_in_threadpool(service.request_of, task_id) or {})
 
     @app.get("/status/{task_id}")
     def kernelgym_status(task_id: str):
