@@ -113,18 +113,6 @@ def _inline_name(source: str) -> str:
     return "inline-" + hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
-def _utf8_size(source: str, what: str) -> int:
-    """The size of `source` in UTF-8; a text that has no UTF-8 form (a lone surrogate, which JSON's \\ud800
-    escapes can carry) is a `SubmissionError`, not an error of the service."""
-    try:
-        return len(source.encode())
-    except UnicodeEncodeError as exc:
-        raise SubmissionError(
-            f"the {what} is not valid Unicode text: character {exc.start} is a lone surrogate "
-            f"(U+{ord(source[exc.start]):04X}); send the source as UTF-8, with every \\ud800-\\udfff escape paired"
-        ) from None
-
-
 class EvaluationService:
     def __init__(
         self,
@@ -235,9 +223,7 @@ class EvaluationService:
 
     def prepare(self, submission: Submission) -> Prepared:
         """Resolve a submission's problem and candidate; a `SubmissionError` says what is wrong with it."""
-        for text, what in ((submission.problem_name, "problem_name"), (submission.origin, "origin")):
-            _utf8_size(text or "", what)
-        if _utf8_size(submission.source, "candidate source") > MAX_SOURCE_BYTES:
+        if len(submission.source.encode()) > MAX_SOURCE_BYTES:  # a Submission's text has a UTF-8 form (protocol.py)
             raise SubmissionError(f"the candidate source is larger than {MAX_SOURCE_BYTES >> 10} KiB", 413)
         if submission.problem is not None:
             problem = self.problems.get(submission.problem)
@@ -252,7 +238,7 @@ class EvaluationService:
         return Prepared(problem=problem, candidate=candidate, task_id=submission.task_id)
 
     def problem_from_source(self, source: str, name: str | None = None) -> Problem:
-        if _utf8_size(source, "problem source") > MAX_SOURCE_BYTES:
+        if len(source.encode()) > MAX_SOURCE_BYTES:
             raise SubmissionError(f"the problem source is larger than {MAX_SOURCE_BYTES >> 10} KiB", 413)
         try:
             return parse_problem(source, name or _inline_name(source), "service", self.evaluator.size)
