@@ -473,12 +473,29 @@ def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
             deadline = time.monotonic() + 30
             while service.result(task.id).attempts < 2 and time.monotonic() < deadline:
                 time.sleep(0.1)
-        assert _gone(sandbox)
-        assert f"killed 1 sandbox(es) an earlier process left running: [{sandbox}]" in again.out.read_text()
+        assert _gone(sandbox, within_s=1.0)
         resumed = _hung_sandbox(again, 0.5)
     finally:
         again.stop(signal.SIGTERM)
     assert _gone(resumed)
+
+
+def test_kill_orphans_kills_a_sandbox_whose_parent_is_gone_and_spares_a_live_evaluators():
+    from tritongym.core.service import sandboxes
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.eval.worker"]  # looks like one
+    # its parent exits at once (and holds no pipe of ours open): an orphan
+    quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
+    spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, {quiet}).pid)"
+    orphan = int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True, check=True).stdout)
+    mine = subprocess.Popen(sleeper)  # its parent, this Python process, lives
+    try:
+        killed = sandboxes.kill_orphans()
+        assert orphan in killed and mine.pid not in killed
+        assert _gone(orphan) and mine.poll() is None
+    finally:
+        mine.kill()
+        mine.wait()
 
 
 # --- KernelGYM's API -----------------------------------------------------------------------------------
