@@ -6,6 +6,7 @@ registry; the candidates are the honest ReLU kernel and variants of it, at the C
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -140,12 +141,16 @@ def test_a_candidate_through_the_client_then_best_leaderboard_health_and_metrics
 
         health = service.health()
         assert (health.status, health.backend, health.lanes, health.queued, health.running) == (
-            "ok",
+            "healthy",
             "triton-cpu",
             2,
             0,
             0,
         )
+        # KernelGYM's SystemHealthResponse fields, beside the service's own
+        assert health.queue_status == {"pending": 0, "processing": 0, "completed": 2}
+        assert (health.active_tasks, health.total_processed) == (0, 2) and health.uptime > 0
+        assert health.timestamp.endswith("Z") and "cpu" in health.gpu_status and "memory_total" in health.memory_usage
         metrics = service.metrics()
     assert 'tritongym_evaluations_total{status="ok"} 2' in metrics
     assert "tritongym_cache_hits_total 1" in metrics
@@ -175,6 +180,37 @@ def test_a_task_id_submitted_again_is_the_same_task(server):
         second = service.submit(relu_block(256), "relu", task_id="retry-me")
         assert second.id == first.id == "retry-me"
         assert service.wait("retry-me", 120).result.status.value == "ok"
+
+
+def test_text_without_a_utf8_form_and_non_finite_timeouts_get_422_and_the_connection_lives(small_server):
+    """A lone surrogate (JSON can carry one as an unpaired \\ud800 escape) in a source or a name, and NaN or
+    infinite timeouts (Python's JSON reads NaN and Infinity), are the client's errors: 422 with a JSON reason,
+    on a connection that stays usable; they used to be 500s that reset the connection."""
+    candidate = '{"candidates": [{"source": "%s", "problem": "relu"}]}'
+    plain = json.dumps(kernelgym_payload("kg_bad"))
+    kernelgym = plain.replace('"kernel_code": "', '"kernel_code": "\\ud800', 1)
+    requests = [
+        ("POST", "/v1/tasks", candidate % "import torch\\ud800"),
+        ("POST", "/v1/tasks", candidate.replace('"problem": "relu"', '"problem": "relu", "origin": "\\udfff"') % "x"),
+        ("POST", "/evaluate", kernelgym),
+        ("POST", "/evaluate", json.dumps(kernelgym_payload("kg_bad", uuid="u")).replace('"u"', '"\\ud800"')),
+        ("POST", "/evaluate", json.dumps(kernelgym_payload("kg_bad", backend="\ud800"), ensure_ascii=True)),
+        ("POST", "/v1/tasks/wait", '{"ids": ["x"], "timeout_s": NaN}'),
+        ("POST", "/v1/tasks/wait", '{"ids": ["x"], "timeout_s": Infinity}'),
+        ("GET", "/v1/tasks/x/wait?timeout_s=nan", None),
+        ("GET", "/v1/tasks/x/wait?timeout_s=inf", None),
+        ("POST", "/evaluate", plain.replace('"timeout": 300', '"timeout": NaN')),
+        ("POST", "/evaluate", plain.replace('"timeout": 300', '"timeout": -Infinity')),
+    ]
+    with httpx.Client(base_url=small_server.url, timeout=30) as http:
+        for method, path, body in requests:
+            headers = {"Content-Type": "application/json"}
+            answer = http.request(method, path, content=body, headers=headers)
+            assert answer.status_code == 422, (path, body, answer.status_code, answer.text)
+            detail = json.dumps(answer.json()["detail"])
+            assert any(word in detail for word in ("surrogate", "unicode", "finite", "backend")), detail
+            assert http.get("/health").json()["status"] == "healthy"  # the same connection, still served
+        assert http.get("/status/kg_bad").status_code == 404  # nothing was queued
 
 
 def test_bad_submissions_are_refused_with_the_reason(server):
@@ -350,6 +386,118 @@ def test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start
     assert [v.result.status.value for v in second.views(ids).values()] == ["ok"] * 3
 
 
+HANG = relu_with("while True:\n    pass")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    """Whether the process has ended (SIGKILL is delivered at once, but a process takes a moment to exit)."""
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _hung_sandbox(served: Served, for_s: float = 3.0) -> int:
+    """The pid of a sandbox of `served` that has been running for `for_s` seconds: the hung candidate's."""
+    from tritongym.core.service.sandboxes import sandbox_processes
+
+    first_seen: dict[int, float] = {}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        mine = [pid for pid, parent in sandbox_processes().items() if parent == served.proc.pid]
+        first_seen = {pid: first_seen.get(pid, now) for pid in mine}
+        old = [pid for pid, seen in first_seen.items() if now - seen >= for_s]
+        if old:
+            return old[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no sandbox of the server ran for {for_s} s:\n{served.out.read_text()}")
+
+
+def test_sigterm_drains_while_answering_503_and_stopping_and_leaves_no_sandbox(tmp_path):
+    served = Served(tmp_path, "--lanes", "1", "--timeout", "8", "--drain", "60")
+    with served.client(token=None) as service:
+        task = service.submit(HANG, "relu")
+    sandbox = _hung_sandbox(served, 1.0)
+    served.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    with httpx.Client(base_url=served.url, timeout=10) as http:  # the hung candidate runs out its 8 s meanwhile
+        health = http.get("/health")
+        assert health.status_code == 503 and health.json()["status"] == "stopping", health.text
+        refused = http.post("/v1/tasks", json={"candidates": [{"source": RELU_KERNEL, "problem": "relu"}]})
+        assert refused.status_code == 503 and "shutting down" in refused.json()["detail"]
+        assert refused.headers["retry-after"]
+        kernelgym = http.post("/evaluate", json=kernelgym_payload("kg_late"))
+        assert kernelgym.status_code == 503
+        assert http.get(f"/v1/tasks/{task.id}").json()["state"] == "running"
+    assert served.proc.wait(90) == -signal.SIGTERM
+    assert _states(served.registry)[task.id] == "done"  # finished within the drain: its timeout verdict
+    assert _gone(sandbox)
+
+
+def test_a_drain_that_runs_out_kills_the_sandbox_and_records_no_verdict(tmp_path):
+    """The task left running is run again at the next start, so its sandbox must not outlive the server, and
+    the sandbox's death must not be recorded as the candidate's crash."""
+    served = Served(tmp_path, "--lanes", "1", "--timeout", "60", "--drain", "1")
+    with served.client(token=None) as service:
+        task = service.submit(HANG, "relu")
+    sandbox = _hung_sandbox(served)
+    assert served.stop(signal.SIGTERM) == -signal.SIGTERM
+    assert "killing 1 sandbox(es) of tasks left running" in served.out.read_text()
+    assert _gone(sandbox)
+    assert _states(served.registry)[task.id] == "running"  # for the next start
+    with sqlite3.connect(served.registry) as db:
+        stored = db.execute("SELECT status FROM evaluations WHERE kernel_id = ?", [task.kernel_id]).fetchall()
+    assert stored == []
+
+
+def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
+    served = Served(tmp_path, "--lanes", "1", "--timeout", "60")
+    with served.client(token=None) as service:
+        task = service.submit(HANG, "relu")
+    sandbox = _hung_sandbox(served)
+    assert served.stop(signal.SIGKILL) == -signal.SIGKILL
+    time.sleep(0.5)
+    assert _alive(sandbox)  # an orphan: nobody reads its verdict, and the task runs again at the next start
+    again = Served(tmp_path, "--lanes", "1", "--timeout", "60", "--drain", "0", registry=served.registry)
+    try:
+        with again.client(token=None) as service:
+            assert service.health().status == "healthy"  # the lanes are up: start() has run
+            deadline = time.monotonic() + 30
+            while service.result(task.id).attempts < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert _gone(sandbox, within_s=1.0)
+        resumed = _hung_sandbox(again, 0.5)
+    finally:
+        again.stop(signal.SIGTERM)
+    assert _gone(resumed)
+
+
+def test_kill_orphans_kills_a_sandbox_whose_parent_is_gone_and_spares_a_live_evaluators():
+    from tritongym.core.service import sandboxes
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.eval.worker"]  # looks like one
+    # its parent exits at once (and holds no pipe of ours open): an orphan
+    quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
+    spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, {quiet}).pid)"
+    orphan = int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True, check=True).stdout)
+    mine = subprocess.Popen(sleeper)  # its parent, this Python process, lives
+    try:
+        killed = sandboxes.kill_orphans()
+        assert orphan in killed and mine.pid not in killed
+        assert _gone(orphan) and mine.poll() is None
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 # --- KernelGYM's API -----------------------------------------------------------------------------------
 
 
@@ -397,8 +545,9 @@ def test_the_kernelgym_request_and_response(server):
         )
         assert accepted.status_code == 200, accepted.text
         assert accepted.json()["task_id"] == "kg_000001"
-        assert accepted.json()["status"] in ("pending", "processing", "completed")
+        assert accepted.json()["status"] == "completed"  # KernelGYM's /evaluate answers with the result
         result = kernelgym_poll(http, "kg_000001")
+        assert result == accepted.json()
         assert result["status"] == "completed" and result["task_id"] == "kg_000001"
         assert (result["compiled"], result["correctness"], result["decoy_kernel"]) == (True, True, False)
         assert result["error_message"] is None and result["completed_at"]
@@ -411,20 +560,33 @@ def test_the_kernelgym_request_and_response(server):
         ):
             assert field in metadata
         assert metadata["tritongym"]["status"] == "ok" and metadata["tritongym"]["problem"] == "kernelgym/relu-ref"
-        assert metadata["tritongym"]["requested"]["num_correct_trials"] == 5  # reported, not applied
+        assert metadata["tritongym"]["requested"]["num_correct_trials"] == 5
+        assert metadata["tritongym"]["applied"] == {"trials": 5, "timeout_s": 120.0}  # capped at the service's
+        assert metadata["tritongym"]["trials"] == 5 and metadata["backend"] == "triton-cpu"
+        assert result["speedup"] == 0.0 and result["error_code"] is None  # the CPU does not time
 
         again = http.post("/evaluate", json=kernelgym_payload("kg_000001", kernel_code=relu_with("return x")))
         assert again.json()["status"] == "completed" and again.json()["correctness"] is True  # the same task
 
-        wrong = kernelgym_poll(
-            http, http.post("/evaluate", json=kernelgym_payload("kg_000002", relu_with("return x"))).json()["task_id"]
-        )
+        wrong = http.post("/evaluate", json=kernelgym_payload("kg_000002", relu_with("return x"), backend="cuda"))
+        wrong = wrong.json()  # KernelGYM's other backend name: judged on the service's backend all the same
         assert wrong["status"] == "completed" and wrong["correctness"] is False and wrong["compiled"] is True
-        assert "incorrect" in wrong["error_message"]
+        assert "incorrect" in wrong["error_message"] and wrong["error_code"] == "CORRECTNESS_ERROR"
+        assert (wrong["speedup"], wrong["reference_runtime"]) == (0.0, -1.0)
+        assert kernelgym_poll(http, "kg_000002") == wrong
 
-        for refused in (kernelgym_payload("kg_3", backend="cuda"), kernelgym_payload("kg_4", entry_point="Net")):
+        # the request's time limit is the candidate's: 3 s, not the service's 120
+        hung = http.post("/evaluate", json=kernelgym_payload("kg_hang", relu_with("while True:\n    pass"), timeout=3))
+        hung = hung.json()
+        assert (hung["status"], hung["error_code"], hung["compiled"]) == ("failed", "TIMEOUT_ERROR", False), hung
+        assert "time limit of 3 s" in hung["error_message"]
+        assert http.get("/status/kg_hang").json()["status"] == "failed"
+
+        for refused in (kernelgym_payload("kg_3", backend="hip"), kernelgym_payload("kg_4", entry_point="Net")):
             answer = http.post("/evaluate", json=refused)
             assert answer.status_code == 422 and ("backend" in answer.text or "entry_point" in answer.text)
+        for out_of_range in (kernelgym_payload("kg_5", num_correct_trials=21), kernelgym_payload("kg_6", timeout=0)):
+            assert http.post("/evaluate", json=out_of_range).status_code == 422
         assert http.get("/status/kg_unknown").status_code == 404
 
 
@@ -450,7 +612,6 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
 
     queued = run_cli("submit", str(bad), "-p", "relu", "--no-wait", "--json", env=env)
     assert queued.returncode == 0, queued.stderr
-    import json
 
     task_id = json.loads(queued.stdout)["id"]
     waited = run_cli("wait", task_id, "--json", env=env)

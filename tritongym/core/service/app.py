@@ -16,7 +16,11 @@ Native API (JSON bodies are the models of `protocol.py`):
     GET  /v1/leaderboard           ?problem=a&problem=b&...  -> [BestKernel]
     GET  /health, GET /metrics (Prometheus text)
 
-KernelGYM's: POST /evaluate, GET /status/{task_id}, GET /results/{task_id} (see `kernelgym.py`).
+KernelGYM's: POST /evaluate, GET /status/{task_id}, GET /results/{task_id}, and /health's fields (see
+`kernelgym.py`).
+
+A request that fails validation gets 422 with the errors' location, message and type, never the input
+itself: an input JSON cannot carry back (NaN, a lone surrogate) must not turn a 422 into a 500.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ import time
 from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import Body, FastAPI, HTTPException, Query
+from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import PlainTextResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tritongym.core import api
 from tritongym.core.errors import TritonGymError
@@ -40,6 +46,7 @@ from tritongym.core.service.protocol import (
     Submission,
     SubmitRequest,
     SubmitResponse,
+    TaskState,
     TaskView,
     WaitRequest,
     WaitResponse,
@@ -143,13 +150,25 @@ def create_app(
     async def lifespan(app: FastAPI):
         await run_in_threadpool(service.start)
         yield
-        await run_in_threadpool(service.stop, drain_s)
+        # after a drain (server.py) this answers at once; a second signal during one does not wait again
+        await run_in_threadpool(service.stop, 0.0 if service.stopping else drain_s)
 
     app = FastAPI(
         title="tritongym evaluation service",
         summary="Sandboxed, registry-backed evaluation of Triton kernels",
         lifespan=lifespan,
     )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        errors = [{k: e.get(k) for k in ("loc", "msg", "type")} for e in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, exc: StarletteHTTPException):
+        """As FastAPI's own handler, but a detail quoting the request (a name with a lone surrogate) still renders."""
+        detail = exc.detail.encode("utf-8", "backslashreplace").decode() if isinstance(exc.detail, str) else exc.detail
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
     def _submit(items: list[Prepared]) -> list[TaskView]:
         try:
@@ -185,7 +204,9 @@ def create_app(
 
     @app.get("/health")
     def health():
-        return service.health()
+        """200 with status 'healthy'; 503 with status 'stopping' while the service drains."""
+        body = service.health()
+        return JSONResponse(body.model_dump(mode="json"), status_code=503 if body.status == "stopping" else 200)
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
@@ -211,7 +232,7 @@ def create_app(
         return _task(task_id)
 
     @app.get("/v1/tasks/{task_id}/wait", response_model=TaskView)
-    async def wait_one(task_id: str, timeout_s: Annotated[float, Query(ge=0, le=300)] = 30.0):
+    async def wait_one(task_id: str, timeout_s: Annotated[float, Query(ge=0, le=300, allow_inf_nan=False)] = 30.0):
         await run_in_threadpool(_task, task_id)
         await _wait([task_id], timeout_s)
         return await run_in_threadpool(_task, task_id)
@@ -258,8 +279,7 @@ def create_app(
 
     # --- KernelGYM's API -------------------------------------------------------------------------------
 
-    @app.post("/evaluate")
-    def kernelgym_evaluate(request: Annotated[kernelgym.KernelGymRequest, Body()]):
+    def _kernelgym_submit(request: kernelgym.KernelGymRequest) -> TaskView:
         why = kernelgym.refusal(request)
         if why is not None:
             service.metrics.count_rejected("invalid")
@@ -274,9 +294,21 @@ def create_app(
             task_id=request.task_id,
         )
         item = _prepare(submission)
-        item.api, item.request = "kernelgym", request.echoed()
-        view = _submit([item])[0]
-        return kernelgym.evaluation_response(view, service.request_of(view.id) or {})
+        item.api = "kernelgym"
+        item.request = {**request.echoed(), "applied": service.applied(request.num_correct_trials, request.timeout)}
+        return _submit([item])[0]
+
+    @app.post("/evaluate")
+    async def kernelgym_evaluate(request: Annotated[kernelgym.KernelGymRequest, Body()]):
+        """KernelGYM's: answered once the task has finished, with its result.  A task still queued when the
+        service begins to stop is answered as it is (pending): it runs after the restart."""
+        task_id = (await run_in_threadpool(_kernelgym_submit, request)).id
+        while not service.all_finished([task_id]):  # in memory, as `_wait`: no registry read per poll
+            if service.stopping and service.view(task_id).state == TaskState.queued:
+                break
+            await asyncio.sleep(POLL_S)
+        view = await run_in_threadpool(_task, task_id)
+        return kernelgym.evaluation_response(view, await run_in_threadpool(service.request_of, task_id) or {})
 
     @app.get("/status/{task_id}")
     def kernelgym_status(task_id: str):
@@ -284,7 +316,10 @@ def create_app(
 
     @app.get("/results/{task_id}")
     def kernelgym_results(task_id: str):
+        """KernelGYM's: the result of a finished task; 404 while it has none yet (as KernelGYM answers)."""
         view = _task(task_id)
+        if not view.finished:
+            raise HTTPException(404, f"task '{task_id}' has no result yet: it is {kernelgym.status_of(view)}")
         return kernelgym.evaluation_response(view, service.request_of(task_id) or {})
 
     return Guard(app, token, max_request_bytes, service)

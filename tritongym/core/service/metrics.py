@@ -66,6 +66,11 @@ class ServiceMetrics:
             span = min(RATE_WINDOW_S, max(now - self.started, 1e-9))
             return len(self._finished_at) / span
 
+    def finished(self) -> int:
+        """Tasks finished since the start, with a verdict or without."""
+        with self._lock:
+            return sum(self.verdicts.values()) + self.failed
+
     def uptime_s(self) -> float:
         return time.monotonic() - self.started
 

@@ -26,6 +26,20 @@ class TaskState(str, Enum):
 FINISHED = (TaskState.done, TaskState.failed)
 
 
+def utf8_text(model: BaseModel) -> None:
+    """Refuse a string field with no UTF-8 form: JSON can carry a lone surrogate (an unpaired \\ud800 escape),
+    which nothing downstream (SQLite, the sandbox, the JSON reply) can store or send."""
+    for name, value in model:
+        if isinstance(value, str):
+            try:
+                value.encode()
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"{name} is not valid Unicode text: character {exc.start} is a lone surrogate "
+                    f"(U+{ord(value[exc.start]):04X}); send UTF-8 text, with every \\ud800-\\udfff escape paired"
+                ) from None
+
+
 class Submission(BaseModel):
     """One candidate to evaluate, against a problem the server knows by name or against a reference given here."""
 
@@ -48,6 +62,7 @@ class Submission(BaseModel):
 
     @model_validator(mode="after")
     def _one_problem(self) -> Submission:
+        utf8_text(self)
         if (self.problem is None) == (self.problem_source is None):
             raise ValueError("give either problem (a name the server knows) or problem_source (reference code)")
         if self.problem_name is not None and self.problem_source is None:
@@ -90,7 +105,7 @@ class WaitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ids: list[str] = Field(min_length=1)
-    timeout_s: float = Field(default=30.0, ge=0, le=300)
+    timeout_s: float = Field(default=30.0, ge=0, le=300, allow_inf_nan=False)
 
 
 class WaitResponse(BaseModel):
@@ -101,7 +116,10 @@ class WaitResponse(BaseModel):
 
 
 class Health(BaseModel):
-    status: str  # "ok", or "stopping" while the service drains
+    """`GET /health`: the service's own fields, then KernelGYM's (`SystemHealthResponse`), so that KernelGYM's
+    clients, which require `"status": "healthy"` before they start, accept this service."""
+
+    status: str = Field(description="'healthy'; 'stopping' (with HTTP 503) while the service drains at shutdown")
     version: str
     backend: str
     device: str
@@ -114,3 +132,10 @@ class Health(BaseModel):
     capacity: int
     uptime_s: float
     problems: int = Field(description="how many named problems the service serves")
+    timestamp: str | None = None
+    gpu_status: dict = Field(default_factory=dict, description="busy seconds per device (per Ray actor under --ray)")
+    queue_status: dict = Field(default_factory=dict, description="pending, processing, completed (since start)")
+    memory_usage: dict = Field(default_factory=dict)
+    active_tasks: int = 0
+    total_processed: int = 0
+    uptime: float = 0.0

@@ -3,14 +3,22 @@
 The exposure rule: the service runs whatever code it is sent (in its sandbox, but still), so it refuses to
 listen anywhere but on a loopback address unless a bearer token is set.  With a token it is required on
 every request, loopback or not.
+
+Shutdown (`DrainingServer`): at the first SIGTERM or SIGINT the service stops taking tasks but keeps
+answering (submissions get 503, `/health` says `stopping` with 503, results and status still come), while
+the running tasks finish for up to `--drain` seconds; then uvicorn closes.  A second signal closes at once.
+If the drain ran out, the sandboxes of the tasks left running are killed as the process exits
+(`sandboxes.abandon`), and those tasks run again at the next start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,6 +29,7 @@ from tritongym.core.config import EvalConfig, validation_message
 from tritongym.core.errors import ConfigError, ServiceError
 from tritongym.core.problems import load_problems
 from tritongym.core.registry.store import default_registry_path
+from tritongym.core.service import sandboxes
 from tritongym.core.service.service import EvaluationService
 
 TOKEN_ENV = "TRITONGYM_SERVICE_TOKEN"
@@ -146,5 +155,40 @@ def serve(
     sock = listen(serve.host, serve.port)
     if on_listening is not None:
         on_listening(url_of(sock))  # connections made from now on wait in the backlog until the lanes are up
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", timeout_graceful_shutdown=5, log_level="info"))
-    server.run(sockets=[sock])
+    config = uvicorn.Config(app, lifespan="on", timeout_graceful_shutdown=5, log_level="info")
+    draining_server(config, service, serve.drain_s).run(sockets=[sock])
+
+
+def draining_server(config, service: EvaluationService, drain_s: float):
+    """A uvicorn server that drains the service before it stops listening (see the module's doc)."""
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        _drain: threading.Thread | None = None
+
+        def handle_exit(self, sig, frame) -> None:
+            if self._drain is None and not self.should_exit:  # the first signal: drain while still answering
+                self._captured_signals.append(sig)  # uvicorn re-raises it once closed: the exit status
+                self._drain = threading.Thread(target=self._drain_then_exit, name="tritongym-drain", daemon=True)
+                self._drain.start()
+                return
+            super().handle_exit(sig, frame)  # a second one: uvicorn's own shutdown, now
+
+        def _drain_then_exit(self) -> None:
+            logging.getLogger("tritongym.service").info(
+                "draining: no new task; running tasks may finish for %g s", drain_s
+            )
+            service.begin_stop()
+            service.stop(drain_s)
+            self.should_exit = True
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    if service.lanes_alive():  # the drain ran out (or was cut short) under running tasks
+                        sandboxes.abandon(self._captured_signals[-1] if self._captured_signals else None)
+
+    return DrainingServer(config)

@@ -17,11 +17,16 @@ No HTTP here (that is `app.py`), so the rules can be read in one place:
   in the worker, a plugin raised) and says why.
 - Stopping (`stop`) takes no new task, lets running ones finish for up to `drain_s`, and otherwise leaves
   them marked running, to run again at the next start.  The backend's workers are closed only when no
-  evaluation is in flight: killing a worker under a candidate would record a false "crashed" verdict.
+  evaluation is in flight: killing a worker under a candidate would record a false "crashed" verdict.  The
+  sandboxes of the tasks left running are killed by `abandon`, as the process exits (see `sandboxes.py`).
+- A task may carry its own trial count and time limit (KernelGYM's `num_correct_trials` and `timeout`,
+  stored with the task under `request["applied"]`): its lane evaluates it with a view of the Evaluator
+  tuned to them (`_tuned`), over the same warm workers.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -36,10 +41,12 @@ from typing import TypeVar
 
 from tritongym.core.errors import ProblemFormatError, TritonGymError
 from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.eval.executor import LocalExecutor
 from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.problems import parse_problem
 from tritongym.core.registry import Registry
+from tritongym.core.service import kernelgym, sandboxes
 from tritongym.core.service.metrics import ServiceMetrics
 from tritongym.core.service.protocol import Health, Submission, TaskState, TaskView
 
@@ -135,12 +142,22 @@ class EvaluationService:
         self._threads: list[threading.Thread] = []
         self._lane_registries: list[Registry] = []
         self._stopping = False
+        self._stopped: bool | None = None  # stop()'s answer, once it has run
         self._version = local_fingerprint().tritongym
+        self._protocol_names = [c.name for c in evaluator.checks]
+        # a view with other trials is only sound if its protocol key can be computed as the Evaluator's was
+        self._tunable = evaluator.config.protocol_key(self._protocol_names) == evaluator.protocol
 
     # --- life cycle ------------------------------------------------------------------------------------
 
     def start(self) -> int:
-        """Queue again what an earlier process left unfinished, then start the lanes; returns how many resumed."""
+        """Queue again what an earlier process left unfinished, then start the lanes; returns how many resumed.
+
+        Sandboxes an earlier process left behind when it was killed (their parent is gone; nobody reads their
+        verdict) are killed first, so they do not run beside the tasks resumed here."""
+        orphans = sandboxes.kill_orphans()
+        if orphans:
+            log.warning("killed %d sandbox(es) an earlier process left running: %s", len(orphans), orphans)
         with self._lock:
             resumed = 0
             for row in self.registry.unfinished_tasks():
@@ -160,12 +177,20 @@ class EvaluationService:
             self._threads.append(thread)
         return resumed
 
-    def stop(self, drain_s: float = 60.0) -> bool:
-        """Take no new task; wait up to `drain_s` for running ones.  True when every lane finished (the
-        backend is then closed); False leaves the rest marked running, for the next start to run again."""
+    def begin_stop(self) -> None:
+        """Take no new task from now on (submissions get `ServiceStopping`, health says 'stopping'); the lanes
+        finish the task each is running and then end."""
         with self._lock:
             self._stopping = True
             self._changed.notify_all()
+
+    def stop(self, drain_s: float = 60.0) -> bool:
+        """Take no new task; wait up to `drain_s` for running ones.  True when every lane finished (the
+        backend is then closed); False leaves the rest marked running, for the next start to run again.
+        A second call answers as the first did."""
+        if self._stopped is not None:
+            return self._stopped
+        self.begin_stop()
         deadline = time.monotonic() + drain_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -179,11 +204,16 @@ class EvaluationService:
                 drain_s,
                 ", ".join(running),
             )
+            self._stopped = False
             return False
         self.evaluator.close()
         for registry in self._lane_registries:
             registry.close()
+        self._stopped = True
         return True
+
+    def lanes_alive(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
 
     @property
     def stopping(self) -> bool:
@@ -193,7 +223,7 @@ class EvaluationService:
 
     def prepare(self, submission: Submission) -> Prepared:
         """Resolve a submission's problem and candidate; a `SubmissionError` says what is wrong with it."""
-        if len(submission.source.encode()) > MAX_SOURCE_BYTES:
+        if len(submission.source.encode()) > MAX_SOURCE_BYTES:  # a Submission's text has a UTF-8 form (protocol.py)
             raise SubmissionError(f"the candidate source is larger than {MAX_SOURCE_BYTES >> 10} KiB", 413)
         if submission.problem is not None:
             problem = self.problems.get(submission.problem)
@@ -313,6 +343,16 @@ class EvaluationService:
             if task_id not in self._active:
                 self.registry.forget_task(task_id)
 
+    def applied(self, trials: int | None, timeout_s: float | None) -> dict:
+        """What the lanes will apply of a task's own trial count and time limit: the time limit is capped at
+        the service's; under Ray the actors keep the service's limit (they are set up with it)."""
+        applied = {}
+        if trials is not None and self._tunable:
+            applied["trials"] = trials
+        if timeout_s is not None and isinstance(self.evaluator.executor, LocalExecutor):
+            applied["timeout_s"] = min(float(timeout_s), self.evaluator.limits.timeout_s)
+        return applied
+
     def counts(self) -> tuple[int, int]:
         """(queued, running)."""
         with self._lock:
@@ -322,8 +362,8 @@ class EvaluationService:
     def health(self) -> Health:
         queued, running = self.counts()
         ev = self.evaluator
-        return Health(
-            status="stopping" if self._stopping else "ok",
+        health = Health(
+            status="stopping" if self._stopping else "healthy",
             version=self._version,
             backend=ev.backend_name,
             device=ev.device,
@@ -337,6 +377,11 @@ class EvaluationService:
             uptime_s=round(self.metrics.uptime_s(), 3),
             problems=len(self.problems),
         )
+        fields = kernelgym.health_fields(health, self.metrics.finished(), self._busy())
+        return health.model_copy(update=fields)
+
+    def _busy(self) -> dict[str, float]:
+        return getattr(self.evaluator.executor, "busy_seconds", self.evaluator.backend.busy_seconds)()
 
     def render_metrics(self) -> str:
         queued, running = self.counts()
@@ -345,7 +390,7 @@ class EvaluationService:
             running=running,
             capacity=self.capacity,
             lanes=self.lanes,
-            busy=getattr(self.evaluator.executor, "busy_seconds", self.evaluator.backend.busy_seconds)(),
+            busy=self._busy(),
         )
 
     def _view_locked(self, task_id: str) -> TaskView | None:
@@ -417,7 +462,9 @@ class EvaluationService:
                         f"(a task is started at most {self.max_attempts} times)"
                     )
                 else:
-                    result = evaluator.evaluate(task.candidate, task.problem)
+                    result = self._tuned(evaluator, task.request.get("applied") or {}).evaluate(
+                        task.candidate, task.problem
+                    )
             except TritonGymError as exc:
                 error = str(exc)
             except Exception as exc:  # a bug, not the candidate: reported on the task, logged with its traceback
@@ -432,6 +479,20 @@ class EvaluationService:
                 self._active.pop(task.id, None)
                 self._running_keys.discard(task.key)
                 self._changed.notify_all()
+
+    def _tuned(self, lane: Evaluator, applied: dict) -> Evaluator:
+        """The lane's Evaluator with a task's own trial count and time limit (`applied`), over the same backend
+        and warm workers; the lane itself when the task has none."""
+        trials, timeout_s = applied.get("trials"), applied.get("timeout_s")
+        if trials in (None, lane.config.trials) and timeout_s in (None, lane.limits.timeout_s):
+            return lane
+        view = copy.copy(lane)
+        view.config = lane.config.model_copy(update={"trials": trials or lane.config.trials})
+        view.protocol = view.config.protocol_key(self._protocol_names)
+        if timeout_s is not None and isinstance(lane.executor, LocalExecutor):
+            view.limits = lane.limits.model_copy(update={"timeout_s": timeout_s})
+            view.executor = LocalExecutor(view._measure, lane.executor.workers)  # measures with view.limits
+        return view
 
 
 def _json(value: dict) -> str:
