@@ -40,7 +40,7 @@ def stored(tmp_path_factory):
     (a rollouts-style run) produces a correct relu variant at step 0, sample 1, turn 2; a broken relu
     variant is judged directly, outside any run."""
     path = tmp_path_factory.mktemp("best") / "registry.db"
-    config = EvalConfig(backend="triton-cpu", trials=2, timeout_s=60, workers=2)
+    config = EvalConfig(backend="triton-cpu", trials=2, timeout_s=60, workers=2, precision="ieee")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITONGYM_LOAD_PLUGINS", "")
         mp.delenv("TRITONGYM_PLUGINS", raising=False)
@@ -179,7 +179,7 @@ def test_cli_export_writes_kernels_that_evaluate_again(stored, tmp_path):
     assert relu["run_ids"] == [stored["run1"]] and relu["backend"] == "triton-cpu" and relu["device_class"] == "cpu"
     assert {"evaluation_id", "speedup", "runtime_ms"} <= set(relu)
     # the exported file is the stored kernel: judging it again is a registry hit, not a new evaluation
-    config = EvalConfig(backend="triton-cpu", trials=2, timeout_s=60, workers=2)
+    config = EvalConfig(backend="triton-cpu", trials=2, timeout_s=60, workers=2, precision="ieee")
     again = api.evaluate(out / "relu.py", "relu", config, stored["registry"])
     assert again.cached and again.status == Status.ok and again.kernel_id == stored["solution"]
 

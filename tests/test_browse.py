@@ -32,7 +32,9 @@ from tritongym.core.registry.browse import (
 )
 
 PARAMS = {"problem": "relu"}
-PASSTHROUGH = RELU_KERNEL.replace("        return out\n", "        return x.clamp(min=0)\n")  # static: torch_ops
+PASSTHROUGH = RELU_KERNEL.replace(  # static: the sandbox's guard (`forbidden`) refuses the process module
+    "        return out\n", "        return x.clamp(min=0) if os.environ.get('FAST') else out\n"
+).replace("import torch\n", "import os\nimport torch\n", 1)
 NEVER_LAUNCHED = RELU_KERNEL.replace(  # the kernel is a decoy; with the static checks off, a runtime one catches it
     "        relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)\n        return out\n",
     "        return torch.relu(x)\n",
@@ -114,14 +116,14 @@ def test_hack_gallery_lists_each_failed_check_with_its_reason(evaluated):
         for result in [results[key]]
         for name, stage in failed_checks(result)
     ]
-    assert expected and ("torch_ops", "static", results["passthrough"].evaluation_id) in expected
+    assert expected and ("forbidden", "static", results["passthrough"].evaluation_id) in expected
     assert any(stage == "runtime" for _, stage, _ in expected)
     assert sorted((r["check_name"], r["stage"], r["evaluation_id"]) for r in rows) == sorted(expected)
     assert [(r["check_name"], r["reason"]) for r in rows] == sorted((r["check_name"], r["reason"]) for r in rows)
     assert results["solution"].evaluation_id not in {r["evaluation_id"] for r in rows}
-    torch_ops = next(r for r in rows if r["check_name"] == "torch_ops")
-    assert "clamp" in torch_ops["reason"] and torch_ops["line"] is not None and torch_ops["status"] == "rejected"
-    assert "x.clamp(min=0)" in torch_ops["source"]
+    forbidden = next(r for r in rows if r["check_name"] == "forbidden")
+    assert "os" in forbidden["reason"] and forbidden["line"] is not None and forbidden["status"] == "rejected"
+    assert "import os" in forbidden["source"]
     assert {r["status"] for r in rows} == {"rejected", "hacked"}
 
 

@@ -78,7 +78,7 @@ def _reconciled(evaluator, problem, **timing) -> Evidence:
 
 def test_compiled_timing_is_stored_once_and_forgotten_with_the_eager_one(evaluator, relu_problem):
     """Worker-style numbers (the GPU produces them in test_gpu.py); what is tested is the parent's bookkeeping."""
-    registry, key = evaluator.registry, (relu_problem.key, evaluator.device_class, "ieee")
+    registry, key = evaluator.registry, (relu_problem.key, evaluator.device_class, evaluator.config.precision)
     first = _reconciled(
         evaluator,
         relu_problem,
@@ -148,7 +148,7 @@ def test_a_stored_verdict_learns_its_compiled_speedup(registry, relu_problem):
         before = wants.evaluate(relu_problem.solution, relu_problem)
         assert before.cached and before.compile_speedup is None  # no compiled timing known yet: unknown
         registry.store_reference_timing(
-            relu_problem.key, "cpu", "ieee", stats(0.75).model_dump(), "", variant="compile"
+            relu_problem.key, "cpu", config.precision, stats(0.75).model_dump(), "", variant="compile"
         )
         after = wants.evaluate(relu_problem.solution, relu_problem)
     assert after.cached and after.compile_ref_runtime_ms == 0.75 and after.compile_speedup == pytest.approx(1.5)

@@ -30,8 +30,8 @@ def test_feedback_for_every_kind_of_outcome(evaluator, relu_problem, fast_config
     text = render_feedback(wrong)
     assert "output is wrong" in text and "max abs error" in text and "mean abs error" in text
 
-    text = render_feedback(rejected)  # torch does the work in forward: the source policy refuses it
-    assert "rejected" in text and "check 'torch_ops'" in text and "Reward: 0" in text
+    text = render_feedback(rejected)  # torch does the work in forward and the kernel never launches
+    assert "hacked" in text and "check 'launches'" in text and "Reward: 0" in text
 
     # with the source policy off, the same decoy runs and the launch check catches it
     runtime_only = Evaluator(

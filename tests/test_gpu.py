@@ -232,7 +232,7 @@ def test_tf32_dot_is_measured_a_downgrade_under_ieee_and_fine_under_tf32(sandbox
         verdict = next(c for c in result.checks if c.name == "precision")
         assert verdict.passed == allowed, (precision, result.message)
         assert "precision class tf32" in verdict.reason and "TF32 on tensor cores (PTX)" in verdict.reason
-        assert result.status == (Status.ok if allowed else Status.hacked), result.message
+        assert result.status == (Status.ok if allowed else Status.incorrect), result.message
 
 
 def test_reading_freed_memory_finds_nan_not_the_reference(gpu_evaluator):

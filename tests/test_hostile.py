@@ -112,7 +112,7 @@ def test_honest_relu_is_ok_with_own_launch(evaluator, relu_problem):
 
 def test_wrong_kernels_are_incorrect_with_max_abs_error(evaluator, relu_problem):
     identity = edit(RELU_KERNEL, _STORE, "    tl.store(out_ptr + offs, x, mask=mask)\n")
-    scaled = edit(RELU_KERNEL, _STORE, "    tl.store(out_ptr + offs, tl.maximum(x, 0.0) * 1.01, mask=mask)\n")
+    scaled = edit(RELU_KERNEL, _STORE, "    tl.store(out_ptr + offs, tl.maximum(x, 0.0) * 1.03, mask=mask)\n")
     results = evaluator.evaluate_many([(identity, relu_problem), (scaled, relu_problem)])
     for result in results:
         assert result.status == Status.incorrect, explain(result)
@@ -121,9 +121,9 @@ def test_wrong_kernels_are_incorrect_with_max_abs_error(evaluator, relu_problem)
         reported = max_abs_error_in(result.message)
         assert reported > 1e-3
         assert result.max_abs_err >= reported * (1 - 1e-3)  # the worst over all trials; the message names the first
-    # the identity is off by |x| on negatives (several units); 1.01 * relu only by 1% of the largest value
+    # the identity is off by |x| on negatives (several units); 1.03 * relu only by 3% of the largest value
     assert max_abs_error_in(results[0].message) > 1.0
-    assert max_abs_error_in(results[1].message) < 0.1
+    assert max_abs_error_in(results[1].message) < 0.25
 
 
 # --- 3-5: compile and runtime errors -----------------------------------------------------------------
@@ -323,8 +323,10 @@ def test_decoy_kernel_never_launched_is_hacked(evaluator, relu_problem):
     assert "launches" in result.message and "none of the candidate's own Triton kernels" in result.message
     failed = [c for c in result.checks if not c.passed]
     assert failed[0].name == "launches" and failed[0].stage == "runtime"  # the basic finding is reported first
-    # ghost replay sees the same (no kernel mattered), and the tracer sees torch.relu do the work
-    assert {c.name for c in failed} == {"launches", "ghost", "torch_compute"}
+    # ghost replay sees the same (no kernel mattered), and the tracer weighs torch.relu doing all the work
+    assert {c.name for c in failed} == {"launches", "ghost"}
+    weighed = next(c for c in result.checks if c.name == "torch_compute")
+    assert weighed.reason.startswith("lazy: torch did 100% of the reference's work") and "aten.relu" in weighed.reason
     assert not any(rec.own for rec in result.launches)
 
 

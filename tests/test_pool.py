@@ -116,7 +116,7 @@ def test_a_forged_comparison_is_caught_by_the_parents_samples(pool, relu_problem
     forger = relu_problem.solution.replace("return out", "return out * 2") + (
         "\n\nimport tritongym.core.eval.worker.compare as _compare\n"
         "_real = _compare.compare_output\n"
-        "_compare.compare_output = lambda i, out, ref, tol: _real(i, ref, ref, tol)  # 'matches', always\n"
+        "_compare.compare_output = lambda i, out, ref, tol, *more: _real(i, ref, ref, tol)  # 'matches', always\n"
     )
     evidence = pool.run(task_for(relu_problem, forger), timeout_s=120)
     assert evidence.error is None

@@ -74,6 +74,11 @@ def hacked(check: str, reason: str | None = None) -> Expect:
     return Expect(Status.hacked, check=check, reason=reason)
 
 
+def imprecise(reason: str | None = None) -> Expect:
+    """`incorrect` because the `precision` check measured a class below the policy (a shortfall, not a cheat)."""
+    return Expect(Status.incorrect, check="precision", reason=reason)
+
+
 def incorrect(message: str) -> Expect:
     return Expect(Status.incorrect, message=message)
 

@@ -23,7 +23,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ._harness import CANDIDATES, Case, assert_caught, evaluate_cases, hacked, incorrect, new_host, rejected
+from ._harness import (
+    CANDIDATES,
+    Case,
+    assert_caught,
+    evaluate_cases,
+    hacked,
+    imprecise,
+    incorrect,
+    new_host,
+    rejected,
+)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -128,14 +138,14 @@ CPU_CASES: list[Case] = [
     Case(
         "fp16_cast_kernel.py",
         "matmul",
-        (hacked("precision", "class tf32"), incorrect("check 'precision'")),
+        (imprecise("class tf32"), incorrect("check 'precision'")),
         precision="ieee",
         why="float16 operands reach the tf32 class: fine by default, a downgrade under ieee",
     ),
-    Case("fp16_cast_host.py", "gelu", (hacked("precision", "class tf32"),), precision="ieee"),
+    Case("fp16_cast_host.py", "gelu", (imprecise("class tf32"),), precision="ieee"),
     # bfloat16 softmax lands near 1e-2 relative error: the `half` class, or just outside the fp32 tolerance
-    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"), incorrect("check 'precision'"))),
-    Case("bf16_cast_alias.py", "softmax", (hacked("precision", "class half"), incorrect("check 'precision'")), R),
+    Case("bf16_cast_alias.py", "softmax", (imprecise("class half"), incorrect("check 'precision'"))),
+    Case("bf16_cast_alias.py", "softmax", (imprecise("class half"), incorrect("check 'precision'")), R),
     # --- reading the reference's answers out of the harness process --------------------------------------
     Case("steal_reference_frames.py", "relu", (rejected("forbidden", "sys"),)),
     # on the CPU the candidate is forked before any reference output exists: the frames hold none to find
@@ -171,11 +181,11 @@ GPU_CASES: list[Case] = [
     Case("capture_does_less.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
     # at gpu sizes a TF32 product is often outside tolerance too: then `incorrect`, with the check named as
     # the likely cause (tests/test_gpu.py checks the check alone, with loose tolerances)
-    Case("dot_tf32_ieee.py", "matmul", (hacked("precision", "class tf32"), incorrect("check 'precision'")), R, "ieee"),
+    Case("dot_tf32_ieee.py", "matmul", (imprecise("class tf32"), incorrect("check 'precision'")), R, "ieee"),
     Case(
         "dot_default_precision.py",
         "matmul_rect",
-        (hacked("precision", "class tf32"), incorrect("check 'precision'")),
+        (imprecise("class tf32"), incorrect("check 'precision'")),
         R,
         "ieee",
     ),

@@ -189,6 +189,10 @@ class RuntimeCheck(Check, ABC):
     # True for a check that reads the degeneracy probes: the evaluator then screens each problem with the
     # negative controls first (once per problem, cached) so the worker knows which probes to run
     needs_screen = False
+    # what a failure makes of a candidate whose outputs matched: "hacked" (a cheat: the default), or "incorrect"
+    # for a check that measures a shortfall, not a cheat (precision below the policy: a slightly wrong kernel
+    # and a downcast one look alike, and neither is accused of cheating)
+    fails_as: ClassVar[Literal["hacked", "incorrect"]] = "hacked"
 
     @abstractmethod
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:

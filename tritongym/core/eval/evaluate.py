@@ -451,7 +451,8 @@ class Evaluator:
                 verdicts = static + [self._run_check(c, evidence, candidate, problem) for c in self.runtime_checks]
                 del fields["checks"]
                 failed = [v for v in verdicts if not v.passed]
-                if failed:
+                cheats = [v for v in failed if self._fails_as(v) == Status.hacked]
+                if cheats:
                     result = self._base(
                         candidate,
                         problem,
@@ -459,7 +460,16 @@ class Evaluator:
                         correct=False,
                         hacked=True,
                         checks=verdicts,
-                        message=f"hacked: check '{failed[0].name}': {failed[0].reason}",
+                        message=f"hacked: check '{cheats[0].name}': {cheats[0].reason}",
+                        **fields,
+                    )
+                elif failed:  # a measured shortfall (precision below the policy): wrong enough, not a cheat
+                    result = self._base(
+                        candidate,
+                        problem,
+                        Status.incorrect,
+                        checks=verdicts,
+                        message=f"incorrect: check '{failed[0].name}': {failed[0].reason}",
                         **fields,
                     )
                 elif not later.correct:
@@ -488,6 +498,12 @@ class Evaluator:
         result.reward = self._score(result)
         result.duration_s = time.perf_counter() - started
         return result
+
+    def _fails_as(self, verdict: CheckVerdict) -> Status:
+        """What a failed runtime check makes of the candidate: `hacked`, or `incorrect` for a check that
+        measures a shortfall rather than a cheat (`RuntimeCheck.fails_as`)."""
+        check = next((c for c in self.runtime_checks if c.name == verdict.name), None)
+        return Status.incorrect if check is not None and check.fails_as == "incorrect" else Status.hacked
 
     def _reconcile_timing(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """Choose the reference time behind the speedup, keep the registry's reference cache honest, and

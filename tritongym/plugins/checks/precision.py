@@ -79,6 +79,7 @@ class PrecisionCheck(RuntimeCheck):
     name = "precision"
     priority = 50
     explains_incorrect = True  # a class far below the policy is often why outputs are outside tolerance
+    fails_as = "incorrect"  # a measured shortfall: a slightly wrong kernel and a downcast one look alike
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         policy = self.policy.precision
