@@ -1,44 +1,25 @@
-"""The import graph points one way (CLI -> API -> subsystems -> kernel), as `tritongym/core/__init__.py` says.
+"""The import graph points one way, in the order `tritongym.core.LAYERS` lists (CLI -> API -> subsystems -> kernel).
 
-Read from the source with `ast` (every import, at module level or inside a function), so a lazy import
-that closes a circle or climbs a layer is caught as surely as a top-level one.
+`tritongym/core/__init__.py` holds the one list of layers and of the helper modules plugins may import; this
+file enforces it and keeps no copy of its own.  Imports are read from the source with `ast` (every import, at
+module level or inside a function), so a lazy import that closes a circle or climbs a layer is caught as
+surely as a top-level one.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "tritongym"
+import tritongym.core
+from tritongym.core import LAYERS, PLUGIN_HELPERS
 
-# lowest first: a module may import its own layer and the ones before it, never one after it
-LAYERS = [
-    "kernel",
-    "core.eval.worker",
-    "core.registry",
-    "core.distributed",
-    "core.eval",
-    "core.reports",
-    "core.tune",
-    "core.learn",
-    "core.scaling",
-    "core.api",
-    "core.service",
-    "adapters",  # tritongym.adapters: reward functions for other trainers (TRL, verl), over the API or the service
-    "core.cli",
-    "main",
-]
-# what plugins may import besides the kernel: the helper modules documented for plugin authors
-PLUGIN_HELPERS = {
-    "tritongym.core.eval.ast_scan",
-    "tritongym.core.eval.host_compute",
-    "tritongym.core.op_families",
-    "tritongym.core.eval.sandbox",
-    "tritongym.core.eval.gpu_pool",
-    "tritongym.core.learn.model_loading",
-}
+PACKAGE = Path(__file__).resolve().parents[1] / "tritongym"
+KERNEL = "tritongym.core"
+PLUGINS = "tritongym.plugins"
 
 
 def module_name(path: Path) -> str:
@@ -64,19 +45,43 @@ def imports_of(name: str) -> set[str]:
 
 
 def layer(name: str) -> str:
-    if name == "tritongym.adapters" or name.startswith("tritongym.adapters."):
-        return "adapters"
-    if name in ("tritongym", "tritongym.__main__") or not name.startswith("tritongym.core"):
-        return "main" if name in ("tritongym", "tritongym.__main__") else "plugin" if ".plugins" in name else "kernel"
-    for candidate in sorted(LAYERS, key=len, reverse=True):
-        if candidate != "kernel" and (name == f"tritongym.{candidate}" or name.startswith(f"tritongym.{candidate}.")):
-            return candidate
-    return "kernel"
+    """The entry of LAYERS that `name` is or lies under (the longest), or "plugin" for a plugin module."""
+    if name == PLUGINS or name.startswith(PLUGINS + "."):
+        return "plugin"
+    return max((e for e in LAYERS if name == e or name.startswith(e + ".")), key=len)
 
 
-def test_the_layers_cover_every_core_module():
-    unplaced = [n for n in MODULES if n.startswith("tritongym.core.") and n.count(".") > 2 and layer(n) == "kernel"]
-    assert not unplaced, f"modules in a subpackage no layer names: {unplaced}"
+def test_every_module_has_a_layer_that_names_it():
+    """A new subpackage of core/ (or module of tritongym/) must be given its place in LAYERS, not fall silently
+    into the kernel or the package's top, where it could import what its real place forbids."""
+    unplaced = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        if (layer(name) == KERNEL and package != KERNEL) or (layer(name) == "tritongym" and name != "tritongym"):
+            unplaced.append(name)
+    assert not unplaced, f"modules no entry of tritongym.core.LAYERS names: {unplaced}"
+
+
+def test_the_plugin_helpers_are_modules_above_the_kernel():
+    """A stale name (a helper renamed or moved) or a kernel module (allowed anyway) in PLUGIN_HELPERS says
+    something untrue about what plugins may use."""
+    wrong = sorted(h for h in PLUGIN_HELPERS if h not in MODULES or layer(h) in (KERNEL, "plugin"))
+    assert not wrong, f"PLUGIN_HELPERS in tritongym/core/__init__.py names no helper module: {wrong}"
+
+
+def test_the_core_docstring_lists_the_layers_in_their_order():
+    """The prose in `tritongym/core/__init__.py` describes LAYERS entry by entry; an order that drifts from the
+    list is the contradiction this list was made to end."""
+    listed = [
+        "the kernel" if line.startswith("- the kernel") else re.match(r"- `([\w.]+)`", line).group(1)
+        for line in tritongym.core.__doc__.splitlines()
+        if line.startswith("- ")
+    ]
+    expected = [
+        "the kernel" if e == KERNEL else e.removeprefix(KERNEL + ".") if e.startswith(KERNEL + ".") else e
+        for e in LAYERS
+    ]
+    assert listed == expected
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if layer(n) != "plugin"))
@@ -88,10 +93,11 @@ def test_no_module_imports_a_layer_above_its_own(name):
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if layer(n) == "plugin"))
 def test_plugins_import_only_the_kernel_and_the_plugin_helpers(name):
-    allowed = {m for m in MODULES if layer(m) == "kernel"} | PLUGIN_HELPERS | {"tritongym"}
+    allowed = {m for m in MODULES if layer(m) == KERNEL} | PLUGIN_HELPERS
     own_package = name.rsplit(".", 1)[0]
     wrong = sorted(m for m in imports_of(name) if m not in allowed and not m.startswith(own_package))
-    assert not wrong, f"plugin {name} imports core internals {wrong}: use the kernel, or add a helper to PLUGIN_HELPERS"
+    where = "tritongym/core/__init__.py"
+    assert not wrong, f"plugin {name} imports core internals {wrong}: use the kernel, or add a helper to {where}"
 
 
 def test_there_is_no_import_circle():

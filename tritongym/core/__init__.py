@@ -3,28 +3,101 @@
 The kernel (modules directly in `core/`) is what every subsystem and every plugin may import: the hook
 specs (`hookspecs`), the base classes plugins subclass (`interfaces`), the data that flows between the
 rooms of DESIGN.md §1 (`models`, `worker_task`, `turn_batch`, `generation`), the plugin host (`plugins`),
-evaluation settings (`config`), problems (`problems`), verdict rules (`verdict`), fingerprints
-(`fingerprint`), group statistics for estimators (`baselines`), search spaces and tuning records for
-search strategies (`tuning`), source handling (`source`) and the user-facing errors (`errors`).  The
-kernel imports nothing from the subsystems.
+evaluation settings (`config`), problems (`problems`), verdict rules (`verdict`), precision classes
+(`precision`), what counts as torch compute (`op_families`), fingerprints (`fingerprint`), group statistics
+for estimators (`baselines`), search spaces and tuning records for search strategies (`tuning`), source
+handling (`source`) and the user-facing errors (`errors`).  The kernel imports nothing from the subsystems.
 
-Subsystems, in the order a candidate flows through them, each importing only the kernel and the ones
-before it:
+`LAYERS` below is the import order, lowest first, and the one list `tests/test_architecture.py` enforces: a
+module may import its own layer and the ones before it, never one after it (lazy imports inside functions
+included).  In that order, with what each imports besides the kernel:
 
-- `eval/`      parse, static checks, sandboxed workers (`eval/worker/`, the code that runs inside the
-               worker process), GPU pool, verdicts: a `Candidate` in, an `EvaluationResult` out;
-- `registry/`  registry.db: every problem, kernel and evaluation, its migrations and browse queries;
-- `distributed/` the Ray executor: the backend hosted by Ray actors, one per GPU of a cluster (`eval`
-               picks it with `executor = "ray"`; it imports nothing of `eval`);
-- `learn/`     the model's side: conversation, generation, rollouts, RL and SFT trainers;
-- `tune/`      launch configurations of stored kernels, each variant judged by `eval`, recorded in `registry`;
-- `scaling/`   test-time scaling over rollouts and the registry;
-- `reports/`   Fast@p and metrics tables and plots of stored runs;
-- `api.py`     the Python API, one function per CLI command, over all of the above;
-- `service/`   `tritongym serve` (an HTTP evaluation service over the API) and its client;
-- `cli/`       the typer commands, a thin layer over `api` (one module per command group).
+- `tritongym.problems` the bundled suite and its reference solutions: data, importing nothing of tritongym;
+- the kernel;
+- `eval.worker`   the code that runs inside the sandboxed worker process: the kernel only;
+- `registry`      registry.db: every problem, kernel and evaluation, its migrations and browse queries (the
+                  kernel only);
+- `distributed`   the Ray executor, the backend hosted by Ray actors (`eval` picks it with
+                  `executor = "ray"`; it imports nothing of `eval`);
+- `eval`          parse, static checks, sandboxes, GPU pool, verdicts (a `Candidate` in, an `EvaluationResult`
+                  out): the worker's frames, exit texts, comparison and negative controls, the registry it
+                  stores verdicts in, the Ray executor (lazily);
+- `reports`       Fast@p and metrics tables and plots of stored runs: the registry;
+- `tune`          launch configurations of stored kernels: each variant judged by `eval`, recorded in `registry`;
+- `learn`         the model's side (conversation, generation, rollouts, RL and SFT trainers): `eval`,
+                  `registry`, `tune` (tuning as feedback) and `reports` (the training-metrics table);
+- `scaling`       test-time scaling over rollouts and the registry: `learn`, `tune`, `registry`;
+- `api`           the Python API, one function per CLI command, over all of the above;
+- `tritongym`     the package's top (`tritongym/__init__.py`): the public names, imported from `api`,
+                  `eval` and `registry` on first use;
+- `service`       `tritongym serve` (an HTTP evaluation service) and its client: `api`, the `Evaluator` and
+                  executors of `eval`, the registry;
+- `tritongym.adapters` reward functions for other trainers (TRL, verl), over the API or the service's client,
+                  with `eval`'s `Evaluator` and `learn`'s code extraction;
+- `cli`           the typer commands (one module per command group), over `api`, with the registry's browse
+                  queries, `reports`' tables, `learn`'s run configurations and `service`;
+- `tritongym.__main__` `python -m tritongym`: the only module outside `cli` that imports it.
 
-`tests/test_architecture.py` holds the import graph to this: nothing imports `cli` but `__main__`, the
-kernel imports no subsystem, plugins import only the kernel and the public helper modules named there,
-and there is no import circle.
+Plugins (`tritongym/plugins/`) stand beside the layers: they import only the kernel and `PLUGIN_HELPERS`.
+
+Only data here, and no import of its own: every command and every plugin imports this package first, so it must stay
+as cheap as the CLI's start (`tests/test_cli_startup.py`).
 """
+
+from __future__ import annotations
+
+# Packages and modules, lowest first.  A module belongs to the longest entry it is or lies under; the kernel,
+# `tritongym.core`, holds only the modules directly in core/ (a new subpackage needs its own entry).
+LAYERS: tuple[str, ...] = (
+    # data, not code: the problem files are read as source and run in the worker beside a candidate
+    "tritongym.problems",
+    # the kernel: what every subsystem and plugin shares, so it may lean on none of them
+    "tritongym.core",
+    # runs in the worker process, which imports the kernel and nothing of the parent's subsystems
+    "tritongym.core.eval.worker",
+    # storage only: every subsystem above records or reads through it
+    "tritongym.core.registry",
+    # an executor eval picks (lazily, with executor = "ray"), so it must not import eval back
+    "tritongym.core.distributed",
+    # judging a candidate: needs the worker's frames, the registry and the Ray executor
+    "tritongym.core.eval",
+    # tables and plots of stored runs, read from the registry; learn's trainers print its metrics table
+    "tritongym.core.reports",
+    # tuning judges each variant with eval; learn uses it as feedback, scaling as a step
+    "tritongym.core.tune",
+    # rollouts judged by eval, tuning as feedback, metrics tables from reports
+    "tritongym.core.learn",
+    # test-time scaling drives learn's rollouts and tune's search
+    "tritongym.core.scaling",
+    # one function per command, over every subsystem
+    "tritongym.core.api",
+    # the public names re-exported from the API and below (lazily), so the service, adapters and CLI may use them
+    "tritongym",
+    # the HTTP service runs the API's evaluation behind a queue
+    "tritongym.core.service",
+    # reward functions for other trainers, local (over the API) or remote (over the service's client)
+    "tritongym.adapters",
+    # the commands, over the API and the service; nothing but __main__ may import them
+    "tritongym.core.cli",
+    # `python -m tritongym`: starts the CLI
+    "tritongym.__main__",
+)
+
+# What plugins may import besides the kernel: the public package and a few helper modules a plugin needs
+# (each named here with why); anything else of a subsystem is its internals, free to change under a plugin.
+PLUGIN_HELPERS: frozenset[str] = frozenset(
+    {
+        # `hookimpl` and the public names (every one but `hookimpl` imported on first use)
+        "tritongym",
+        # one scan of a candidate's source answering every static check's questions, for any spelling
+        "tritongym.core.eval.ast_scan",
+        # where in the host code torch compute is written, so a check can point at a line
+        "tritongym.core.eval.host_compute",
+        # the locked-down worker process every backend runs candidates in
+        "tritongym.core.eval.sandbox",
+        # warm per-GPU worker processes, for GPU backends
+        "tritongym.core.eval.gpu_pool",
+        # finding and loading the model a ModelSpec names, for engines and the LLM judge
+        "tritongym.core.learn.model_loading",
+    }
+)
