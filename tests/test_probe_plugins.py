@@ -154,6 +154,20 @@ def test_probes_are_registered_and_listed(host):
     assert registered[("probe", "output-stats")].doc.startswith("Test probe: the sum")
 
 
+def test_cli_plugins_lists_probes_by_kind():
+    import json
+
+    from typer.testing import CliRunner
+
+    from tritongym.core.cli.app import app
+
+    result = CliRunner().invoke(app, ["plugins", "--json", "--kind", "probe", "--plugin", __name__])
+    assert result.exit_code == 0, result.output
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    assert set(rows) == {"output-stats", "broken", "absent"}
+    assert {r["kind"] for r in rows.values()} == {"probe"} and rows["broken"]["plugin"] == __name__
+
+
 def test_a_check_judges_what_its_probe_saw_in_the_worker(host):
     config = EvalConfig(
         backend="triton-cpu",
