@@ -14,6 +14,7 @@ import re
 import textwrap
 
 import pytest
+import torch
 
 from tritongym import hookimpl
 from tritongym.core.config import EvalConfig
@@ -168,9 +169,13 @@ def test_cli_plugins_lists_probes_by_kind():
     assert {r["kind"] for r in rows.values()} == {"probe"} and rows["broken"]["plugin"] == __name__
 
 
-def test_a_check_judges_what_its_probe_saw_in_the_worker(host):
+GPU = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+
+@pytest.mark.parametrize("backend", ["triton-cpu", pytest.param("triton-cuda", marks=GPU)])
+def test_a_check_judges_what_its_probe_saw_in_the_worker(host, backend):
     config = EvalConfig(
-        backend="triton-cpu",
+        backend=backend,
         trials=2,
         use_cache=False,
         checks={
