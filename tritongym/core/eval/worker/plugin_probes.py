@@ -28,7 +28,8 @@ def load_functions(targets: dict[str, str]) -> dict[str, object]:
             if not callable(function):
                 raise TypeError(f"{attribute} is a {type(function).__name__}, not a function")
             found[name] = function
-        except Exception as exc:  # noqa: BLE001 - a plugin's import can raise anything; it is the probe's error
+        except BaseException as exc:  # noqa: BLE001 - a plugin's import can raise anything (SystemExit too), and
+            # this runs before run_candidate's own handlers: it is that probe's error, never the worker's crash
             found[name] = (
                 f"could not import probe target '{target}' in the worker ({type(exc).__name__}: {str(exc)[:300]}); "
                 "is its package on the parent's PYTHONPATH?"
