@@ -58,7 +58,16 @@ def test_builtins_are_registered_like_plugins():
     assert {("reward", n) for n in ("correctness", "speedup", "profiling")} <= set(registered)
     assert {r.plugin for r in registered.values()} <= set(DEFAULT_PLUGINS)
     assert all(r.doc for r in registered.values()), "every built-in has a one-line doc"
-    assert set(KINDS) == {"backend", "check", "reward", "estimator", "sample_filter", "engine", "search_strategy"}
+    assert set(KINDS) == {
+        "backend",
+        "check",
+        "reward",
+        "estimator",
+        "sample_filter",
+        "engine",
+        "search_strategy",
+        "probe",
+    }
     assert {("search_strategy", "exhaustive"), ("search_strategy", "random")} <= set(registered)
 
 

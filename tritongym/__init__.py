@@ -44,6 +44,7 @@ _LAZY = {
     "SampleFilter": "tritongym.core.interfaces",
     "GenerationEngine": "tritongym.core.interfaces",
     "SearchStrategy": "tritongym.core.interfaces",
+    "Probe": "tritongym.core.interfaces",
 }
 
 __all__ = [  # noqa: RUF022 (grouped as _LAZY is)
@@ -73,6 +74,7 @@ __all__ = [  # noqa: RUF022 (grouped as _LAZY is)
     "SampleFilter",
     "GenerationEngine",
     "SearchStrategy",
+    "Probe",
 ]
 
 
@@ -98,6 +100,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         AdvantageEstimator,
         Backend,
         GenerationEngine,
+        Probe,
         Reward,
         RuntimeCheck,
         SampleFilter,

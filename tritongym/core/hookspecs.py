@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Backend,
         Check,
         GenerationEngine,
+        Probe,
         Reward,
         SampleFilter,
         SearchStrategy,
@@ -80,3 +81,10 @@ def register_search_strategies(register: Callable[[type[SearchStrategy]], None])
     (`tritongym.core.tuning.SearchSpace`), the configurations measured so far and the budget left, propose
     which launch configurations to measure next.  Every proposal is judged by the full evaluation pipeline;
     a strategy only chooses."""
+
+
+@hookspec
+def register_probes(register: Callable[[type[Probe]], None]) -> None:
+    """Register probes: `Probe` classes naming a function ("package.module:function") the worker calls with
+    the loaded candidate and fresh inputs, after the built-in probes; its JSON-able answer reaches the
+    checks that list the probe's name in `RuntimeCheck.probes` as `evidence.probe_results[name]`."""

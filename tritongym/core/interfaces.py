@@ -193,11 +193,35 @@ class RuntimeCheck(Check, ABC):
     # for a check that measures a shortfall, not a cheat (precision below the policy: a slightly wrong kernel
     # and a downcast one look alike, and neither is accused of cheating)
     fails_as: ClassVar[Literal["hacked", "incorrect"]] = "hacked"
+    # the registered `Probe`s this check reads from `evidence.probe_results`: the Evaluator sends exactly the
+    # probes its enabled checks name to the worker (and refuses a name no plugin registered)
+    probes: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         """Called for candidates whose outputs matched the reference (and, with `explains_incorrect`, for
         candidates whose outputs did not)."""
+
+
+class Probe(PluginObject):
+    """A call of the loaded candidate inside the worker whose JSON-able answer a `RuntimeCheck` judges.
+
+    A check judges in the parent, from evidence alone; what it needs to see of the running model that the
+    built-in probes (`core/eval/worker/probes.py`, hard-wired) do not gather, a probe gathers.  `target`
+    ("package.module:function") is imported in the sandboxed worker, before the candidate exists, from the
+    parent's import path; after the built-in probes the function is called in the candidate's process as
+    `function(model, inputs)` (inputs: a fresh clone of the first trial's), with the launches of the call
+    recorded under the phase ("probe", name).  Its value crosses as JSON, at most `PROBE_JSON_LIMIT` bytes
+    (`core/models.py`); an
+    exception, an import failure or an oversized value is recorded as the probe's error (`ProbeResult`).
+
+    The value comes from the candidate's process and is as untrusted as the rest of the evidence: the
+    candidate may have replaced anything the function calls.  A check that reads it says why a lie would
+    not help the candidate, or raises `CheckUnavailable` when the probe is missing or failed for a reason
+    that is not the candidate's."""
+
+    kind = "probe"
+    target: ClassVar[str] = ""
 
 
 class Reward(PluginObject, ABC):
@@ -300,6 +324,7 @@ KINDS: dict[str, type[PluginObject]] = {
     "sample_filter": SampleFilter,
     "engine": GenerationEngine,
     "search_strategy": SearchStrategy,
+    "probe": Probe,
 }
 """Plugin kind -> base class every registered object of that kind must subclass."""
 
@@ -311,4 +336,5 @@ HOOK_OF_KIND = {
     "sample_filter": "register_sample_filters",
     "engine": "register_engines",
     "search_strategy": "register_search_strategies",
+    "probe": "register_probes",
 }

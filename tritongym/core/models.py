@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
@@ -344,6 +344,35 @@ class ProbeCall(_Model):
     control_outputs: list[OutputComparison] = Field(default_factory=list)  # ...the outputs against that answer
 
 
+PROBE_JSON_LIMIT = 64 * 1024
+"""Bytes of JSON one registered probe's value may take: evidence comes from the candidate's process, so what
+it may send is bounded (the worker records an error instead; the parent checks again)."""
+
+
+class ProbeResult(_Model):
+    """What one registered `Probe` (`interfaces.Probe`) answered in the worker: its value or its error.
+
+    `value` is the function's return value after a JSON round trip (so plain JSON types only), or None when
+    it failed; `error` says why it has none (the import of its target failed, the call raised, the value was
+    not JSON or longer than `PROBE_JSON_LIMIT` bytes).  `launches` are the candidate's launches during the
+    call.  Untrusted like all evidence: the probe ran in the candidate's process."""
+
+    value: Any = None
+    error: str = ""
+    launches: list[LaunchRecord] = Field(default_factory=list)
+
+    @field_validator("value")
+    @classmethod
+    def _plain_json(cls, value: Any) -> Any:
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"a probe value must be plain JSON ({exc})") from None
+        if len(text.encode()) > PROBE_JSON_LIMIT:
+            raise ValueError(f"a probe value takes {len(text.encode())} bytes of JSON; at most {PROBE_JSON_LIMIT}")
+        return value
+
+
 class Evidence(_Model):
     """Everything a backend measured for one candidate; judged later, in the parent process."""
 
@@ -370,6 +399,8 @@ class Evidence(_Model):
     # work (multiply-adds or elements touched, op_trace.op_work) per compute op of one main-shape forward
     torch_work: dict[str, float] = Field(default_factory=dict)
     reference_torch_work: dict[str, float] = Field(default_factory=dict)
+    # registered probes (`interfaces.Probe`), by name: only those the enabled checks declared
+    probe_results: dict[str, ProbeResult] = Field(default_factory=dict)
     # the `precomputed` probe (probes.py): where a tensor already held an output before an own kernel ran;
     # None = not probed
     prior_answers: list[str] | None = None

@@ -78,6 +78,10 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 """Built-in plugins, registered like any third-party plugin."""
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+_TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+BUILTIN_PROBES = ("refresh", "repeat", "ghost", "precomputed")
+"""Names of the hard-wired probes (`core/eval/worker/probes.py`) a registered probe may not take: both record
+their launches under the phase ("probe", name)."""
 
 
 class PluginWarning(UserWarning):
@@ -231,6 +235,18 @@ class PluginHost:
                 "(use lower-case letters, digits, '-', '_' or '.')",
             )
             return
+        if kind == "probe":
+            target = getattr(cls, "target", "")
+            if not isinstance(target, str) or not _TARGET_RE.match(target):
+                self._fail(
+                    plugin,
+                    f"registered probe '{name}' with target {target!r}; name the function the worker calls as "
+                    "'package.module:function', importable from the parent's PYTHONPATH",
+                )
+                return
+            if name in BUILTIN_PROBES:
+                self._fail(plugin, f"registered probe '{name}', the name of a built-in probe; choose another name")
+                return
         existing = self._objects[kind].get(name)
         if existing is not None:
             raise PluginError(

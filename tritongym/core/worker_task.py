@@ -59,6 +59,9 @@ class WorkerTask(BaseModel):
         default_factory=dict, description="negative control that passes this problem -> input transform that breaks it"
     )
     candidate_source: str | None = None
+    probes: dict[str, str] = Field(
+        default_factory=dict, description="registered probes the enabled checks read: name -> 'module:function'"
+    )
     device: str = "cpu"
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
     init_seed: int = 0

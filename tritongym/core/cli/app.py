@@ -558,7 +558,7 @@ def plugins_command(
         str | None,
         typer.Option(
             "--kind",
-            help="Only this kind: backend, check, reward, estimator, sample_filter, engine, search_strategy.",
+            help="Only this kind: backend, check, probe, reward, estimator, sample_filter, engine, search_strategy.",
         ),
     ] = None,
     as_json: JsonOpt = False,

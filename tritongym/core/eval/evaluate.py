@@ -122,6 +122,7 @@ class Evaluator:
         check_names = [n for n in check_names if n not in self.config.skip_checks]
         options = {**(self.config.checks or {}), **self.config.enable_checks}
         checks = [self.host.create("check", n, options.get(n)) for n in check_names]
+        self.probes = self._probes_of([c for c in checks if isinstance(c, RuntimeCheck)])  # before any bind
         context = CheckContext(host=self.host, memo=self.registry, reuse=self.config.use_cache)
         for check in checks:
             check.policy = CheckPolicy(precision=self.config.precision)
@@ -302,6 +303,22 @@ class Evaluator:
         result.duration_s = time.perf_counter() - started
         return self._store(result, candidate, problem)
 
+    def _probes_of(self, checks: list[RuntimeCheck]) -> dict[str, str]:
+        """name -> target of the registered probes these checks read (`RuntimeCheck.probes`): the worker runs
+        exactly these, so a probe costs nothing while no enabled check reads it."""
+        probes: dict[str, str] = {}
+        for check in checks:
+            for name in check.probes:
+                if name not in self.host.names("probe"):
+                    known = ", ".join(self.host.names("probe")) or "none"
+                    plugin = self.host.get("check", check.name).plugin
+                    raise ConfigError(
+                        f"check '{check.name}' (plugin '{plugin}') reads probe '{name}', which no plugin registered "
+                        f"(known probes: {known}); install or --plugin the plugin that provides it, or skip the check"
+                    )
+                probes[name] = self.host.get("probe", name).cls.target
+        return probes
+
     def _run_check(self, check: StaticCheck | RuntimeCheck, *args) -> CheckVerdict:
         """One check, isolated: a check that raises fails closed and names its plugin; the others still run."""
         plugin = self.host.get("check", check.name).plugin
@@ -358,6 +375,7 @@ class Evaluator:
             extra_sizes_optional=problem.extra_sizes_origin == "derived",
             degenerate=screen.degenerate_probes() if screen is not None else {},
             candidate_source=candidate.source,
+            probes=self.probes,
             device=self.device,
             seeds=trial_seeds(self.config),
             init_seed=secrets.randbelow(2**31),  # secret: a candidate must bind weights, not re-seed

@@ -51,13 +51,14 @@ def run_candidate(
     `keep`, when given, receives the bound model and the environment snapshot (the GPU worker times the
     model afterwards and checks the environment again).  With `ghost_inputs` the probes of `probes.py`
     run after the trials (with `degenerate_inputs`, (probe name, inputs) pairs, the degeneracy probes too;
-    with `precomputed_inputs`, the `precomputed` probe, whose samples go to report `prior`).  Before the late
+    with `precomputed_inputs`, the `precomputed` probe, whose samples go to report `prior`), then the registered
+    probes `task.probes` names (`plugin_probes.py`, into report `probe_results`).  Before the late
     trial the forward is called on trial inputs until it has been called `LATE_CALL` times, so a cache that
     starts after a dozen calls meets the late trial's fresh inputs.  Report `trials` holds the main trials
     then the extra ones, in order; it stops at the first that raises."""
     import torch
 
-    from tritongym.core.eval.worker import probes, trusted
+    from tritongym.core.eval.worker import plugin_probes, probes, trusted
     from tritongym.core.eval.worker.compare import flatten_outputs
     from tritongym.core.eval.worker.op_trace import traced_call
     from tritongym.core.eval.worker.stages import StageError, error_info, load_module
@@ -76,12 +77,15 @@ def run_candidate(
         "torch_ops": {},
         "torch_work": {},
         "prior": None,
+        "probe_results": {},
     }
     environment = probes.environment_snapshot()  # before any candidate code exists
     side_before = probes.live_side_work()
     if keep is not None:
         keep["environment"] = environment
     snapshots: list[tuple[int, list, list]] = []  # (trial, outputs as returned, copies taken at once)
+    # registered probes' functions, imported before the candidate exists (a failure is that probe's error)
+    probe_functions = plugin_probes.load_functions(task.probes)
     try:
         try:
             candidate: ModuleType = load_module(CANDIDATE_MODULE, path, task.candidate_source or "")
@@ -161,6 +165,7 @@ def run_candidate(
             )
             if watch is not None:
                 report["prior"] = watch.records
+            report["probe_results"] = plugin_probes.run_plugin_probes(model, recorder, probe_functions, trial_inputs[0])
         calls = len(report["trials"]) + len(report["probes"])
         for k, planned in enumerate(extra or []):
             if planned.late:

@@ -35,6 +35,7 @@ import time
 from tritongym.core.eval.worker import frames, trusted
 from tritongym.core.eval.worker.gold import exact_reference, gold_model, gold_samples
 from tritongym.core.eval.worker.launches import tf32_kernels
+from tritongym.core.eval.worker.plugin_probes import probe_results
 from tritongym.core.eval.worker.probes import (
     compare_probes,
     environment_changes,
@@ -399,6 +400,7 @@ class GPUWorker:
             )
             probe_records = report.pop("probes")
             prior = report.pop("prior")
+            evidence.probe_results = probe_results(report.pop("probe_results"), task.probes)
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))
             evidence.side_work = list(report.pop("side_work"))

@@ -24,6 +24,11 @@ candidate's forward is called again, in the candidate's context (`run_probes`), 
   inputs transformed so that the control's answer is wrong there; compared with the reference *and* with
   the control's answer: a candidate giving the latter returned zeros, a constant or its input.
 
+These built-in probes stay hard-wired here (each check reads them by name from `Evidence.probes`): they
+share the reference outputs, the launch recorder's `ghost` and `watch` switches and the trusted comparison,
+which a plugin interface would have to expose first.  A check plugin adds its own as a registered `Probe`
+(`plugin_probes.py`), called after these.
+
 Reference outputs for the probes are computed by trusted code *before* the candidate is imported
 (`reference_probe_outputs`); the comparison (`compare_probes`) also runs on the trusted side.  Two
 snapshots bracket the candidate: `environment_snapshot` (the identity of every callable in the torch,

@@ -121,6 +121,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.eval.worker.gold import exact_reference, gold_model, gold_samples
     from tritongym.core.eval.worker.launches import LaunchRecorder
     from tritongym.core.eval.worker.op_trace import traced_call
+    from tritongym.core.eval.worker.plugin_probes import probe_results
     from tritongym.core.eval.worker.probes import compare_probes, prior_answers, reference_probe_outputs
     from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
 
@@ -215,6 +216,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.torch_work = {str(k): float(v) for k, v in report["torch_work"].items()}
     if report["prior"] is not None:
         evidence.prior_answers = prior_answers(report["prior"], probe_refs.get("precomputed", []), task.tolerances)
+    evidence.probe_results = probe_results(report.get("probe_results"), task.probes)
     evidence.stage = report["stage"]
     if report["error"] is not None:
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))
