@@ -34,19 +34,24 @@ class GoldSample:
 
 
 @contextlib.contextmanager
-def tf32_reference():
-    """TF32 on for the duration (the reference as the `tf32` class computes it), then the flags put back."""
+def _tf32(allow: bool):
+    """torch's TF32 switches set for the duration, then put back as they were."""
     import torch
 
     matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     precision = torch.get_float32_matmul_precision()
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    torch.set_float32_matmul_precision("high")
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allow
+    torch.set_float32_matmul_precision("high" if allow else "highest")
     try:
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
         torch.set_float32_matmul_precision(precision)
+
+
+def tf32_reference():
+    """TF32 on for the duration: the reference as torch's `tf32` class computes it."""
+    return _tf32(True)
 
 
 _TF32_OPS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "convolution", "_convolution", "mv", "dot"})
@@ -81,21 +86,10 @@ def truncated_tf32():
         yield
 
 
-@contextlib.contextmanager
 def exact_reference():
     """TF32 off for the duration: the reference's outputs are computed exactly at its dtype under every policy
-    (the policy only decides how the reference is *timed*), then the flags are put back."""
-    import torch
-
-    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    precision = torch.get_float32_matmul_precision()
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
-        torch.set_float32_matmul_precision(precision)
+    (the policy only decides how the reference is *timed*)."""
+    return _tf32(False)
 
 
 def gold_model(ref_model):

@@ -1,0 +1,56 @@
+"""Precision classes (core/precision.py) and the reference baselines behind them (core/eval/worker/gold.py).
+
+The class bounds are worked by hand here from their definition: floors 1e-5 / 1e-3 / 2e-2, a multiple of 4
+of what the reference itself reaches in a class, and 2 of its error with matmul operands truncated to TF32.
+The truncation emulation is held to what an H100 measured for Triton's default `tl.dot` on a float32 GEMM."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tritongym.core.eval.worker.compare import rel_err
+from tritongym.core.eval.worker.gold import exact_reference, truncated_tf32
+from tritongym.core.precision import BELOW_HALF, classify, passing, worst
+
+
+@pytest.mark.parametrize(
+    ("err", "baselines", "expected"),
+    [
+        (2e-7, (1e-7,), "ieee"),  # float32 in another order
+        (3e-4, (1e-7,), "tf32"),  # TF32 or float16 operands on one GEMM
+        (3e-3, (1e-7,), "half"),  # bfloat16 operands
+        (5e-2, (1e-7,), BELOW_HALF),  # wrong, not low-precision
+        (1.5e-3, (5e-4,), "ieee"),  # a float16 problem: 4 x its own 5e-4 = 2e-3
+        (3.5e-3, (1e-7, 1e-3), "tf32"),  # a chain whose torch TF32 reaches 1e-3: 4 x 1e-3 = 4e-3
+        (4.5e-3, (1e-7, 1e-3), "half"),  # ...just past it
+        (7e-3, (1e-7, 5e-4, None, 4e-3), "tf32"),  # Triton's truncating TF32 on an attention: 2 x 4e-3 = 8e-3
+        (3e-2, (1e-7, None, 1e-2), "half"),  # bfloat16 autocast of the reference at 1e-2: 4 x 1e-2 = 4e-2
+    ],
+)
+def test_the_class_an_error_reaches(err, baselines, expected):
+    assert classify(err, *baselines) == expected
+
+
+def test_policies_pass_their_class_and_every_more_exact_one():
+    assert passing("ieee") == ("ieee",)
+    assert passing("tf32") == ("ieee", "tf32")
+    assert passing("half") == ("ieee", "tf32", "half")
+    assert worst(["ieee", None, "half", "tf32"]) == "half" and worst([None]) is None
+    assert classify(None, 1e-7) is None
+
+
+def test_truncated_tf32_reproduces_tritons_default_dot_and_leaves_the_flags_alone():
+    """An H100 measured Triton's default `tl.dot` (TF32) on a float32 GEMM at 7.7e-4 against a float64 gold;
+    torch's own float32 product is near 1e-7."""
+    torch.manual_seed(0)
+    a, b = torch.randn(256, 1024), torch.randn(1024, 256)
+    gold = (a.double() @ b.double()).reshape(-1)
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision())
+    with truncated_tf32():
+        truncated = (a @ b).reshape(-1)
+    with exact_reference():
+        exact = (a @ b).reshape(-1)
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()) == before
+    assert 7.0e-4 < rel_err(truncated, gold) < 8.5e-4
+    assert rel_err(exact, gold) < 1e-6
