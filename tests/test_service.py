@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import RELU_KERNEL
+from prometheus_client.parser import text_string_to_metric_families
 
 from tritongym.core.errors import ConfigError, ServiceError
 from tritongym.core.problems import SUITE_DIR
@@ -40,6 +41,16 @@ def relu_with(code: str) -> str:
 def relu_block(block: int) -> str:
     """The honest kernel at another block size: the same computation, another kernel id."""
     return RELU_KERNEL.replace("BLOCK=1024", f"BLOCK={block}").replace("cdiv(n, 1024)", f"cdiv(n, {block})")
+
+
+def sample(metrics: str, name: str, **labels: str) -> float | None:
+    """One sample's value in a Prometheus exposition, parsed by prometheus_client (None if absent), so a
+    check of `... 1` cannot also match 10 or 1.5."""
+    for family in text_string_to_metric_families(metrics):
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return s.value
+    return None
 
 
 class Served:
@@ -152,11 +163,18 @@ def test_a_candidate_through_the_client_then_best_leaderboard_health_and_metrics
         assert (health.active_tasks, health.total_processed) == (0, 2) and health.uptime > 0
         assert health.timestamp.endswith("Z") and "cpu" in health.gpu_status and "memory_total" in health.memory_usage
         metrics = service.metrics()
-    assert 'tritongym_evaluations_total{status="ok"} 2' in metrics
-    assert "tritongym_cache_hits_total 1" in metrics
-    assert "tritongym_queue_depth 0" in metrics
-    assert 'tritongym_device_busy_seconds_total{device="cpu"}' in metrics
+    assert sample(metrics, "tritongym_evaluations_total", status="ok") == 2
+    assert sample(metrics, "tritongym_cache_hits_total") == 1
+    assert sample(metrics, "tritongym_queue_depth") == 0
+    assert sample(metrics, "tritongym_device_busy_seconds_total", device="cpu") > 0
     assert "# TYPE tritongym_evaluations_per_second gauge" in metrics
+    # each finished task is one observation of the histogram; the process collector is there
+    assert sample(metrics, "tritongym_task_duration_seconds_count") == 2
+    assert sample(metrics, "tritongym_task_duration_seconds_bucket", le="+Inf") == 2
+    assert sample(metrics, "tritongym_task_duration_seconds_sum") == sample(
+        metrics, "tritongym_evaluation_seconds_total"
+    )
+    assert sample(metrics, "process_resident_memory_bytes") > 0
 
 
 def test_many_candidates_in_one_submission_come_back_in_order(server):
@@ -289,7 +307,9 @@ def test_oversized_requests_get_413_before_they_are_read(small_server):
     assert streamed.status_code == 413
     too_many = {"candidates": [{"source": RELU_KERNEL, "problem": "relu"}] * 4}
     assert httpx.post(small_server.url + "/v1/tasks", json=too_many).status_code == 413
-    assert 'tritongym_requests_rejected_total{reason="too_large"} 3' in httpx.get(small_server.url + "/metrics").text
+    scraped = httpx.get(small_server.url + "/metrics")
+    assert scraped.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert sample(scraped.text, "tritongym_requests_rejected_total", reason="too_large") == 3
 
 
 def test_a_full_queue_answers_429_and_crashing_candidates_get_verdicts(small_server):
@@ -314,9 +334,9 @@ def test_a_full_queue_answers_429_and_crashing_candidates_get_verdicts(small_ser
         assert raised.status.value == "runtime_error" and "boom from the candidate" in raised.message
         assert service.evaluate(RELU_KERNEL, "relu", timeout_s=120).status.value == "ok"
         metrics = service.metrics()
-    assert 'tritongym_requests_rejected_total{reason="queue_full"} 2' in metrics
+    assert sample(metrics, "tritongym_requests_rejected_total", reason="queue_full") == 2
     for status in ("timeout", "crashed", "runtime_error", "ok"):
-        assert f'tritongym_evaluations_total{{status="{status}"}} 1' in metrics
+        assert sample(metrics, "tritongym_evaluations_total", status=status) == 1
 
 
 # --- restarts ------------------------------------------------------------------------------------------
@@ -348,8 +368,7 @@ def test_a_killed_server_loses_no_accepted_task(tmp_path):
             assert [t.state for t in tasks] == [TaskState.done] * 4, [(t.state, t.error) for t in tasks]
             assert all(t.result.status.value == "ok" for t in tasks)
             metrics = service.metrics()
-        resumed = [line for line in metrics.splitlines() if line.startswith("tritongym_tasks_resumed_total ")]
-        assert resumed == [f"tritongym_tasks_resumed_total {unfinished}"], before
+        assert sample(metrics, "tritongym_tasks_resumed_total") == unfinished, before
         # a task the kill interrupted was started once by each process; every other task ran once
         expected = {task_id: 2 if state == "running" else 1 for task_id, state in before.items()}
         assert {t.id: t.attempts for t in tasks} == expected, before

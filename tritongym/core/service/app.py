@@ -36,12 +36,13 @@ from typing import Annotated
 from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tritongym.core import api
 from tritongym.core.errors import TritonGymError
 from tritongym.core.service import kernelgym
+from tritongym.core.service.metrics import CONTENT_TYPE
 from tritongym.core.service.protocol import (
     Submission,
     SubmitRequest,
@@ -60,7 +61,6 @@ from tritongym.core.service.service import (
 )
 
 POLL_S = 0.05
-PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Guard:
@@ -210,7 +210,7 @@ def create_app(
 
     @app.get("/metrics", response_class=PlainTextResponse)
     def metrics():
-        return PlainTextResponse(service.render_metrics(), media_type=PROMETHEUS_TEXT)
+        return Response(service.render_metrics(), media_type=CONTENT_TYPE)
 
     @app.get("/v1/problems")
     def problems():

@@ -1,56 +1,147 @@
-"""The service's counters, and their Prometheus text exposition (format 0.0.4) for `GET /metrics`.
+"""The service's metrics for `GET /metrics`, through prometheus_client.
 
-Hand-written rather than through prometheus_client: a dozen series, no registry of collectors to keep
-in step with the service's own state, and one dependency less on the server.
+prometheus_client rather than a hand-written exposition: its counters, gauges and histograms are what every
+Prometheus user reads, the text format (escaping, `+Inf`, HELP/TYPE) is its problem, and the process
+collector adds the process's CPU, memory and open files for free.  Each service has its own
+`CollectorRegistry`, never the library's global one: several services in one process (the tests) would
+otherwise register the same names twice.  Multiprocess mode does not apply: the service is one process
+(its lanes are threads; sandboxes and Ray actors report through the backend's busy seconds).
+
+Values the service already knows on demand (queue sizes, lanes, busy seconds per device from the backend)
+are read when scraped, by `Gauge.set_function` and one small collector, rather than copied on every change.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from tritongym.core.models import EvaluationResult
 
 RATE_WINDOW_S = 60.0
+# lane seconds of one task: a cache hit takes milliseconds, a timed candidate seconds, a hang its time limit
+TASK_SECONDS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class _BusySeconds(Collector):
+    """`tritongym_device_busy_seconds_total{device=...}`: read from the backend at each scrape, since the
+    devices (and Ray actors) are the backend's to know, and a label set cannot be a `set_function`."""
+
+    def __init__(self, busy: Callable[[], dict[str, float]]) -> None:
+        self._busy = busy
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "tritongym_device_busy_seconds",
+            "Seconds workers spent on tasks, per device, summed over its workers.",
+            labels=["device"],
+        )
+        for device, seconds in sorted(self._busy().items()):
+            family.add_metric([device], seconds)
+        yield family
 
 
 class ServiceMetrics:
-    """What the service has done since it started; safe to update from every lane at once."""
+    """What the service has done since it started; safe to update from every lane at once.
 
-    def __init__(self) -> None:
+    `counts` answers (queued, running) and `busy` the backend's busy seconds per device; both are called
+    at each scrape."""
+
+    def __init__(
+        self,
+        *,
+        counts: Callable[[], tuple[int, int]],
+        capacity: int,
+        lanes: int,
+        busy: Callable[[], dict[str, float]],
+    ) -> None:
         self._lock = threading.Lock()
         self.started = time.monotonic()
-        self.submitted = 0
-        self.resumed = 0
-        self.rejected: Counter[str] = Counter()  # why a request was refused: queue_full, too_large, invalid
-        self.verdicts: Counter[str] = Counter()  # evaluations finished, by status
-        self.failed = 0  # tasks that finished without a verdict
-        self.cache_hits = 0
-        self.evaluation_s = 0.0  # lane time of finished tasks
+        self._finished = 0
         self._finished_at: deque[float] = deque()
+        self.registry = CollectorRegistry()
+        r = self.registry
+        Gauge("tritongym_queue_depth", "Tasks accepted and waiting for a lane.", registry=r).set_function(
+            lambda: counts()[0]
+        )
+        Gauge("tritongym_tasks_running", "Tasks a lane is evaluating now.", registry=r).set_function(
+            lambda: counts()[1]
+        )
+        Gauge("tritongym_queue_capacity", "Queued plus running tasks the service accepts.", registry=r).set(capacity)
+        Gauge("tritongym_lanes", "Evaluations the service runs at once.", registry=r).set(lanes)
+        self.submitted = Counter("tritongym_tasks_submitted_total", "Tasks accepted.", registry=r)
+        self.resumed = Counter(
+            "tritongym_tasks_resumed_total", "Unfinished tasks found at start-up and queued again.", registry=r
+        )
+        self.rejected = Counter(
+            "tritongym_requests_rejected_total",
+            "Requests refused, by reason.",
+            ["reason"],  # queue_full, too_large, invalid, unauthenticated, forbidden
+            registry=r,
+        )
+        self.verdicts = Counter(
+            "tritongym_evaluations_total", "Tasks finished with a verdict, by status.", ["status"], registry=r
+        )
+        self.failed = Counter("tritongym_tasks_failed_total", "Tasks finished without a verdict.", registry=r)
+        self.cache_hits = Counter(
+            "tritongym_cache_hits_total",
+            "Verdicts answered from the registry without running a worker.",
+            registry=r,
+        )
+        self.evaluation_s = Counter(
+            "tritongym_evaluation_seconds_total", "Lane seconds spent on finished tasks.", registry=r
+        )
+        self.task_seconds = Histogram(
+            "tritongym_task_duration_seconds",
+            "Lane seconds of each finished task, with a verdict or without.",
+            buckets=TASK_SECONDS_BUCKETS,
+            registry=r,
+        )
+        Gauge(
+            "tritongym_evaluations_per_second",
+            f"Tasks finished per second over the last {RATE_WINDOW_S:g} s.",
+            registry=r,
+        ).set_function(self.per_second)
+        Gauge("tritongym_uptime_seconds", "Seconds since the service started.", registry=r).set_function(self.uptime_s)
+        r.register(_BusySeconds(busy))
+        ProcessCollector(registry=r)
 
     def count_submitted(self, n: int) -> None:
-        with self._lock:
-            self.submitted += n
+        self.submitted.inc(n)
+
+    def count_resumed(self, n: int) -> None:
+        self.resumed.inc(n)
 
     def count_rejected(self, reason: str, n: int = 1) -> None:
-        with self._lock:
-            self.rejected[reason] += n
+        self.rejected.labels(reason=reason).inc(n)
 
     def count_finished(self, result: EvaluationResult | None, seconds: float) -> None:
+        if result is None:
+            self.failed.inc()
+        else:
+            self.verdicts.labels(status=result.status.value).inc()
+            if result.cached:
+                self.cache_hits.inc()
+        self.evaluation_s.inc(seconds)
+        self.task_seconds.observe(seconds)
         now = time.monotonic()
         with self._lock:
-            if result is None:
-                self.failed += 1
-            else:
-                self.verdicts[result.status.value] += 1
-                self.cache_hits += bool(result.cached)
-            self.evaluation_s += seconds
+            self._finished += 1
             self._finished_at.append(now)
             self._trim(now)
 
@@ -69,79 +160,11 @@ class ServiceMetrics:
     def finished(self) -> int:
         """Tasks finished since the start, with a verdict or without."""
         with self._lock:
-            return sum(self.verdicts.values()) + self.failed
+            return self._finished
 
     def uptime_s(self) -> float:
         return time.monotonic() - self.started
 
-    def render(self, *, queued: int, running: int, capacity: int, lanes: int, busy: dict[str, float]) -> str:
-        """The Prometheus text format: HELP and TYPE before each family, one sample per line."""
-        rate = self.per_second()
-        with self._lock:
-            families = [
-                ("tritongym_queue_depth", "gauge", "Tasks accepted and waiting for a lane.", [("", queued)]),
-                ("tritongym_tasks_running", "gauge", "Tasks a lane is evaluating now.", [("", running)]),
-                (
-                    "tritongym_queue_capacity",
-                    "gauge",
-                    "Queued plus running tasks the service accepts.",
-                    [("", capacity)],
-                ),
-                ("tritongym_lanes", "gauge", "Evaluations the service runs at once.", [("", lanes)]),
-                ("tritongym_tasks_submitted_total", "counter", "Tasks accepted.", [("", self.submitted)]),
-                (
-                    "tritongym_tasks_resumed_total",
-                    "counter",
-                    "Unfinished tasks found at start-up and queued again.",
-                    [("", self.resumed)],
-                ),
-                (
-                    "tritongym_requests_rejected_total",
-                    "counter",
-                    "Requests refused, by reason.",
-                    [(f'{{reason="{_label(r)}"}}', n) for r, n in sorted(self.rejected.items())],
-                ),
-                (
-                    "tritongym_evaluations_total",
-                    "counter",
-                    "Tasks finished with a verdict, by status.",
-                    [(f'{{status="{_label(s)}"}}', n) for s, n in sorted(self.verdicts.items())],
-                ),
-                (
-                    "tritongym_tasks_failed_total",
-                    "counter",
-                    "Tasks finished without a verdict.",
-                    [("", self.failed)],
-                ),
-                (
-                    "tritongym_cache_hits_total",
-                    "counter",
-                    "Verdicts answered from the registry without running a worker.",
-                    [("", self.cache_hits)],
-                ),
-                (
-                    "tritongym_evaluation_seconds_total",
-                    "counter",
-                    "Lane seconds spent on finished tasks.",
-                    [("", round(self.evaluation_s, 6))],
-                ),
-                (
-                    "tritongym_evaluations_per_second",
-                    "gauge",
-                    f"Tasks finished per second over the last {RATE_WINDOW_S:g} s.",
-                    [("", round(rate, 6))],
-                ),
-                (
-                    "tritongym_device_busy_seconds_total",
-                    "counter",
-                    "Seconds workers spent on tasks, per device, summed over its workers.",
-                    [(f'{{device="{_label(d)}"}}', round(s, 6)) for d, s in sorted(busy.items())],
-                ),
-                ("tritongym_uptime_seconds", "gauge", "Seconds since the service started.", [("", self.uptime_s())]),
-            ]
-        lines = []
-        for name, kind, doc, samples in families:
-            lines.append(f"# HELP {name} {doc}")
-            lines.append(f"# TYPE {name} {kind}")
-            lines.extend(f"{name}{labels} {value!r}" for labels, value in samples)
-        return "\n".join(lines) + "\n"
+    def render(self) -> bytes:
+        """The Prometheus text format (0.0.4) of every metric in this service's registry."""
+        return generate_latest(self.registry)

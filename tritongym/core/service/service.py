@@ -133,7 +133,7 @@ class EvaluationService:
         self.lanes = lanes
         self.capacity = capacity
         self.max_attempts = max_attempts
-        self.metrics = ServiceMetrics()
+        self.metrics = ServiceMetrics(counts=self.counts, capacity=capacity, lanes=lanes, busy=self._busy)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queue: deque[_Task] = deque()
@@ -165,7 +165,7 @@ class EvaluationService:
                 self._queue.append(task)
                 self._active[task.id] = task
                 resumed += 1
-        self.metrics.resumed = resumed
+        self.metrics.count_resumed(resumed)
         if resumed:
             log.info("resuming %d task(s) an earlier run of the service accepted but did not finish", resumed)
         for n in range(self.lanes):
@@ -383,15 +383,9 @@ class EvaluationService:
     def _busy(self) -> dict[str, float]:
         return getattr(self.evaluator.executor, "busy_seconds", self.evaluator.backend.busy_seconds)()
 
-    def render_metrics(self) -> str:
-        queued, running = self.counts()
-        return self.metrics.render(
-            queued=queued,
-            running=running,
-            capacity=self.capacity,
-            lanes=self.lanes,
-            busy=self._busy(),
-        )
+    def render_metrics(self) -> bytes:
+        """The Prometheus text of `/metrics`: queue sizes and busy seconds are read now, at the scrape."""
+        return self.metrics.render()
 
     def _view_locked(self, task_id: str) -> TaskView | None:
         if task_id in self._active:
