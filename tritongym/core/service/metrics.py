@@ -166,5 +166,5 @@ class ServiceMetrics:
         return time.monotonic() - self.started
 
     def render(self) -> bytes:
-        """The Prometheus text format (0.0.4) of every metric in this service's registry."""
+        """The Prometheus text format (`CONTENT_TYPE`, the library's latest) of every metric in this registry."""
         return generate_latest(self.registry)
