@@ -41,9 +41,9 @@ def compile_reference(
     import torch
     import torch._inductor.config as inductor_config
 
-    from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
-    from tritongym.core.eval.worker.tensors import clone_all
     from tritongym.core.models import TrialEvidence
+    from tritongym.core.sandbox.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.sandbox.worker.tensors import clone_all
     from tritongym.core.verdict import judge_trials
 
     inductor_config.force_disable_caches = True
