@@ -29,7 +29,7 @@ from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.registry.migrations import MIGRATIONS, migrate
 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
-from tritongym.core.sandbox.worker.autotune import install_interpreter_policy
+from tritongym.core.worker.autotune import install_interpreter_policy
 from tritongym.core.worker_task import WorkerTask
 
 KERNELS = Path(__file__).parent / "autotuned"
@@ -187,7 +187,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritongym.core.sandbox.worker.launches import LaunchRecorder
+from tritongym.core.worker.launches import LaunchRecorder
 
 recorder = LaunchRecorder(__file__)  # the kernels below are the "candidate's"
 recorder.install()  # no interpreter policy: Triton's own autotuning, as on a GPU

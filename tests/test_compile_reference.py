@@ -20,7 +20,7 @@ from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.models import Candidate, Evidence, TimingReport, TimingStats
 from tritongym.core.plugins import PluginHost
 from tritongym.core.registry.migrations import migrate
-from tritongym.core.sandbox.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
+from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 from tritongym.core.worker_task import WorkerTask
 
 TOLERANCES = tolerances_for("ieee", {})

@@ -1,12 +1,12 @@
-"""The runtime probes' machinery (core/sandbox/worker/probes.py), piece by piece; the hacks they catch: tests/hacks/."""
+"""The runtime probes' machinery (core/worker/probes.py), piece by piece; the hacks they catch: tests/hacks/."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from tritongym.core.sandbox.worker import probes
-from tritongym.core.sandbox.worker.launches import tf32_kernels
+from tritongym.core.worker import probes
+from tritongym.core.worker.launches import tf32_kernels
 
 
 def test_a_replaced_callable_or_flipped_flag_is_an_environment_change(monkeypatch):
@@ -125,7 +125,7 @@ def test_op_trace_counts_and_weighs_aten_ops_and_leaves_torch_alone():
     contraction, elements touched for the rest, nothing for a view or a copy."""
     import torch
 
-    from tritongym.core.sandbox.worker.op_trace import traced_call
+    from tritongym.core.worker.op_trace import traced_call
 
     before = {name: id(getattr(torch, name)) for name in ("manual_seed", "relu", "matmul")}
     x = torch.randn(8, 16)
@@ -144,8 +144,8 @@ def test_environment_changes_after_timing_are_added_once(monkeypatch):
     import time
 
     from tritongym.core.models import Evidence
-    from tritongym.core.sandbox.worker.gpu_worker import _note_environment_changes
-    from tritongym.core.sandbox.worker.probes import environment_snapshot
+    from tritongym.core.worker.gpu_worker import _note_environment_changes
+    from tritongym.core.worker.probes import environment_snapshot
 
     keep = {"environment": environment_snapshot()}
     evidence = Evidence()

@@ -488,7 +488,7 @@ def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
 def test_kill_orphans_kills_a_sandbox_whose_parent_is_gone_and_spares_a_live_evaluators():
     from tritongym.core.service import sandboxes
 
-    sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.sandbox.worker"]  # looks like one
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.worker"]  # looks like one
     # its parent exits at once (and holds no pipe of ours open): an orphan
     quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
     spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, {quiet}).pid)"

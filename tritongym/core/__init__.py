@@ -16,16 +16,16 @@ included).  In that order, with what each imports besides the kernel:
 - the kernel;
 - `scan`          the source-scan library (one scan of a candidate's source for every static check, torch
                   compute in host code): the kernel only;
-- `sandbox.worker` the code that runs inside the sandboxed worker process: the kernel only;
+- `worker`        the code that runs inside the sandboxed worker process: the kernel only;
 - `sandbox`       the parent's side of the worker: the locked-down process every backend starts, the warm GPU
-                  pool: `sandbox.worker`'s frames, exit texts and comparison;
+                  pool: `worker`'s frames, exit texts and comparison;
 - `registry`      registry.db: every problem, kernel and evaluation, its migrations and browse queries (the
                   kernel only);
 - `distributed`   the Ray executor, the backend hosted by Ray actors (`eval` picks it with
                   `executor = "ray"`; it imports nothing of `eval`);
 - `eval`          the pipeline: parse, static checks, verdicts (a `Candidate` in, an `EvaluationResult` out):
-                  `scan`, the `sandbox` its backends run in (its frames, exit texts, comparison and negative
-                  controls), the registry it stores verdicts in, the Ray executor (lazily);
+                  `scan`, the `sandbox` its backends run in, the `worker`'s frames, exit texts, comparison
+                  and negative controls, the registry it stores verdicts in, the Ray executor (lazily);
 - `reports`       Fast@p and metrics tables and plots of stored runs: the registry;
 - `tune`          launch configurations of stored kernels: each variant judged by `eval`, recorded in `registry`;
 - `learn`         the model's side (conversation, generation, rollouts, RL and SFT trainers): `eval`,
@@ -60,7 +60,7 @@ LAYERS: tuple[str, ...] = (
     # the source-scan library static checks share: pure functions of source text over the kernel
     "tritongym.core.scan",
     # runs in the worker process, which imports the kernel and nothing of the parent's side
-    "tritongym.core.sandbox.worker",
+    "tritongym.core.worker",
     # the sandbox and the GPU pool that start the worker: the backends step down into it, never back into eval
     "tritongym.core.sandbox",
     # storage only: every subsystem above records or reads through it

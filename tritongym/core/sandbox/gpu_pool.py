@@ -48,8 +48,8 @@ from tritongym.core.models import (
     TrialEvidence,
 )
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
-from tritongym.core.sandbox.worker import frames
-from tritongym.core.sandbox.worker.stages import exit_text
+from tritongym.core.worker import frames
+from tritongym.core.worker.stages import exit_text
 from tritongym.core.worker_task import WorkerTask
 
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
@@ -116,7 +116,7 @@ class Zygote:
         env = _gpu_env(self.tmp, options)
         with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.core.sandbox.worker.zygote", str(child.fileno())],
+                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno())],
                 pass_fds=[child.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -226,7 +226,7 @@ class Worker:
             self.zygote = None
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-s", "-m", "tritongym.core.sandbox.worker.gpu_worker", self.log_path, device],
+                    [sys.executable, "-s", "-m", "tritongym.core.worker.gpu_worker", self.log_path, device],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,
@@ -628,7 +628,7 @@ class TaskDriver:
 
     def _compare(self, trial: int, sent: list, n_outputs: int, launches: list, mutated: list) -> TrialEvidence:
         """The worker's comparisons, re-checked at the secret sample positions against the parent's copy."""
-        from tritongym.core.sandbox.worker.compare import compare_output
+        from tritongym.core.worker.compare import compare_output
 
         refs = self.ref_outputs[trial]
         comparisons = []

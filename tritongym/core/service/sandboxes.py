@@ -10,7 +10,7 @@ of the GPU pool), so a signal to the service does not reach it.  Two ways one co
   a task never runs twice at once.  Until a next start they run on until their own end (the task's time
   limit bounds it).
 
-A sandbox is recognised by its command line (`-m tritongym.core.sandbox.worker...`), read from /proc; elsewhere
+A sandbox is recognised by its command line (`-m tritongym.core.worker...`), read from /proc; elsewhere
 than Linux both are no-ops.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 log = logging.getLogger("tritongym.service")
 
 PROC = Path("/proc")
-WORKER_MODULE = b"tritongym.core.sandbox.worker"
+WORKER_MODULE = b"tritongym.core.worker"
 
 
 def _cmdline(pid: int) -> list[bytes]:

@@ -1,6 +1,6 @@
 """`torch_compute`: how much of the reference's work torch did inside the candidate's forward, measured.
 
-The worker traces every ATen op each forward runs (`core/sandbox/worker/op_trace.py`; grid callables and
+The worker traces every ATen op each forward runs (`core/worker/op_trace.py`; grid callables and
 autotune hooks included: they are the candidate's code) and weighs each compute op's work, multiply-adds for
 contractions and elements touched for the rest; the reference's forward is weighed the same way.  The share is
 the torch work of one main-shape forward over the reference's:

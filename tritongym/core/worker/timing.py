@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import torch
 
 from tritongym.core.models import TimingStats
-from tritongym.core.sandbox.worker import trusted
+from tritongym.core.worker import trusted
 from tritongym.core.worker_task import TimingOptions
 
 Forward = Callable[[list], object]

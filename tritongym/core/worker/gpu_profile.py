@@ -14,7 +14,7 @@ from collections import defaultdict
 import torch
 
 from tritongym.core.models import ProfileEntry
-from tritongym.core.sandbox.worker import trusted
+from tritongym.core.worker import trusted
 
 _DEVICE_TYPES = {"CUDA", "PrivateUse1"}
 
