@@ -28,6 +28,11 @@ PROC = Path("/proc")
 WORKER_MODULE = b"tritongym.core.worker"
 
 
+def _is_worker_module(part: bytes) -> bool:
+    """The worker package or one of its modules, never a namesake such as `tritongym.core.worker_task`."""
+    return part == WORKER_MODULE or part.startswith(WORKER_MODULE + b".")
+
+
 def _cmdline(pid: int) -> list[bytes]:
     try:
         return (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
@@ -49,7 +54,7 @@ def sandbox_processes() -> dict[int, int]:
         return {}
     found = {}
     for entry in PROC.iterdir():
-        if entry.name.isdigit() and any(WORKER_MODULE in part for part in _cmdline(int(entry.name))):
+        if entry.name.isdigit() and any(_is_worker_module(part) for part in _cmdline(int(entry.name))):
             parent = _parent(int(entry.name))
             if parent is not None:
                 found[int(entry.name)] = parent
