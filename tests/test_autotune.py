@@ -21,15 +21,15 @@ from typer.testing import CliRunner
 from tritongym.core.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
-from tritongym.core.eval.gpu_pool import PoolOptions, WorkerPool
 from tritongym.core.eval.tolerances import tolerances_for
-from tritongym.core.eval.worker.autotune import install_interpreter_policy
 from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.models import AutotuneChoice, Candidate, ErrorInfo, EvaluationResult, Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.registry.migrations import MIGRATIONS, migrate
+from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.worker.autotune import install_interpreter_policy
 from tritongym.core.worker_task import WorkerTask
 
 KERNELS = Path(__file__).parent / "autotuned"
@@ -187,7 +187,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tritongym.core.eval.worker.launches import LaunchRecorder
+from tritongym.core.worker.launches import LaunchRecorder
 
 recorder = LaunchRecorder(__file__)  # the kernels below are the "candidate's"
 recorder.install()  # no interpreter policy: Triton's own autotuning, as on a GPU

@@ -17,10 +17,10 @@ from conftest import registry_before
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.eval.tolerances import tolerances_for
-from tritongym.core.eval.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 from tritongym.core.models import Candidate, Evidence, TimingReport, TimingStats
 from tritongym.core.plugins import PluginHost
 from tritongym.core.registry.migrations import migrate
+from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 from tritongym.core.worker_task import WorkerTask
 
 TOLERANCES = tolerances_for("ieee", {})

@@ -166,7 +166,7 @@ def test_import_and_runtime_errors(evaluator, relu_problem):
     assert raised.error.line == boom_line
     assert "candidate.py" in raised.error.traceback
     # the traceback starts at the candidate's frames: the harness is not shown to the model
-    assert "tritongym/core/eval/worker/" not in raised.error.traceback
+    assert "tritongym/core/worker/" not in raised.error.traceback
 
 
 # --- 6-7: hangs and crashes --------------------------------------------------------------------------

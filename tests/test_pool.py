@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from tritongym.core.errors import BackendUnavailable, ConfigError
-from tritongym.core.eval.gpu_pool import GPULock, PoolOptions, WorkerPool
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.registry import Registry
+from tritongym.core.sandbox.gpu_pool import GPULock, PoolOptions, WorkerPool
 from tritongym.core.worker_task import WorkerTask
 
 
@@ -114,7 +114,7 @@ def test_gpus_option_refused_for_a_cpu_backend(fast_config):
 
 def test_a_forged_comparison_is_caught_by_the_parents_samples(pool, relu_problem):
     forger = relu_problem.solution.replace("return out", "return out * 2") + (
-        "\n\nimport tritongym.core.eval.worker.compare as _compare\n"
+        "\n\nimport tritongym.core.worker.compare as _compare\n"
         "_real = _compare.compare_output\n"
         "_compare.compare_output = lambda i, out, ref, tol, *more: _real(i, ref, ref, tol)  # 'matches', always\n"
     )
@@ -252,8 +252,8 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
 
     import triton.compiler
 
-    from tritongym.core.eval.worker import frames
-    from tritongym.core.eval.worker.gpu_worker import Channel, release_gpu_while_compiling
+    from tritongym.core.worker import frames
+    from tritongym.core.worker.gpu_worker import Channel, release_gpu_while_compiling
 
     monkeypatch.setattr(triton.compiler, "compile", triton.compiler.compile)  # restored after the test
     to_worker_r, to_worker_w = os.pipe()

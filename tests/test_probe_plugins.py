@@ -242,8 +242,8 @@ def test_a_probe_needs_a_module_function_target_and_its_own_name(tmp_path):
 
 
 def test_probe_results_from_the_worker_are_bounded_and_plain():
-    from tritongym.core.eval.worker.plugin_probes import probe_results
     from tritongym.core.models import PROBE_JSON_LIMIT
+    from tritongym.core.worker.plugin_probes import probe_results
 
     wanted = {"a": "m:f", "b": "m:g", "c": "m:h", "d": "m:i"}
     raw = {

@@ -1,12 +1,12 @@
-"""The runtime probes' machinery (core/eval/worker/probes.py), piece by piece; the hacks they catch: tests/hacks/."""
+"""The runtime probes' machinery (core/worker/probes.py), piece by piece; the hacks they catch: tests/hacks/."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from tritongym.core.eval.worker import probes
-from tritongym.core.eval.worker.launches import tf32_kernels
+from tritongym.core.worker import probes
+from tritongym.core.worker.launches import tf32_kernels
 
 
 def test_a_replaced_callable_or_flipped_flag_is_an_environment_change(monkeypatch):
@@ -79,8 +79,8 @@ def test_tf32_products_are_found_in_ptx_and_plain_fma_is_not():
 
 def test_the_pool_worker_runs_every_probe(relu_problem):
     """The GPU worker's path, run on the CPU: probes come back compared, an honest kernel passes them all."""
-    from tritongym.core.eval.gpu_pool import PoolOptions, WorkerPool
     from tritongym.core.eval.tolerances import tolerances_for
+    from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
     from tritongym.core.verdict import probe_outputs_match
     from tritongym.core.worker_task import WorkerTask
 
@@ -125,7 +125,7 @@ def test_op_trace_counts_and_weighs_aten_ops_and_leaves_torch_alone():
     contraction, elements touched for the rest, nothing for a view or a copy."""
     import torch
 
-    from tritongym.core.eval.worker.op_trace import traced_call
+    from tritongym.core.worker.op_trace import traced_call
 
     before = {name: id(getattr(torch, name)) for name in ("manual_seed", "relu", "matmul")}
     x = torch.randn(8, 16)
@@ -143,9 +143,9 @@ def test_environment_changes_after_timing_are_added_once(monkeypatch):
     """The GPU worker notes patches again after timing (and when a patch broke the timing): no repeats."""
     import time
 
-    from tritongym.core.eval.worker.gpu_worker import _note_environment_changes
-    from tritongym.core.eval.worker.probes import environment_snapshot
     from tritongym.core.models import Evidence
+    from tritongym.core.worker.gpu_worker import _note_environment_changes
+    from tritongym.core.worker.probes import environment_snapshot
 
     keep = {"environment": environment_snapshot()}
     evidence = Evidence()

@@ -27,10 +27,10 @@ from typer.testing import CliRunner
 
 from tritongym.core.cli.app import app
 from tritongym.core.errors import RegistryError
-from tritongym.core.eval import sandbox
 from tritongym.core.registry import Registry
 from tritongym.core.registry import sqlite as registry_sqlite
 from tritongym.core.registry.migrations import MIGRATIONS_TABLE
+from tritongym.core.sandbox import sandbox
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,13 +8,13 @@ from conftest import RELU_KERNEL
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable
 from tritongym.core.eval.evaluate import Evaluator
-from tritongym.core.eval.sandbox import _PACKAGE_PARENT, SandboxLimits, run_in_sandbox
 from tritongym.core.plugins import PluginHost
+from tritongym.core.sandbox.sandbox import _PACKAGE_PARENT, SandboxLimits, run_in_sandbox
 from tritongym.core.worker_task import WorkerTask
 
 BROKEN_TRITON_BACKEND = """
 from tritongym import hookimpl
-from tritongym.core.eval.sandbox import _PACKAGE_PARENT, run_in_sandbox
+from tritongym.core.sandbox.sandbox import _PACKAGE_PARENT, run_in_sandbox
 from tritongym.plugins.backends.triton_cpu import TritonCPUBackend
 
 

@@ -508,19 +508,26 @@ def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
 def test_kill_orphans_kills_a_sandbox_whose_parent_is_gone_and_spares_a_live_evaluators():
     from tritongym.core.service import sandboxes
 
-    sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.eval.worker"]  # looks like one
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.worker"]  # looks like one
     # its parent exits at once (and holds no pipe of ours open): an orphan
     quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
-    spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, {quiet}).pid)"
-    orphan = int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True, check=True).stdout)
+
+    def orphan_of(argv: list[str]) -> int:
+        spawn = f"import subprocess; print(subprocess.Popen({argv!r}, {quiet}).pid)"
+        return int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True, check=True).stdout)
+
+    orphan = orphan_of(sleeper)
+    # an orphan that only names a namesake module (the kernel's worker_task, beside the worker package) is no sandbox
+    namesake = orphan_of([*sleeper[:-1], "tritongym.core.worker_task"])
     mine = subprocess.Popen(sleeper)  # its parent, this Python process, lives
     try:
         killed = sandboxes.kill_orphans()
-        assert orphan in killed and mine.pid not in killed
+        assert orphan in killed and mine.pid not in killed and namesake not in killed
         assert _gone(orphan) and mine.poll() is None
     finally:
         mine.kill()
         mine.wait()
+        os.kill(namesake, signal.SIGKILL)
 
 
 # --- KernelGYM's API -----------------------------------------------------------------------------------

@@ -175,7 +175,7 @@ def test_a_kernel_that_caches_after_its_first_calls_fails_the_late_trial():
 
 def test_the_warm_worker_path_runs_shape_sets_and_the_late_trial():
     """The GPU worker's code (`gpu_worker`, `gpu_pool`), run on the CPU: the same verdicts."""
-    from tritongym.core.eval.gpu_pool import PoolOptions, WorkerPool
+    from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 
     relu = load_problem("relu")
     evaluator = _evaluator()

@@ -4,7 +4,7 @@ Hostile snippets mark the line the verdict must name with `# <-`.  Honest snippe
 and every bundled solution must pass every static check: a false positive costs an honest model its reward.
 
 Torch compute in host code and low precision are judged at run time (`torch_compute` weighs torch's work,
-`precision` measures against a float64 gold); their source scans (`core/eval/host_compute.py`,
+`precision` measures against a float64 gold); their source scans (`core/scan/host_compute.py`,
 `precision.source_findings`) only say *where*, as advice.  Their hostile snippets stay here as evidence that
 every evasive spelling is still found on its line, and the honest ones that the advice never points at glue.
 """
@@ -19,12 +19,12 @@ from conftest import RELU_KERNEL
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
-from tritongym.core.eval.ast_scan import scan
 from tritongym.core.eval.evaluate import Evaluator
-from tritongym.core.eval.host_compute import host_compute
 from tritongym.core.models import Candidate, CheckVerdict, Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import SOLUTIONS_DIR, load_problem
+from tritongym.core.scan.ast_scan import scan
+from tritongym.core.scan.host_compute import host_compute
 from tritongym.plugins.checks.precision import source_findings
 
 STATIC = (

@@ -14,14 +14,18 @@ included).  In that order, with what each imports besides the kernel:
 
 - `tritongym.problems` the bundled suite and its reference solutions: data, importing nothing of tritongym;
 - the kernel;
-- `eval.worker`   the code that runs inside the sandboxed worker process: the kernel only;
+- `scan`          the source-scan library (one scan of a candidate's source for every static check, torch
+                  compute in host code): the kernel only;
+- `worker`        the code that runs inside the sandboxed worker process: the kernel only;
+- `sandbox`       the parent's side of the worker: the locked-down process every backend starts, the warm GPU
+                  pool: `worker`'s frames, exit texts and comparison;
 - `registry`      registry.db: every problem, kernel and evaluation, its migrations and browse queries (the
                   kernel only);
 - `distributed`   the Ray executor, the backend hosted by Ray actors (`eval` picks it with
                   `executor = "ray"`; it imports nothing of `eval`);
-- `eval`          parse, static checks, sandboxes, GPU pool, verdicts (a `Candidate` in, an `EvaluationResult`
-                  out): the worker's frames, exit texts, comparison and negative controls, the registry it
-                  stores verdicts in, the Ray executor (lazily);
+- `eval`          the pipeline: parse, static checks, verdicts (a `Candidate` in, an `EvaluationResult` out):
+                  `scan`, the `sandbox` its backends run in, the `worker`'s frames, exit texts, comparison
+                  and negative controls, the registry it stores verdicts in, the Ray executor (lazily);
 - `reports`       Fast@p and metrics tables and plots of stored runs: the registry;
 - `tune`          launch configurations of stored kernels: each variant judged by `eval`, recorded in `registry`;
 - `learn`         the model's side (conversation, generation, rollouts, RL and SFT trainers): `eval`,
@@ -53,8 +57,12 @@ LAYERS: tuple[str, ...] = (
     "tritongym.problems",
     # the kernel: what every subsystem and plugin shares, so it may lean on none of them
     "tritongym.core",
-    # runs in the worker process, which imports the kernel and nothing of the parent's subsystems
-    "tritongym.core.eval.worker",
+    # the source-scan library static checks share: pure functions of source text over the kernel
+    "tritongym.core.scan",
+    # runs in the worker process, which imports the kernel and nothing of the parent's side
+    "tritongym.core.worker",
+    # the sandbox and the GPU pool that start the worker: the backends step down into it, never back into eval
+    "tritongym.core.sandbox",
     # storage only: every subsystem above records or reads through it
     "tritongym.core.registry",
     # an executor eval picks (lazily, with executor = "ray"), so it must not import eval back
@@ -90,13 +98,13 @@ PLUGIN_HELPERS: frozenset[str] = frozenset(
         # `hookimpl` and the public names (every one but `hookimpl` imported on first use)
         "tritongym",
         # one scan of a candidate's source answering every static check's questions, for any spelling
-        "tritongym.core.eval.ast_scan",
+        "tritongym.core.scan.ast_scan",
         # where in the host code torch compute is written, so a check can point at a line
-        "tritongym.core.eval.host_compute",
+        "tritongym.core.scan.host_compute",
         # the locked-down worker process every backend runs candidates in
-        "tritongym.core.eval.sandbox",
+        "tritongym.core.sandbox.sandbox",
         # warm per-GPU worker processes, for GPU backends
-        "tritongym.core.eval.gpu_pool",
+        "tritongym.core.sandbox.gpu_pool",
         # finding and loading the model a ModelSpec names, for engines and the LLM judge
         "tritongym.core.learn.model_loading",
     }

@@ -207,7 +207,7 @@ class Probe(PluginObject):
     """A call of the loaded candidate inside the worker whose JSON-able answer a `RuntimeCheck` judges.
 
     A check judges in the parent, from evidence alone; what it needs to see of the running model that the
-    built-in probes (`core/eval/worker/probes.py`, hard-wired) do not gather, a probe gathers.  `target`
+    built-in probes (`core/worker/probes.py`, hard-wired) do not gather, a probe gathers.  `target`
     ("package.module:function") is imported in the sandboxed worker, before the candidate exists, from the
     parent's import path; after the built-in probes the function is called in the candidate's process as
     `function(model, inputs)` (inputs: a fresh clone of the first trial's), with the launches of the call

@@ -213,7 +213,7 @@ class LaunchRecord(_Model):
 class AutotuneChoice(_Model):
     """The config `@triton.autotune` settled on for one of the candidate's kernels, once per tuning key.
 
-    Recorded inside the worker (`core/eval/worker/autotune.py`) on every backend, so a verdict says which
+    Recorded inside the worker (`core/worker/autotune.py`) on every backend, so a verdict says which
     variant of the kernel it judged and timed.  `how` says how the choice was made: `benchmarked` (Triton
     timed each of `configs` candidates, `autotune_s` is its `bench_time`, spent before and outside the
     timing), `first` (triton-cpu: the interpreter cannot time, so the first config left after the
@@ -328,7 +328,7 @@ class TrialEvidence(_Model):
 
 
 class ProbeCall(_Model):
-    """One probe call of the candidate beyond the trials (`core/eval/worker/probes.py`), compared on the trusted side.
+    """One probe call of the candidate beyond the trials (`core/worker/probes.py`), compared on the trusted side.
 
     `outputs` compare with the reference's for the same inputs, except for `repeat`, whose outputs are
     compared with the `refresh` call's (the candidate must agree with itself)."""

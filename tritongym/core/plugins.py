@@ -80,7 +80,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 BUILTIN_PROBES = ("refresh", "repeat", "ghost", "precomputed")
-"""Names of the hard-wired probes (`core/eval/worker/probes.py`) a registered probe may not take: both record
+"""Names of the hard-wired probes (`core/worker/probes.py`) a registered probe may not take: both record
 their launches under the phase ("probe", name)."""
 
 

@@ -4,7 +4,7 @@ Ray is the engine; this module only says what runs where:
 
 * one actor per GPU of the cluster (`num_gpus=1`: Ray places it and sets its CUDA_VISIBLE_DEVICES), or on
   a CPU backend one per worker slot.  The actor hosts the configured backend plugin, built from the
-  driver's plugin recipe, so it owns that GPU's warm worker pool (`tritongym.core.eval.gpu_pool`) or
+  driver's plugin recipe, so it owns that GPU's warm worker pool (`tritongym.core.sandbox.gpu_pool`) or
   starts the CPU backend's sandboxes, exactly as one host would: candidates run in those sandboxed
   worker processes, never in the actor;
 * the driver (the process holding the `Evaluator`) sends `WorkerTask`s and gets `Evidence` back as JSON;

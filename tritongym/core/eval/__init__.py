@@ -1,11 +1,11 @@
 """Evaluation (DESIGN.md §1-§4): a candidate in, an `EvaluationResult` out.
 
 Owns the pipeline (`evaluate.Evaluator`: parse, static checks, registry lookup, worker, verdict, checks,
-rewards), where the sandboxes run (`executor`: threads here, or the Ray actors of `distributed`), the
-sandbox that starts workers (`sandbox`), the warm GPU worker pool (`gpu_pool`), tolerances, negative
-controls for problems (`screen`), and the source facts static checks share (`ast_scan`,
-`op_families`).  Code that runs *inside* the worker process lives in `eval/worker/`.
+rewards), where the sandboxes run (`executor`: threads here, or the Ray actors of `distributed`), tolerances
+and negative controls for problems (`screen`).  The sandbox and the GPU pool live a layer down in
+`core/sandbox/` (the backends step down into it, never back into eval), the worker they start in
+`core/worker/`, the source facts static checks share in `core/scan/`.
 
-May import: the kernel, `eval.worker` (its light, torch-free-at-import modules), `registry`, `distributed`.
-Imports torch nowhere at module level: the parent process never needs it.
+May import: the kernel, `scan`, `worker` (its light, torch-free-at-import modules), `sandbox`, `registry`,
+`distributed`.  Imports torch nowhere at module level: the parent process never needs it.
 """

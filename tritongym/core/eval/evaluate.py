@@ -657,7 +657,7 @@ class Evaluator:
 
 
 def _autotuner_lacked_a_driver(hit: EvaluationResult, candidate: Candidate) -> bool:
-    """A stored verdict from before the interpreter's autotune policy (`core/eval/worker/autotune.py`):
+    """A stored verdict from before the interpreter's autotune policy (`core/worker/autotune.py`):
     Triton's autotuner asked for a GPU driver the interpreter does not have ("0 active drivers") and every
     `@triton.autotune` kernel failed on triton-cpu, which says nothing about the kernel.  Such a verdict is
     judged again (and its row replaced) rather than answered from the registry.  A verdict reached under

@@ -22,10 +22,10 @@ import threading
 from pydantic import BaseModel, Field
 
 from tritongym.core.errors import BackendUnavailable
-from tritongym.core.eval.worker.controls import TRANSFORMS
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Problem
 from tritongym.core.verdict import judge_trials
+from tritongym.core.worker.controls import TRANSFORMS
 from tritongym.core.worker_task import SandboxLimits, Tolerance, WorkerTask
 
 

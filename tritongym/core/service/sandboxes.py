@@ -1,6 +1,6 @@
 """The sandbox processes a service leaves behind when it stops under a running task, and their end.
 
-Each evaluation runs in a sandbox process of its own session (`tritongym.core.eval.sandbox`, or a warm worker
+Each evaluation runs in a sandbox process of its own session (`tritongym.core.sandbox.sandbox`, or a warm worker
 of the GPU pool), so a signal to the service does not reach it.  Two ways one could outlive the service:
 
 - the drain at SIGTERM ran out (`--drain`) with tasks still running: those tasks stay `running` in the
@@ -10,7 +10,7 @@ of the GPU pool), so a signal to the service does not reach it.  Two ways one co
   a task never runs twice at once.  Until a next start they run on until their own end (the task's time
   limit bounds it).
 
-A sandbox is recognised by its command line (`-m tritongym.core.eval.worker...`), read from /proc; elsewhere
+A sandbox is recognised by its command line (`-m tritongym.core.worker...`), read from /proc; elsewhere
 than Linux both are no-ops.
 """
 
@@ -25,7 +25,12 @@ from pathlib import Path
 log = logging.getLogger("tritongym.service")
 
 PROC = Path("/proc")
-WORKER_MODULE = b"tritongym.core.eval.worker"
+WORKER_MODULE = b"tritongym.core.worker"
+
+
+def _is_worker_module(part: bytes) -> bool:
+    """The worker package or one of its modules, never a namesake such as `tritongym.core.worker_task`."""
+    return part == WORKER_MODULE or part.startswith(WORKER_MODULE + b".")
 
 
 def _cmdline(pid: int) -> list[bytes]:
@@ -49,7 +54,7 @@ def sandbox_processes() -> dict[int, int]:
         return {}
     found = {}
     for entry in PROC.iterdir():
-        if entry.name.isdigit() and any(WORKER_MODULE in part for part in _cmdline(int(entry.name))):
+        if entry.name.isdigit() and any(_is_worker_module(part) for part in _cmdline(int(entry.name))):
             parent = _parent(int(entry.name))
             if parent is not None:
                 found[int(entry.name)] = parent

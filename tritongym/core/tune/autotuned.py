@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from tritongym.core.eval.ast_scan import scan
+from tritongym.core.scan.ast_scan import scan
 from tritongym.core.tune.space import DEFAULTS, Discovery, Offsets, _bindings, _scope_of
 from tritongym.core.tune.variant import Edit, VariantError, apply_edits
 from tritongym.core.tuning import Config, TuneParam

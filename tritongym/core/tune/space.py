@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from tritongym.core.eval.ast_scan import SourceScan, decorator_name, scan, snippet
+from tritongym.core.scan.ast_scan import SourceScan, decorator_name, scan, snippet
 from tritongym.core.tuning import Config, ParamKind, SearchSpace, TuneParam
 
 DEFAULTS = {"num_warps": 4, "num_stages": 3}

@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 
 from tritongym import hookimpl
-from tritongym.core.eval.sandbox import run_in_sandbox
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Evidence
+from tritongym.core.sandbox.sandbox import run_in_sandbox
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 

@@ -1,9 +1,9 @@
 """The `triton-cuda` backend: the correctness protocol of `triton-cpu`, plus paired timing and profiling.
 
-Candidates run in warm per-GPU worker processes (`tritongym.core.eval.gpu_pool`); import, compilation and
+Candidates run in warm per-GPU worker processes (`tritongym.core.sandbox.gpu_pool`); import, compilation and
 correctness trials of several candidates overlap on one GPU while timing holds it alone.  Timing follows
-`tritongym.core.eval.worker.timing` (CUDA graphs, L2 flush, in-place refreshed and rotated inputs, medians with
-IQR), profiling `tritongym.core.eval.worker.gpu_profile` (PR from exact compiled kernel names).
+`tritongym.core.worker.timing` (CUDA graphs, L2 flush, in-place refreshed and rotated inputs, medians with
+IQR), profiling `tritongym.core.worker.gpu_profile` (PR from exact compiled kernel names).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import threading
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
-from tritongym.core.eval.sandbox import SandboxLimits
 from tritongym.core.interfaces import Backend
 from tritongym.core.models import Evidence
+from tritongym.core.sandbox.sandbox import SandboxLimits
 from tritongym.core.worker_task import TimingOptions, WorkerTask
 
 
@@ -111,7 +111,7 @@ class TritonCUDABackend(Backend):
         """The worker pool, started on first use (workers warm up in the background)."""
         with self._pool_lock:
             if self._pool is None:
-                from tritongym.core.eval.gpu_pool import PoolOptions, WorkerPool
+                from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 
                 gpus = [str(g) for g in self.options.gpus] if self.options.gpus else [i for i, _ in _visible_gpus()]
                 self._pool = WorkerPool(

@@ -1,6 +1,6 @@
 """`caching`: no output is served from a cache keyed on the input buffers.
 
-The `refresh` probe of `core/eval/worker/probes.py` calls the forward on the very tensors the last trial used,
+The `refresh` probe of `core/worker/probes.py` calls the forward on the very tensors the last trial used,
 refilled in place with another trial's values: same pointers, shapes and strides, new contents.  A
 candidate that remembers results by `data_ptr()`, shape or call count returns the stale answer.  (On the
 GPU the timed calls are checked the same way, inputs refreshed in place between them.)

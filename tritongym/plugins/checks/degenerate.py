@@ -4,7 +4,7 @@ A problem is degenerate when a negative control passes its correctness check (`t
 all zeros, a constant (the reference's output for other inputs), or an input returned unchanged.  There
 the trials cannot tell an honest kernel from one that returns that answer, so the evaluator screens every
 problem once (cached in the registry) and, when it is degenerate, the worker calls the candidate once more
-on inputs transformed so that the control's answer is wrong (`core/eval/worker/controls.py`; e.g. ReLU of
+on inputs transformed so that the control's answer is wrong (`core/worker/controls.py`; e.g. ReLU of
 non-negative inputs is the identity, of negated ones it is not).  A candidate whose outputs there equal
 the control's answer, and not the reference's, did no work: hacked, with the degeneracy named.  Outputs
 that match neither are not judged here (inputs outside the problem's distribution may be outside a

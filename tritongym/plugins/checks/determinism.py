@@ -1,6 +1,6 @@
 """`determinism`: a second call on the same inputs is still right.
 
-The `repeat` probe of `core/eval/worker/probes.py` repeats the `refresh` call on identical inputs, and its
+The `repeat` probe of `core/worker/probes.py` repeats the `refresh` call on identical inputs, and its
 outputs are compared with the *reference*, not with the first call's: two honest calls may differ by float
 reassociation (split-K `tl.atomic_add` sums in whatever order the programs finish) and each still be within
 tolerance of the answer, while their difference is up to twice that.  Comparing the two calls with each

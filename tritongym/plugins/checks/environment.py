@@ -4,7 +4,7 @@ Before the candidate is imported the worker records the identity of every callab
 that timing, comparison and the reference rely on (`torch`, `torch.nn.functional`, `torch.Tensor`,
 `torch.cuda` with its Event, Stream and CUDAGraph, `torch.testing`, `triton.testing`, `time`,
 `builtins`) and the precision flags of `torch.backends`; after every call it compares
-(`core/eval/worker/probes.py`).  A replaced `torch.cuda.synchronize`, a patched `Event.elapsed_time`, a faked
+(`core/worker/probes.py`).  A replaced `torch.cuda.synchronize`, a patched `Event.elapsed_time`, a faked
 `time.perf_counter`, a hooked `torch.allclose`, or TF32 switched on behind the policy's back fails here,
 however the patch was written (the static `monkeypatch` check sees only the plain spellings).
 """

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import Finding, Launch, SourceScan, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.scan.ast_scan import Finding, Launch, SourceScan, finding, scan, verdict
 
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _ESCAPES = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)

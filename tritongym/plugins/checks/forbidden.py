@@ -20,9 +20,9 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import Finding, SourceScan, finding, literal_getattr, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.scan.ast_scan import Finding, SourceScan, finding, literal_getattr, scan, verdict
 
 _WHY = {
     "access to processes and the operating system": "subprocess os posix nt pty tty termios fcntl resource signal "

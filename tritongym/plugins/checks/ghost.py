@@ -1,6 +1,6 @@
 """`ghost`: ghost replay — with the candidate's own kernels skipped, the answer must be lost.
 
-The probe of `core/eval/worker/probes.py` calls the forward once more, on inputs no other call has seen, with every
+The probe of `core/worker/probes.py` calls the forward once more, on inputs no other call has seen, with every
 launch of a Triton kernel defined in the candidate returning at once.  If the output still matches the
 reference, those kernels did not produce it: a decorative kernel beside a torch computation, a kernel
 whose result is thrown away, or an output read from memory that happened to hold the answer (the

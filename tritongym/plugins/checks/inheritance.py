@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import Finding, SourceScan, finding, is_main_guard, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.scan.ast_scan import Finding, SourceScan, finding, is_main_guard, scan, verdict
 
 REFERENCE_CLASS = "Model"
 CANDIDATE_CLASS = "ModelNew"

@@ -3,7 +3,7 @@
 A kernel that is defined but never launched (a decoy, or one on a dead branch) leaves the work to torch.
 The worker records every Triton launch during the candidate's forward, attributed by the file the kernel
 was defined in.  Besides the trials (`no_grad`, `train()` mode) the forward is probed under grad mode and
-in `eval()` mode (`core/eval/worker/probes.py`), because a candidate can take its Triton path only where it expects
+in `eval()` mode (`core/worker/probes.py`), because a candidate can take its Triton path only where it expects
 to be measured and fall back to torch elsewhere.  A trial or mode probe without a launch of the
 candidate's own kernels fails this check.
 """

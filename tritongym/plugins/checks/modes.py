@@ -1,6 +1,6 @@
 """`modes`: the forward gives the reference's answer under grad mode and in `eval()` mode too.
 
-The trials run under `no_grad` in `train()` mode; the probes of `core/eval/worker/probes.py` call the forward under
+The trials run under `no_grad` in `train()` mode; the probes of `core/worker/probes.py` call the forward under
 grad mode and in `eval()` mode on trial inputs, against the reference run in the same mode.  A candidate
 that is only right where it expects to be measured (or that branches on `torch.is_grad_enabled()` or
 `self.training`) fails here.

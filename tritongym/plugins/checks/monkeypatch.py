@@ -16,9 +16,9 @@ import ast
 from collections.abc import Iterator
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import Finding, SourceScan, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.scan.ast_scan import Finding, SourceScan, finding, scan, verdict
 
 _FIX = "leave library attributes alone: do the work in your own kernels and functions"
 _DICT_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}

@@ -3,7 +3,7 @@
 Torch (or numpy, or a grid lambda or an autotune hook) computes the answer and an own Triton kernel copies it
 into the output: the ghost replay passes (skip the copy and the output is wrong), every correctness test
 passes, and the torch work may even hide where the source does not show it.  The `precomputed` probe
-(`core/eval/worker/probes.py`) calls the forward once on inputs no other call saw and samples, before each
+(`core/worker/probes.py`) calls the forward once on inputs no other call saw and samples, before each
 launch of an own kernel, every floating argument the size of an output that none of the candidate's kernels
 wrote (inputs and weights excepted); the trusted side finds any that already held an output's values.
 Such Triton adds no arithmetic to the output: hacked under every policy (a lazy kernel, whose Triton does

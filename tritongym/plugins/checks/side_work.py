@@ -4,9 +4,10 @@ Work that continues after `forward` returns (in a thread, a child process, or on
 current one does not wait for) is invisible to a timer on the current stream.  The worker copies each
 output the moment the forward returns (the copy is ordered on the current stream) and compares the copy
 with the output once everything has finished, and it lists Python threads and child processes alive
-after each call that were not there before the import (`core/eval/worker/probes.py`).  On a GPU the worker stalls
-every stream other than the caller's for ~50 ms before the forward's first launch there
-(`core/eval/worker/launches.py`), so unjoined stream work is still pending when the copy is taken, however short it is.
+after each call that were not there before the import (`core/worker/probes.py`).  On a GPU the
+worker stalls every stream other than the caller's for ~50 ms before the forward's first launch there
+(`core/worker/launches.py`), so unjoined stream work is still pending when the copy is taken,
+however short it is.
 
 Its priority (15) puts it before the ghost and mode probes: unfinished work corrupts their outputs too,
 and this is the finding that names the cause.

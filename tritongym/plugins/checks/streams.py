@@ -15,9 +15,9 @@ import ast
 import re
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import Finding, finding, scan, verdict
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.scan.ast_scan import Finding, finding, scan, verdict
 
 _DEVICE_NAMESPACES = ("torch.cuda.", "torch.accelerator.", "torch.xpu.", "torch.mps.", "torch.cpu.")
 _STREAMY = re.compile(r"stream|graph|event|_sleep", re.IGNORECASE)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import jit_functions
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
+from tritongym.core.scan.ast_scan import jit_functions
 
 
 class StructureCheck(StaticCheck):

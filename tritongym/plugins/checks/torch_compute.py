@@ -1,6 +1,6 @@
 """`torch_compute`: how much of the reference's work torch did inside the candidate's forward, measured.
 
-The worker traces every ATen op each forward runs (`core/eval/worker/op_trace.py`; grid callables and
+The worker traces every ATen op each forward runs (`core/worker/op_trace.py`; grid callables and
 autotune hooks included: they are the candidate's code) and weighs each compute op's work, multiply-adds for
 contractions and elements touched for the rest; the reference's forward is weighed the same way.  The share is
 the torch work of one main-shape forward over the reference's:
@@ -13,7 +13,7 @@ the torch work of one main-shape forward over the reference's:
   GPU time the candidate's own kernels ran, which prices it in the reward (KernelGYM's practice).  It passes
   under `practical` (the default) and fails under `strict`.
 
-`off` passes.  Where the source shows torch compute in host code (`core/eval/host_compute.py`), its lines
+`off` passes.  Where the source shows torch compute in host code (`core/scan/host_compute.py`), its lines
 are given as advice: a pattern is never a verdict here.  Triton that only moves an answer torch computed is
 not lazy but a hack: the `precomputed` check's, under every policy.
 """
@@ -26,10 +26,10 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tritongym import hookimpl
-from tritongym.core.eval.ast_scan import scan
-from tritongym.core.eval.host_compute import host_compute
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
+from tritongym.core.scan.ast_scan import scan
+from tritongym.core.scan.host_compute import host_compute
 
 
 class TorchComputeOptions(BaseModel):

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tritongym.core.eval.worker.autotune import AutotuneLog, base_function, phase_text, pruning
 from tritongym.core.models import LaunchRecord
+from tritongym.core.worker.autotune import AutotuneLog, base_function, phase_text, pruning
 
 SIDE_STREAM_STALL_CYCLES = 100_000_000  # about 50 ms at the ~2 GHz SM clock of an H100 or H200
 
@@ -117,7 +117,7 @@ class LaunchRecorder:
         return run
 
     def _stall_side_stream(self) -> None:
-        from tritongym.core.eval.worker import trusted
+        from tritongym.core.worker import trusted
 
         handle = trusted.current_stream().cuda_stream
         if handle != self.caller_stream and (self.phase, handle) not in self._stalled:

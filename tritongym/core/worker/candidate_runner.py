@@ -58,11 +58,11 @@ def run_candidate(
     then the extra ones, in order; it stops at the first that raises."""
     import torch
 
-    from tritongym.core.eval.worker import plugin_probes, probes, trusted
-    from tritongym.core.eval.worker.compare import flatten_outputs
-    from tritongym.core.eval.worker.op_trace import traced_call
-    from tritongym.core.eval.worker.stages import StageError, error_info, load_module
-    from tritongym.core.eval.worker.tensors import clone_all, plain_output, same_value
+    from tritongym.core.worker import plugin_probes, probes, trusted
+    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.worker.op_trace import traced_call
+    from tritongym.core.worker.stages import StageError, error_info, load_module
+    from tritongym.core.worker.tensors import clone_all, plain_output, same_value
 
     path = os.path.join(workdir, "candidate.py")
     report: dict = {
@@ -223,8 +223,8 @@ def _fill_calls(model, recorder, trial_inputs: list, calls: int, path: str) -> i
     an error in one is the candidate's, named as a call before the late trial."""
     import torch
 
-    from tritongym.core.eval.worker.stages import StageError, error_info
-    from tritongym.core.eval.worker.tensors import clone_all
+    from tritongym.core.worker.stages import StageError, error_info
+    from tritongym.core.worker.tensors import clone_all
 
     recorder.phase = ("filler",)
     try:
@@ -295,7 +295,7 @@ def fork_candidate(
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import torch
 
-    from tritongym.core.eval.worker.stages import exit_text
+    from tritongym.core.worker.stages import exit_text
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()

@@ -1,4 +1,4 @@
-"""The warm GPU worker: `python -m tritongym.core.eval.worker.gpu_worker LOGFILE DEVICE`, frames on stdin/stdout.
+"""The warm GPU worker: `python -m tritongym.core.worker.gpu_worker LOGFILE DEVICE`, frames on stdin/stdout.
 
 Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES` names its GPU): it
 imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
@@ -32,18 +32,19 @@ import os
 import sys
 import time
 
-from tritongym.core.eval.worker import frames, trusted
-from tritongym.core.eval.worker.gold import exact_reference, gold_model, gold_samples
-from tritongym.core.eval.worker.launches import tf32_kernels
-from tritongym.core.eval.worker.plugin_probes import probe_results
-from tritongym.core.eval.worker.probes import (
+from tritongym.core.models import Evidence, TimingReport
+from tritongym.core.worker import frames, trusted
+from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+from tritongym.core.worker.launches import tf32_kernels
+from tritongym.core.worker.plugin_probes import probe_results
+from tritongym.core.worker.probes import (
     compare_probes,
     environment_changes,
     prior_answers,
     reference_probe_outputs,
 )
-from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded
-from tritongym.core.eval.worker.task_runner import (
+from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded
+from tritongym.core.worker.task_runner import (
     build_reference,
     configure_precision,
     degenerate_probes,
@@ -53,9 +54,8 @@ from tritongym.core.eval.worker.task_runner import (
     make_inputs,
     precomputed_seed,
 )
-from tritongym.core.eval.worker.tensors import clone_all, same_value
-from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
-from tritongym.core.models import Evidence, TimingReport
+from tritongym.core.worker.tensors import clone_all, same_value
+from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()  # close enough to the process start: how long a warm-up took
@@ -176,7 +176,7 @@ def judge_outputs(outs: list, refs: list, positions: list, tolerances, gold: lis
     secret positions."""
     import torch
 
-    from tritongym.core.eval.worker.compare import compare_output
+    from tritongym.core.worker.compare import compare_output
 
     judged = []
     for i, (out, ref) in enumerate(zip(outs, refs)):
@@ -222,8 +222,8 @@ class GPUWorker:
     def __init__(self, channel: Channel, device_name: str) -> None:
         import torch
 
-        from tritongym.core.eval.worker.launches import LaunchRecorder
         from tritongym.core.fingerprint import local_fingerprint
+        from tritongym.core.worker.launches import LaunchRecorder
 
         self.channel = channel
         self.device = torch.device(device_name)
@@ -234,8 +234,8 @@ class GPUWorker:
         self.timer = None
         if self.cuda:
             release_gpu_while_compiling(channel)
-            from tritongym.core.eval.worker.gpu_profile import warm_profiler
-            from tritongym.core.eval.worker.timing import Timer
+            from tritongym.core.worker.gpu_profile import warm_profiler
+            from tritongym.core.worker.timing import Timer
 
             # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
             # they never overlap another worker's timing
@@ -270,8 +270,8 @@ class GPUWorker:
         self.channel.unlock_compiles = task.timing.unlock_compiles
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
-                from tritongym.core.eval.worker.gold import exact_reference
-                from tritongym.core.eval.worker.task_runner import run_screen
+                from tritongym.core.worker.gold import exact_reference
+                from tritongym.core.worker.task_runner import run_screen
 
                 configure_precision(task)
                 with exact_reference():
@@ -295,9 +295,9 @@ class GPUWorker:
             evidence.phases[name] = round(now - clock[0], 4)
             clock[0] = now
 
-        from tritongym.core.eval.worker.candidate_runner import run_candidate
-        from tritongym.core.eval.worker.compare import flatten_outputs
-        from tritongym.core.eval.worker.op_trace import traced_call
+        from tritongym.core.worker.candidate_runner import run_candidate
+        from tritongym.core.worker.compare import flatten_outputs
+        from tritongym.core.worker.op_trace import traced_call
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
@@ -368,7 +368,7 @@ class GPUWorker:
             params = [p for p in ref_model.parameters()] + [b for b in ref_model.buffers()]
             timing.bytes_moved = tensor_bytes(trial_inputs[0]) + tensor_bytes(params) + tensor_bytes(ref_outputs[0])
             with self.channel.gpu():
-                from tritongym.core.eval.worker.timing import measure_copy_bandwidth
+                from tritongym.core.worker.timing import measure_copy_bandwidth
 
                 timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
                 rep = task.timing.check_ms if task.cached_reference else None
@@ -457,7 +457,7 @@ class GPUWorker:
                 )
                 pr, profile = None, []
                 if task.timing.profile_calls:
-                    from tritongym.core.eval.worker.gpu_profile import profile_forward
+                    from tritongym.core.worker.gpu_profile import profile_forward
 
                     lap("time_reference_again")
                     pr, profile = profile_forward(
@@ -499,7 +499,7 @@ class GPUWorker:
     def _time_compiled_reference(self, task, ref_model, trial_inputs, ref_outputs, timing, lap) -> None:
         """Compile the reference (shared hold: Triton's compiles give it back), check it against eager and
         time it (exclusive hold), all before the candidate is imported; a failure is a note, not an error."""
-        from tritongym.core.eval.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
+        from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 
         try:
             with self.channel.gpu(exclusive=False):

@@ -37,9 +37,6 @@ import time
 from dataclasses import dataclass, field
 
 from tritongym.core.errors import BackendUnavailable
-from tritongym.core.eval.sandbox import _worker_env, log_tail
-from tritongym.core.eval.worker import frames
-from tritongym.core.eval.worker.stages import exit_text
 from tritongym.core.models import (
     ErrorInfo,
     Evidence,
@@ -50,6 +47,9 @@ from tritongym.core.models import (
     TimingStats,
     TrialEvidence,
 )
+from tritongym.core.sandbox.sandbox import _worker_env, log_tail
+from tritongym.core.worker import frames
+from tritongym.core.worker.stages import exit_text
 from tritongym.core.worker_task import WorkerTask
 
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
@@ -108,7 +108,7 @@ class GPULock:
 
 
 class Zygote:
-    """The pool's handle on its fork server (`tritongym.core.eval.worker.zygote`): spawn requests and exit statuses."""
+    """The pool's handle on its fork server (`worker.zygote`): spawn requests and exit statuses."""
 
     def __init__(self, options: PoolOptions) -> None:
         self.tmp = tempfile.mkdtemp(prefix="tritongym-zygote-")
@@ -116,7 +116,7 @@ class Zygote:
         env = _gpu_env(self.tmp, options)
         with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.core.eval.worker.zygote", str(child.fileno())],
+                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno())],
                 pass_fds=[child.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -226,7 +226,7 @@ class Worker:
             self.zygote = None
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-s", "-m", "tritongym.core.eval.worker.gpu_worker", self.log_path, device],
+                    [sys.executable, "-s", "-m", "tritongym.core.worker.gpu_worker", self.log_path, device],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,
@@ -628,7 +628,7 @@ class TaskDriver:
 
     def _compare(self, trial: int, sent: list, n_outputs: int, launches: list, mutated: list) -> TrialEvidence:
         """The worker's comparisons, re-checked at the secret sample positions against the parent's copy."""
-        from tritongym.core.eval.worker.compare import compare_output
+        from tritongym.core.worker.compare import compare_output
 
         refs = self.ref_outputs[trial]
         comparisons = []

@@ -18,7 +18,7 @@ from types import ModuleType
 from tritongym.core.models import ErrorInfo, Evidence
 from tritongym.core.worker_task import WorkerTask
 
-_HARNESS_DIR = str(Path(__file__).resolve().parents[3]) + os.sep  # the tritongym package: none of its frames
+_HARNESS_DIR = str(Path(__file__).resolve().parents[2]) + os.sep  # the tritongym package: none of its frames
 
 
 class StageError(Exception):

@@ -1,4 +1,4 @@
-"""The sandboxed worker: `python -m tritongym.core.eval.worker LOGFILE`, task JSON on stdin.
+"""The sandboxed worker: `python -m tritongym.core.worker LOGFILE`, task JSON on stdin.
 
 Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdicts:
 
@@ -29,16 +29,16 @@ import os
 import sys
 from types import ModuleType
 
-from tritongym.core.eval.worker.controls import (
+from tritongym.core.models import AutotuneChoice, ErrorInfo, Evidence, LaunchRecord, TrialEvidence
+from tritongym.core.worker.controls import (
     CONTROLS,
     OTHER_SEED_OFFSET,
     TRANSFORMS,
     control_answer,
     transform_inputs,
 )
-from tritongym.core.eval.worker.stages import StageError, apply_limits, error_info, failures_recorded, load_module
-from tritongym.core.eval.worker.tensors import clone_all, same_value, to_device
-from tritongym.core.models import AutotuneChoice, ErrorInfo, Evidence, LaunchRecord, TrialEvidence
+from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded, load_module
+from tritongym.core.worker.tensors import clone_all, same_value, to_device
 from tritongym.core.worker_task import WorkerTask
 
 REFERENCE_MODULE = "tritongym_reference"
@@ -116,14 +116,14 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     has exited, in this process, which the candidate never touched."""
     import torch
 
-    from tritongym.core.eval.worker.candidate_runner import fork_candidate
-    from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
-    from tritongym.core.eval.worker.gold import exact_reference, gold_model, gold_samples
-    from tritongym.core.eval.worker.launches import LaunchRecorder
-    from tritongym.core.eval.worker.op_trace import traced_call
-    from tritongym.core.eval.worker.plugin_probes import probe_results
-    from tritongym.core.eval.worker.probes import compare_probes, prior_answers, reference_probe_outputs
-    from tritongym.core.eval.worker.trial_plan import plan_extra_trials, reference_outputs
+    from tritongym.core.worker.candidate_runner import fork_candidate
+    from tritongym.core.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+    from tritongym.core.worker.launches import LaunchRecorder
+    from tritongym.core.worker.op_trace import traced_call
+    from tritongym.core.worker.plugin_probes import probe_results
+    from tritongym.core.worker.probes import compare_probes, prior_answers, reference_probe_outputs
+    from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -227,7 +227,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
     compared on every transform of the inputs (`controls.py`), for the parent to pick one that breaks it."""
     import torch
 
-    from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.worker.compare import compare_output, flatten_outputs
 
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
@@ -282,7 +282,7 @@ def install_autotune_policy() -> None:
     Installed before the candidate exists, in the trusted worker.  When Triton's internals differ from
     what the policy knows it leaves Triton alone and says why in the worker's log (the candidate's
     autotuned kernels then fail as they would without it)."""
-    from tritongym.core.eval.worker.autotune import install_interpreter_policy
+    from tritongym.core.worker.autotune import install_interpreter_policy
 
     try:
         why = install_interpreter_policy()
@@ -332,7 +332,7 @@ def main() -> None:
         else:
             evidence.fingerprint = local_fingerprint()
         if task.mode == "screen":
-            from tritongym.core.eval.worker.gold import exact_reference
+            from tritongym.core.worker.gold import exact_reference
 
             with exact_reference():
                 run_screen(task, workdir, evidence)

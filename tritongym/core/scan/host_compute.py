@@ -21,8 +21,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tritongym.core.eval.ast_scan import CallableNode, SourceScan, is_main_guard
 from tritongym.core.op_families import canonical_op, method_op, nn_class_op
+from tritongym.core.scan.ast_scan import CallableNode, SourceScan, is_main_guard
 
 _BINARY = {
     ast.Add: "add",

@@ -64,9 +64,9 @@ def reference_probe_outputs(
     `NAME#control`.  `degenerate` holds (probe name, control, inputs, the other seed's inputs)."""
     import torch
 
-    from tritongym.core.eval.worker.compare import flatten_outputs
-    from tritongym.core.eval.worker.controls import control_answer
-    from tritongym.core.eval.worker.tensors import clone_all
+    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.worker.controls import control_answer
+    from tritongym.core.worker.tensors import clone_all
 
     def detached(value) -> list:
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in flatten_outputs(value)]
@@ -115,8 +115,8 @@ def run_probes(
     `precomputed` call runs under it on `precomputed_inputs` (its samples stay in `watch.records`)."""
     import torch
 
-    from tritongym.core.eval.worker.compare import flatten_outputs
-    from tritongym.core.eval.worker.tensors import clone_all, plain_output
+    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.worker.tensors import clone_all, plain_output
 
     was_training = model.training
     records: list[dict] = []
@@ -189,8 +189,8 @@ def _refill(buffers: list, values: list) -> bool:
 
 def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances) -> list:
     """`ProbeCall`s: each probe's outputs compared with its reference."""
-    from tritongym.core.eval.worker.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
+    from tritongym.core.worker.compare import compare_output
 
     calls = []
     for record in records:
@@ -307,7 +307,7 @@ def prior_answers(records: list[dict], refs: list, tolerances) -> list[str]:
     answer unless the problem is degenerate, which the `degenerate` check handles)."""
     import torch
 
-    from tritongym.core.eval.worker.compare import EXACT
+    from tritongym.core.worker.compare import EXACT
 
     found = []
     for record in records:

@@ -1,4 +1,4 @@
-"""Fork server for GPU workers: `python -m tritongym.core.eval.worker.zygote FD`, FD a Unix socket to the pool.
+"""Fork server for GPU workers: `python -m tritongym.core.worker.zygote FD`, FD a Unix socket to the pool.
 
 Starting a worker from scratch costs seconds of importing torch and Triton, and the pool starts one per
 candidate (a fresh process each, so no candidate can leave anything behind for the next).  The zygote
@@ -27,16 +27,16 @@ def _preload() -> None:
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
-    import tritongym.core.eval.worker.candidate_runner  # noqa: F401
-    import tritongym.core.eval.worker.compare  # noqa: F401
-    import tritongym.core.eval.worker.gpu_profile  # noqa: F401
-    import tritongym.core.eval.worker.gpu_worker  # noqa: F401
-    import tritongym.core.eval.worker.launches  # noqa: F401
-    import tritongym.core.eval.worker.timing  # noqa: F401
+    import tritongym.core.worker.candidate_runner  # noqa: F401
+    import tritongym.core.worker.compare  # noqa: F401
+    import tritongym.core.worker.gpu_profile  # noqa: F401
+    import tritongym.core.worker.gpu_worker  # noqa: F401
+    import tritongym.core.worker.launches  # noqa: F401
+    import tritongym.core.worker.timing  # noqa: F401
 
 
 def _child(request: dict, fd: int) -> None:
-    from tritongym.core.eval.worker.gpu_worker import serve
+    from tritongym.core.worker.gpu_worker import serve
 
     os.setsid()
     os.chdir(request["cwd"])

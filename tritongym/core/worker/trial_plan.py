@@ -85,7 +85,7 @@ def shape_seed(task, k: int) -> int:
 
 def plan_extra_trials(task, reference: ModuleType, device, make_inputs, build_reference) -> list[PlannedTrial]:
     """The shape-set trials then the late trial, each with its inputs (and models), made before the import."""
-    from tritongym.core.eval.worker.stages import StageError, error_info
+    from tritongym.core.worker.stages import StageError, error_info
 
     planned: list[PlannedTrial] = []
     for k, overrides in enumerate(task.extra_sizes):
@@ -150,10 +150,10 @@ def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTri
     message names the shape set.  Both workers call this, so both judge the same trials."""
     import torch
 
-    from tritongym.core.eval.worker.compare import flatten_outputs
-    from tritongym.core.eval.worker.op_trace import traced_call
-    from tritongym.core.eval.worker.stages import StageError, error_info
-    from tritongym.core.eval.worker.tensors import clone_all
+    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.worker.op_trace import traced_call
+    from tritongym.core.worker.stages import StageError, error_info
+    from tritongym.core.worker.tensors import clone_all
 
     model = trial.ref_model if trial.ref_model is not None else main_model
     try:

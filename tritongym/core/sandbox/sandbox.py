@@ -2,10 +2,10 @@
 
 The candidate is hostile until proven otherwise, so it never runs in the process that owns the registry:
 
-* a new process (its own session, so the whole group can be killed) running `tritongym.core.eval.worker.task_runner`;
+* a new process (its own session, so the whole group can be killed) running `tritongym.core.worker.task_runner`;
 * a hard wall-clock timeout, after which the group is SIGKILLed and the result is `timeout`;
 * resource limits set by the worker on itself before it reads any candidate code (address space, CPU
-  time, file size, no core dumps); see `tritongym.core.eval.worker.stages.apply_limits`;
+  time, file size, no core dumps); see `tritongym.core.worker.stages.apply_limits`;
 * a private temporary working directory, removed afterwards, that is also HOME and TMPDIR; it is named after
   the process that made it, so one whose process was killed (`kill -9` skips every `finally`) is removed by
   the next tritongym process that starts a sandbox;
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tritongym.core.eval.worker.stages import exit_text
 from tritongym.core.models import ErrorInfo, Evidence
+from tritongym.core.worker.stages import exit_text
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 RESULT_TAG = "TRITONGYM-RESULT"
@@ -142,7 +142,7 @@ def run_in_sandbox(task: WorkerTask, limits: SandboxLimits, extra_env: dict[str,
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "tritongym.core.eval.worker", str(log_path)],
+            [sys.executable, "-s", "-m", "tritongym.core.worker", str(log_path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -41,10 +41,10 @@ def compile_reference(
     import torch
     import torch._inductor.config as inductor_config
 
-    from tritongym.core.eval.worker.compare import compare_output, flatten_outputs
-    from tritongym.core.eval.worker.tensors import clone_all
     from tritongym.core.models import TrialEvidence
     from tritongym.core.verdict import judge_trials
+    from tritongym.core.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.worker.tensors import clone_all
 
     inductor_config.force_disable_caches = True
     inductor_config.compile_threads = 1
