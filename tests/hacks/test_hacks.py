@@ -149,12 +149,14 @@ CPU_CASES: list[Case] = [
     # --- reading the reference's answers out of the harness process --------------------------------------
     Case("steal_reference_frames.py", "relu", (rejected("forbidden", "sys"),)),
     # on the CPU the candidate is forked before any reference output exists: the frames hold none to find
-    # (on a GPU the candidate shares the worker's process; there only the source policy stops it)
+    # (on a GPU the reference keeper holds them in another process and CUDA context: GPU_CASES)
     Case("steal_reference_frames.py", "relu", (incorrect("outside tolerance"),), R),
     Case("steal_reference_traceback.py", "relu", (rejected("forbidden", "__traceback__"),)),
     Case("steal_reference_traceback.py", "relu", (incorrect("outside tolerance"),), R),
     Case("steal_reference_gc.py", "relu", (rejected("forbidden", "gc"),)),
     Case("steal_reference_gc.py", "relu", (incorrect("outside tolerance"),), R),
+    # issue 26 item 5: the caching allocator's blocks read by raw address (a Triton load): nothing to find here
+    Case("steal_reference_allocator.py", "relu", (incorrect("outside tolerance"),), R),
     # --- slowing the reference: on the CPU the replaced torch op is what shows --------------------------
     Case("sabotage_patch_relu.py", "relu", (rejected("forbidden", "__dict__"),)),
     Case("sabotage_patch_relu.py", "relu", (hacked("environment", "torch.relu"),), R),
@@ -175,7 +177,13 @@ GPU_CASES: list[Case] = [
     # next call reuses freed memory the stalled stream still reads (then incorrect, side_work named as cause)
     Case("side_stream.py", "relu", (hacked("side_work"), incorrect("check 'side_work'")), R),
     Case("output_memory_reuse.py", "relu", (incorrect("outside tolerance"), hacked("ghost")), R),
-    Case("sabotage_patch_relu.py", "relu", (hacked("timing", "slower"),), R),
+    # the reference runs in the keeper, which the patch cannot reach: the patch itself is the finding
+    Case("sabotage_patch_relu.py", "relu", (hacked("environment", "torch.relu"), hacked("timing", "slower")), R),
+    # issue 26 item 5: the reference's outputs live in the keeper's process and CUDA context, never here
+    Case("steal_reference_frames.py", "relu", (incorrect("outside tolerance"),), R),
+    Case("steal_reference_gc.py", "relu", (incorrect("outside tolerance"),), R),
+    Case("steal_reference_traceback.py", "relu", (incorrect("outside tolerance"),), R),
+    Case("steal_reference_allocator.py", "relu", (incorrect("outside tolerance"),), R),
     Case("implausible_speedup.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
     # issue 26 item 4: capture detected by the current stream, which the source policy allows (CPU: honest)
     Case("capture_does_less.py", "relu", (incorrect("timed calls"), hacked("timing")), R),

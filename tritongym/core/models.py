@@ -407,6 +407,8 @@ class Evidence(_Model):
     tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
     autotune: list[AutotuneChoice] = Field(default_factory=list)  # the config each autotuned own kernel ran with
     fingerprint: Fingerprint | None = None
+    # the reference's peak GPU memory (MiB) while the keeper computed its outputs, gold and probes (GPU pool)
+    reference_peak_mb: float | None = None
     stdout_tail: str = ""
     worker_s: float | None = None
     phases: dict[str, float] = Field(default_factory=dict)  # seconds per stage, worker and pool side

@@ -76,6 +76,7 @@ class WorkerTask(BaseModel):
     cached_compile_reference: dict[str, Any] | None = None  # ...unless the registry already holds that timing
     bandwidth_gbps: float | None = None  # the device's copy bandwidth from the registry; measured when None
     gpu_memory_fraction: float | None = None  # cap on the caching allocator for the candidate
+    kept_trials: list[int] | None = None  # seeds of the extra trials the keeper judges (None: all planned)
 
 
 class SandboxLimits(BaseModel):

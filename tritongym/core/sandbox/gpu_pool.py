@@ -15,8 +15,12 @@
   whose resident memory passes `memory_mb` is killed and reported as `crashed` (address-space limits
   break CUDA, so memory is watched instead).
 
-The verdict inputs that matter are computed here, from frames the worker sent *before* the candidate was
-imported (reference outputs, first reference timing); see `gpu_worker`.
+Beside the workers, each GPU has one reference keeper (`worker/keeper.py`): a trusted process with its own
+CUDA context that computes the reference's outputs, gold and probes (once per problem, shapes, seeds and
+precision, then reused by every candidate of it), times the reference, and judges the outputs each worker
+lends it (`TaskDriver`).  No reference output ever exists in a process a candidate runs in.  A keeper that
+dies is started again and the task retried; a second failure is the backend's error, never a verdict.
+Each task's time limit grows with what its reference's side cost (`TaskDriver.BUDGET_PER_REFERENCE_S`).
 """
 
 from __future__ import annotations
@@ -196,6 +200,9 @@ class Worker:
     then read as an empty database ("no such table: evaluations", issue 15).
     """
 
+    MODULE = "tritongym.core.worker.gpu_worker"
+    ROLE = "worker"
+
     def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None) -> None:
         self.gpu = gpu
         self.tasks = 0
@@ -214,7 +221,7 @@ class Worker:
         pid = None
         if zygote is not None:
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            request = {"cwd": self.tmp, "env": env, "log": self.log_path, "device": device}
+            request = {"cwd": self.tmp, "env": env, "log": self.log_path, "device": device, "role": self.ROLE}
             pid = zygote.spawn(theirs.fileno(), request, options.start_timeout_s)
             theirs.close()
             if pid is None:
@@ -226,7 +233,7 @@ class Worker:
             self.zygote = None
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-s", "-m", "tritongym.core.worker.gpu_worker", self.log_path, device],
+                    [sys.executable, "-s", "-m", self.MODULE, self.log_path, device],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,
@@ -332,6 +339,58 @@ class Worker:
                 pass
 
 
+class KeeperUnavailable(Exception):
+    """The reference keeper died or did not answer: nobody's fault but the infrastructure's."""
+
+
+class KeeperProcess(Worker):
+    """The GPU's reference keeper (`worker/keeper.py`): requests answered one at a time, `OKAY` or `FAIL`.
+
+    Calls are serialised by a mutex, and no caller may wait for the GPU lock while holding it (a driver takes
+    the lock first, then calls): a keeper busy timing the reference under the exclusive lock therefore never
+    waits for a sharer that waits for the keeper."""
+
+    MODULE = "tritongym.core.worker.keeper"
+    ROLE = "keeper"
+
+    def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None) -> None:
+        super().__init__(gpu, options, zygote)
+        self.calls = threading.Lock()
+        self.dead = ""
+
+    def start(self, timeout: float) -> None:
+        """Wait for `REDY`; raises `KeeperUnavailable` with the keeper's words when it does not come."""
+        frame = self.next_frame(timeout)
+        if frame is not None and frame[0] == "REDY":
+            self.info = json.loads(frame[1])
+            return
+        why = "did not start within the time limit" if frame is None else frame[1].decode("utf-8", "replace")
+        self.dead = why
+        tail = self.log_tail(1500).strip()
+        self.kill()
+        raise KeeperUnavailable(f"GPU {self.gpu}: the reference keeper: {why}" + (f"\n{tail}" if tail else ""))
+
+    def call(self, kind: str, payload: bytes, timeout: float) -> tuple[bool, bytes]:
+        """(answered OKAY, the answer's payload); raises `KeeperUnavailable` when the keeper is gone."""
+        with self.calls:
+            if self.dead:
+                raise KeeperUnavailable(self.dead)
+            if not self.send(kind, payload):
+                self.dead = f"the reference keeper is gone ({self.death()})"
+                raise KeeperUnavailable(self.dead)
+            frame = self.next_frame(timeout)
+            if frame is None or frame[0] not in ("OKAY", "FAIL"):
+                self.dead = (
+                    f"the reference keeper did not answer {kind} within {timeout:g} s"
+                    if frame is None
+                    else f"the reference keeper stopped ({self.death()})"
+                )
+                tail = self.log_tail(1500).strip()
+                self.kill()
+                raise KeeperUnavailable(self.dead + (f"\n{tail}" if tail else ""))
+            return frame[0] == "OKAY", frame[1]
+
+
 class WorkerPool:
     """Warm workers over the chosen GPUs; `run(task, timeout_s)` is safe to call from many threads."""
 
@@ -349,9 +408,35 @@ class WorkerPool:
         self.references: dict[str, dict] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
+        self.keepers: dict[str, KeeperProcess] = {}
+        self._keeper_locks = {gpu: threading.Lock() for gpu in options.gpus}
         for gpu in options.gpus:
+            threading.Thread(target=self._warm_keeper, args=(gpu,), daemon=True).start()
             for _ in range(options.workers_per_gpu):
                 self._spawn(gpu)
+
+    # --- the reference keepers ---------------------------------------------------------------------------
+
+    def _warm_keeper(self, gpu: str) -> None:
+        try:
+            self.keeper(gpu)
+        except KeeperUnavailable as exc:
+            self.failures.append(str(exc))
+
+    def keeper(self, gpu: str) -> KeeperProcess:
+        """The GPU's keeper, started (again, if the last one died) on demand."""
+        with self._keeper_locks[gpu]:
+            current = self.keepers.get(gpu)
+            if current is not None and not current.dead:
+                return current
+            if current is not None:
+                current.kill()
+            if self.closed:
+                raise KeeperUnavailable("the pool is closed")
+            keeper = KeeperProcess(gpu, self.options, self.zygote)
+            keeper.start(self.options.start_timeout_s)
+            self.keepers[gpu] = keeper
+            return keeper
 
     # --- worker lifecycle ------------------------------------------------------------------------------
 
@@ -432,7 +517,7 @@ class WorkerPool:
         with self._guard:
             workers = list(self._live)
             self._live.clear()
-        for worker in workers:
+        for worker in workers + list(self.keepers.values()):
             worker.send("EXIT")
             worker.kill()
         if self.zygote is not None:
@@ -465,14 +550,27 @@ class WorkerPool:
 
 
 class TaskDriver:
-    """Feeds one task to one worker and turns its frames into `Evidence`, judging outputs here."""
+    """Feeds one task to one worker and the GPU's keeper, and turns their answers into `Evidence`.
+
+    Order of one evaluation: the keeper builds (or finds) the reference's side (`PREP`, GPU shared) and times
+    the reference (`RTIM`, GPU exclusive); then the candidate's worker gets the task, lends its outputs to
+    the keeper (`HOUT`/`HAND`, copied by CUDA IPC, or `HDAT` on the CPU) and sends its report (`CAND`), which
+    the keeper judges (`JUDG`); if every trial matched, the worker times the candidate and lends the timed
+    calls' outputs (`TIMD`, judged by `JTIM`), and the keeper re-times the reference briefly (`RCHK`)."""
+
+    BUDGET_PER_REFERENCE_S = 6.0
+    """The time limit grows by this many times what the reference's side took (its trials, probes and shape
+    sets): a problem whose reference takes 20 s gets 120 s more than the configured floor."""
 
     def __init__(self, pool: WorkerPool, worker: Worker, task: WorkerTask, timeout_s: float) -> None:
         self.pool, self.worker, self.task = pool, worker, task
         self.timeout_s = timeout_s
+        self.budget_s = timeout_s
         self.lock = pool.locks[worker.gpu]
         self.holding: str | None = None
-        self.ref_outputs: list | None = None
+        self.task_id = os.urandom(8).hex()
+        self.keeper: KeeperProcess | None = None
+        self.prep: dict = {}
         self.planned: list[TrialEvidence] = []
         self.reference_before = None
         self.timing: TimingReport | None = None
@@ -480,10 +578,12 @@ class TaskDriver:
         self.report: dict | None = None
         self.trials: list[TrialEvidence] = []
         self.timed_trials: list[TrialEvidence] = []
+        self.judged: dict = {}
         self.pr: float | None = None
         self.profile: list[ProfileEntry] = []
         self.compare_s = 0.0
         self.lock_wait_s = 0.0
+        self.phase = "the reference's side"
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
 
@@ -500,19 +600,53 @@ class TaskDriver:
         if updates:
             self.task = self.task.model_copy(update=updates)
 
+    # --- the keeper ----------------------------------------------------------------------------------------
+
+    def _ask(self, kind: str, data, exclusive: bool | None = False) -> tuple[bool, dict]:
+        """One keeper request under the GPU lock it needs (`exclusive`: None = whatever the worker holds now,
+        shared if nothing); tensors travel as `torch.save` bytes, everything else as JSON."""
+        tensors = kind in ("HDAT", "JUDG", "JTIM")
+        payload = frames.tensors_to_bytes(data) if tensors else json.dumps(data).encode()
+        had = self.holding
+        if exclusive is not None or had is None:
+            self._acquire(exclusive=bool(exclusive))
+        try:
+            ok, answer = self.keeper.call(kind, payload, max(self.deadline - time.monotonic(), 1.0))
+        finally:
+            if exclusive is not None or had is None:
+                self._release()
+                if had is not None:  # the worker's own hold, taken back
+                    self._acquire(exclusive=had == "exclusive", resume=had == "shared")
+        return ok, json.loads(answer)
+
     def drive(self) -> tuple[Evidence, bool]:
-        """(evidence, whether the worker died without finishing)."""
+        """(evidence, whether the worker or the keeper died without finishing)."""
         started = time.monotonic()
         self._with_known_timings()
-        deadline = started + self.timeout_s
+        self.deadline = started + self.timeout_s
         try:
+            self.keeper = self.pool.keeper(self.worker.gpu)
+            failed = self._prepare()
+            if failed is not None:
+                return self._problem(failed, started), False
+            self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
             while True:
-                remaining = deadline - time.monotonic()
+                remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
                     self.worker.kill()
-                    why = f"the candidate did not finish within the time limit of {self.timeout_s:g} s and was killed"
+                    why = (
+                        f"the candidate did not finish {self.phase} within its time budget of {self.budget_s:.4g} s "
+                        f"(the configured {self.timeout_s:g} s"
+                        + (
+                            f" plus {self.BUDGET_PER_REFERENCE_S:g}x the {self.prep.get('compute_s', 0):.3g} s the "
+                            "reference's side took"
+                            if self.budget_s > self.timeout_s
+                            else ""
+                        )
+                        + ") and was killed"
+                    )
                     return self._crash("Timeout", why, started), False
                 frame = self.worker.next_frame(min(0.25, remaining))
                 if frame is None:
@@ -528,7 +662,7 @@ class TaskDriver:
                     return self._crash("WorkerCrashed", self.worker.death(), started), True
                 if kind in ("LOCK", "SHAR", "RSHR"):
                     waited = self._acquire(exclusive=kind == "LOCK", resume=kind == "RSHR")
-                    deadline += waited
+                    self.deadline += waited
                     self.worker.send("GRNT")
                 elif kind == "UNLK":
                     self._release()
@@ -537,12 +671,75 @@ class TaskDriver:
                 else:
                     try:
                         self._handle(kind, payload)
+                    except KeeperUnavailable:
+                        raise
                     except Exception as exc:  # noqa: BLE001 - any malformed payload is the worker's crash
                         self.worker.kill()
                         why = f"the worker sent a malformed {kind} frame ({type(exc).__name__}: {exc})"
                         return self._crash("WorkerCrashed", why, started), False
+        except KeeperUnavailable as exc:  # infrastructure: retried once, then the backend's error, never a verdict
+            self.worker.kill()
+            evidence = self._crash("KeeperCrashed", f"the reference keeper failed: {exc}", started)
+            evidence.stage = "setup"
+            return evidence, True
         finally:
             self._release()
+            if self.keeper is not None and not self.keeper.dead:
+                try:
+                    self.keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
+                except KeeperUnavailable:
+                    pass
+
+    def _prepare(self) -> dict | None:
+        """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""
+        ok, prep = self._ask("PREP", {"task": self.task.model_dump(mode="json"), "task_id": self.task_id})
+        if not ok:
+            return prep
+        self.prep = prep
+        self.planned = [TrialEvidence.model_validate({**p, "outputs": []}) for p in prep["planned"]]
+        kept = [int(p["seed"]) for p in prep["planned"][len(self.task.seeds) :]]
+        self.task = self.task.model_copy(update={"kept_trials": kept})
+        extra = self.BUDGET_PER_REFERENCE_S * float(prep.get("compute_s") or 0.0)
+        self.budget_s = self.timeout_s + extra
+        self.deadline += extra
+        if self.worker.gpu != "cpu" and self.task.timing.enabled:
+            self.phase = "timing the reference"
+            ok, answer = self._ask("RTIM", {"task_id": self.task_id}, exclusive=True)
+            if not ok:
+                return answer
+            self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
+        return None
+
+    def _reference_timing(self, timing: TimingReport) -> None:
+        """The keeper's reference timing, reconciled with the one the pool or the registry already knew."""
+        self.timing = timing
+        self.reference_before = timing.reference_before
+        if self.task.cached_reference is not None:
+            cached = timing.reference_cached = TimingStats.model_validate(self.task.cached_reference)
+            before = self.reference_before
+            if (
+                before is not None
+                and abs(before.median_ms / cached.median_ms - 1) > self.task.timing.reconcile_tolerance
+            ):
+                # the Evaluator drops the registry's copies on this same test (`_reconcile_timing`); the
+                # pool's must go too, or the next task would be handed the stale timing again and the
+                # registry would never be refilled
+                self.pool.references.pop(self.reference_key, None)
+                measured = timing.compile_reference is not None and not self.task.cached_compile_reference
+                if not measured:  # a compiled timing measured in this task is as fresh as the paired one
+                    self.pool.references.pop(self.reference_key + "/compile", None)
+        elif self.reference_before is not None:
+            self.pool.references.setdefault(self.reference_key, self.reference_before.model_dump())
+        if self.task.compile_reference and self.task.cached_compile_reference is not None:
+            cached = TimingStats.model_validate(self.task.cached_compile_reference)
+            timing.compile_reference, timing.compile_reference_source = cached, "cached"
+        elif timing.compile_reference is not None:
+            timing.compile_reference_source = "measured"
+            self.pool.references.setdefault(self.reference_key + "/compile", timing.compile_reference.model_dump())
+        else:
+            timing.compile_reference_source = None
+        if timing.bandwidth_gbps:
+            self.pool.bandwidth.setdefault(self.worker.gpu, timing.bandwidth_gbps)
 
     def _acquire(self, exclusive: bool, resume: bool = False) -> float:
         began = time.monotonic()
@@ -559,124 +756,105 @@ class TaskDriver:
             self.holding = None
 
     def _handle(self, kind: str, payload: bytes) -> None:
-        if kind == "REFO" and self.ref_outputs is None:
-            sent = frames.tensors_from_bytes(payload)
-            self.ref_outputs = list(sent["samples"])
-            # which call each trial is (main, shape set, late): sent before the import, so trusted like the samples
-            self.planned = [TrialEvidence.model_validate({**p, "outputs": []}) for p in sent["trials"]]
-            if len(self.planned) != len(self.ref_outputs):
-                raise ValueError("REFO names a different number of trials than it has samples for")
-        elif kind == "REFT" and self.reference_before is None and not self.candidate_seen:
-            self.timing = TimingReport.model_validate_json(payload)
-            self.reference_before = self.timing.reference_before
-            if self.task.cached_reference is not None:
-                cached = self.timing.reference_cached = TimingStats.model_validate(self.task.cached_reference)
-                before = self.reference_before
-                if (
-                    before is not None
-                    and abs(before.median_ms / cached.median_ms - 1) > self.task.timing.reconcile_tolerance
-                ):
-                    # the Evaluator drops the registry's copies on this same test (`_reconcile_timing`); the
-                    # pool's must go too, or the next task would be handed the stale timing again and the
-                    # registry would never be refilled
-                    self.pool.references.pop(self.reference_key, None)
-                    measured = self.timing.compile_reference is not None and not self.task.cached_compile_reference
-                    if not measured:  # a compiled timing measured in this task is as fresh as the paired one
-                        self.pool.references.pop(self.reference_key + "/compile", None)
-            elif self.reference_before is not None:
-                self.pool.references.setdefault(self.reference_key, self.reference_before.model_dump())
-            if self.task.compile_reference and self.task.cached_compile_reference is not None:
-                cached = TimingStats.model_validate(self.task.cached_compile_reference)
-                self.timing.compile_reference, self.timing.compile_reference_source = cached, "cached"
-            elif self.timing.compile_reference is not None:
-                self.timing.compile_reference_source = "measured"
-                self.pool.references.setdefault(
-                    self.reference_key + "/compile", self.timing.compile_reference.model_dump()
-                )
-            else:
-                self.timing.compile_reference_source = None
-            if self.timing.bandwidth_gbps:
-                self.pool.bandwidth.setdefault(self.worker.gpu, self.timing.bandwidth_gbps)
+        if kind == "HOUT":
+            asked = json.loads(payload)["outputs"]
+            ok, answer = self._ask("HOUT", {"task_id": self.task_id, "outputs": asked}, exclusive=None)
+            if not ok:
+                raise ValueError(answer["error"]["message"])
+            self.worker.send("HAND", json.dumps(answer).encode())
+        elif kind == "HDAT":
+            data = frames.tensors_from_bytes(payload)
+            ok, answer = self._ask(
+                "HDAT", {"task_id": self.task_id, "ids": data["ids"], "values": data["values"]}, None
+            )
+            if not ok:
+                raise ValueError(answer["error"]["message"])
+            self.worker.send("HDOK")
         elif kind == "CAND" and not self.candidate_seen:
             self.candidate_seen = True
             began = time.monotonic()
             self.report = frames.tensors_from_bytes(payload)
-            self.trials = self._compare_trials(self.report["trials"])
+            if len(self.report["trials"]) > len(self.planned):
+                raise ValueError("CAND reports more trials than were planned")
+            ok, judged = self._ask("JUDG", {"task_id": self.task_id, "report": self.report}, exclusive=None)
+            if not ok:
+                raise ValueError(judged["error"]["message"])
+            self.judged = judged
+            self.trials = [
+                self._trial(t, sent, comparisons)
+                for t, (sent, comparisons) in enumerate(zip(self.report["trials"], judged["trials"]))
+            ]
             self.compare_s = time.monotonic() - began
             if self.report.get("error") is None:
                 from tritongym.core.verdict import judge_trials
 
                 correct = judge_trials(self.trials).correct and len(self.trials) == len(self.planned)
+                if correct:
+                    self.phase = "timing"
                 self.worker.send("TIME" if correct else "STOP")
         elif kind == "TIMD" and self.candidate_seen:
             data = frames.tensors_from_bytes(payload)
             timing = TimingReport.model_validate_json(data["timing"])
-            timing.reference_before = self.reference_before  # the trusted one, sent before the import
-            if self.timing is not None:  # the trusted values, sent before the import
+            if self.timing is not None:  # the keeper's, measured before the candidate existed
+                timing.reference_before = self.reference_before
                 timing.reference_cached = self.timing.reference_cached
                 timing.bytes_moved, timing.bandwidth_gbps = self.timing.bytes_moved, self.timing.bandwidth_gbps
                 timing.compile_reference = self.timing.compile_reference
                 timing.compile_reference_source = self.timing.compile_reference_source
-            self.timing = timing
+                timing.notes = self.timing.notes + timing.notes
             self.pr = data["pr"]
             self.profile = [ProfileEntry.model_validate(p) for p in json.loads(data["profile"])]
-            for trial, n_outputs, outputs in data["timed"]:
-                self.timed_trials.append(self._compare(int(trial), outputs, int(n_outputs), launches=[], mutated=[]))
+            timed = [(int(t), int(n), list(entries)) for t, n, entries in data["timed"]]
+            if any(not 0 <= t < len(self.planned) for t, _, _ in timed):
+                raise ValueError("TIMD names a trial that was not planned")
+            ok, judged = self._ask("JTIM", {"task_id": self.task_id, "timed": timed}, exclusive=None)
+            if not ok:
+                raise ValueError(judged["error"]["message"])
+            for trial, n_outputs, comparisons in judged["timed"]:
+                sent = {"n_outputs": n_outputs, "launches": [], "mutated": []}
+                self.timed_trials.append(self._trial(trial, sent, comparisons))
             timing.timed_outputs_checked = len(self.timed_trials)
+            self.phase = "the reference's drift check"
+            ok, after = self._ask("RCHK", {"task_id": self.task_id}, exclusive=True)
+            if ok:
+                timing.reference_after = TimingStats.model_validate_json(after["reference_after"])
+            self.timing = timing
         else:
             raise ValueError(f"unexpected frame {kind}")
 
-    def _compare(self, trial: int, sent: list, n_outputs: int, launches: list, mutated: list) -> TrialEvidence:
-        """The worker's comparisons, re-checked at the secret sample positions against the parent's copy."""
-        from tritongym.core.worker.compare import compare_output
-
-        refs = self.ref_outputs[trial]
-        comparisons = []
-        for i, item in enumerate(sent[: len(refs)]):
-            result = OutputComparison.model_validate_json(item["comparison"])
-            ref, sample = refs[i], item["sample"]
-            claims_match = result.exact_type and result.shape == result.ref_shape and result.dtype == result.ref_dtype
-            if sample is not None and ref["values"] is not None:
-                check = compare_output(i, sample, ref["values"], self.task.tolerances)
-                if check.mismatched > 0 or check.shape != check.ref_shape:
-                    result.mismatched = max(result.mismatched, check.mismatched, 1)
-                    said = (
-                        f"{check.mismatched} of {check.numel} sampled elements differ from the reference's, "
-                        "whatever the worker's comparison said"
-                    )
-                    result.note = f"{result.note}; {said}" if result.note else said  # the worker's note stays
-            elif claims_match and result.device == result.ref_device and ref["values"] is not None:
-                result.mismatched = max(result.mismatched, 1)
-                result.note = "no sample of this output came back to check the comparison against"
-            comparisons.append(result)
+    def _trial(self, trial: int, sent: dict, comparisons: list) -> TrialEvidence:
+        """One trial's evidence: the keeper's comparisons (trusted), the worker's account of the call."""
         planned = self.planned[trial]
+        mutated = [int(i) for i in sent.get("mutated", [])]
         return TrialEvidence(
             seed=planned.seed,
             sizes=planned.sizes,
             late=planned.late,
             input_shapes=planned.input_shapes,
-            outputs=comparisons,
-            n_outputs=n_outputs,
-            ref_n_outputs=len(refs),
+            outputs=[OutputComparison.model_validate(c) for c in comparisons],
+            n_outputs=int(sent["n_outputs"]),
+            ref_n_outputs=self._ref_count(trial),
             inputs_unchanged=not mutated,
-            mutated_inputs=list(mutated),
-            launches=[LaunchRecord.model_validate(r) for r in launches],
+            mutated_inputs=mutated,
+            launches=[LaunchRecord.model_validate(r) for r in sent.get("launches", [])],
+            candidate_s=sent.get("candidate_s"),
         )
 
-    def _compare_trials(self, sent: list) -> list[TrialEvidence]:
-        if self.ref_outputs is None:
-            raise ValueError("candidate outputs arrived before the reference's")
-        trials = []
-        for t, trial in enumerate(sent[: len(self.ref_outputs)]):
-            evidence = self._compare(t, trial["outputs"], trial["n_outputs"], trial["launches"], trial["mutated"])
-            evidence.candidate_s = trial.get("candidate_s")
-            trials.append(evidence)
-        return trials
+    def _ref_count(self, trial: int) -> int:
+        counts = self.prep.get("output_counts") or []
+        return int(counts[trial]) if trial < len(counts) else 0
 
     def _finish(self, payload: bytes, started: float) -> Evidence:
         evidence = Evidence.model_validate_json(payload)
         evidence.trials = self.trials
         evidence.timed_trials = self.timed_trials
+        evidence.reference_torch_ops = self.prep.get("reference_torch_ops") or {}
+        evidence.reference_torch_work = self.prep.get("reference_torch_work") or {}
+        if self.judged:
+            from tritongym.core.models import ProbeCall
+
+            evidence.probes = [ProbeCall.model_validate(p) for p in self.judged["probes"]]
+            evidence.prior_answers = list(self.judged["prior_answers"])
         if self.report is not None:
             evidence.bound_weights = list(self.report["bound"])
             evidence.unbound_weights = list(self.report["unbound"])
@@ -688,16 +866,33 @@ class TaskDriver:
             if self.timing.candidate is not None:
                 evidence.runtime_ms = self.timing.candidate.median_ms
             evidence.pr, evidence.profile = self.pr, self.profile
+        self._phases(evidence)
         evidence.stdout_tail = self.worker.log_tail()
         evidence.worker_s = time.monotonic() - started
         evidence.phases["pool_compare"] = round(self.compare_s, 4)
         evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
         return evidence
 
+    def _phases(self, evidence: Evidence) -> None:
+        """What the keeper reported about the reference's side."""
+        if self.prep:
+            evidence.phases["reference"] = 0.0 if self.prep.get("cached") else float(self.prep.get("compute_s", 0.0))
+            evidence.phases["reference_cached"] = 1.0 if self.prep.get("cached") else 0.0
+            evidence.reference_peak_mb = self.prep.get("peak_mb")
+
+    def _problem(self, failed: dict, started: float) -> Evidence:
+        """The reference's side failed in the keeper: the problem's error (or the keeper's), not the candidate's."""
+        stage = failed.get("stage") if failed.get("stage") in ("problem", "setup") else "problem"
+        evidence = Evidence(stage=stage, error=ErrorInfo.model_validate(failed["error"]))
+        evidence.worker_s = time.monotonic() - started
+        self._phases(evidence)
+        return evidence
+
     def _crash(self, kind: str, message: str, started: float) -> Evidence:
         evidence = Evidence(stage="run", error=ErrorInfo(kind=kind, message=message))
         if self.report is not None:
             evidence.trials = self.trials
+        self._phases(evidence)
         evidence.stdout_tail = self.worker.log_tail()
         evidence.worker_s = time.monotonic() - started
         return evidence

@@ -15,8 +15,8 @@ cannot smuggle code into the trusted worker either.  Because the two are separat
 candidate also cannot read the reference's freed output memory.
 
 This relies on `os.fork`, which suits the CPU backend.  CUDA does not survive a fork, so the GPU worker
-(`gpu_worker`) calls `run_candidate` in its own process instead, after it has already sent the reference
-outputs and the first reference timing to the parent, which compares there.
+(`gpu_worker`) calls `run_candidate` in its own process instead, a process that never computes a reference
+output: those live in the GPU's reference keeper (`keeper.py`), which judges the outputs lent to it.
 """
 
 from __future__ import annotations

@@ -2,26 +2,24 @@
 
 Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES` names its GPU): it
 imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
-`REDY` before any candidate exists.  Then, per task (protocol of DESIGN.md §3):
+`REDY` before any candidate exists.  This is the candidate's process: the reference's outputs, gold and
+timing live in the GPU's reference keeper (`keeper.py`), another process with its own CUDA context, which
+the pool asks before handing this worker the task.  Per task (protocol of DESIGN.md §3):
 
-1. the reference is built under a secret seed and its outputs for every trial computed (the main trials,
-   then one per extra shape set and the late trial of `trial_plan.py`); a secret random sample of each
-   output's elements (positions and values) goes to the parent (`REFO`), with which call each trial is;
-2. the reference is timed (GPU lock held, `LOCK`/`GRNT`/`UNLK`) and that timing is sent (`REFT`), also
-   before any candidate code is imported;
-3. the candidate is imported, built, bound and run on every trial (`candidate_runner.run_candidate`);
-   its outputs are compared with the reference's here, on the GPU (full tensors never cross a pipe),
-   and the comparisons are sent with the candidate's values at the sampled positions (`CAND`).  The
-   parent re-checks those samples against the ones it got before the import, so a candidate that
-   forges the comparison is caught unless it also computes the right answer; the parent answers
-   `TIME` only if everything matched;
-4. under the GPU lock: the candidate is timed, the reference re-timed (a slower second reference means
-   the candidate sabotaged the baseline), a few forwards profiled; sent as `TIMD` with the comparisons
-   (and samples) of the outputs of the timed calls;
-5. `DONE` carries the rest of the evidence (stage, error).
+1. the reference module is loaded and `Model` built under the secret seed, for its weights only, and the
+   trial inputs made from the same seeds as the keeper's (the shape sets the keeper kept, `kept_trials`);
+   no reference output is ever computed here;
+2. the candidate is imported, built, bound and run on every trial and probe
+   (`candidate_runner.run_candidate`); its outputs are lent to the keeper (`HOUT`, answered `HAND`: CUDA IPC
+   handles of buffers the keeper allocated, copied into here; on the CPU the values travel as `HDAT`) and
+   the report, outputs replaced by handout numbers, goes to the parent (`CAND`), which has the keeper
+   judge it.  The parent answers `TIME` only if everything matched;
+3. under the GPU lock the candidate is timed and a few forwards profiled; the timed calls' outputs are lent
+   like the trials' and the timing sent (`TIMD`); the keeper then re-times the reference briefly;
+4. `DONE` carries the rest of the evidence (stage, error).
 
-Everything after step 3 comes from a process the candidate has run in, which is why the parent keeps
-its own samples, and why the pool gives every candidate a fresh worker by default.
+Everything this process sends comes from a process the candidate has run in, which is why the judging
+happens in the keeper, and why the pool gives every candidate a fresh worker by default.
 """
 
 from __future__ import annotations
@@ -34,15 +32,9 @@ import time
 
 from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker import frames, trusted
-from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
-from tritongym.core.worker.probes import (
-    compare_probes,
-    environment_changes,
-    prior_answers,
-    reference_probe_outputs,
-)
+from tritongym.core.worker.probes import environment_changes
 from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded
 from tritongym.core.worker.task_runner import (
     build_reference,
@@ -54,8 +46,8 @@ from tritongym.core.worker.task_runner import (
     make_inputs,
     precomputed_seed,
 )
-from tritongym.core.worker.tensors import clone_all, same_value
-from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
+from tritongym.core.worker.tensors import plain_output, same_value
+from tritongym.core.worker.trial_plan import plan_extra_trials
 from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()  # close enough to the process start: how long a warm-up took
@@ -154,41 +146,6 @@ def driver_version() -> str | None:
     return words[0] if words else None
 
 
-SAMPLE_SIZE = 4096
-
-
-def sample_reference(refs: list, generator) -> tuple[list, list]:
-    """Secret random positions per output, and what the parent gets: those positions and the values."""
-    import torch
-
-    positions, sent = [], []
-    for ref in refs:
-        n = ref.numel() if type(ref) is torch.Tensor else 0
-        where = torch.randint(0, n, (min(SAMPLE_SIZE, n),), device=ref.device, generator=generator) if n else None
-        positions.append(where)
-        values = ref.detach().reshape(-1)[where].cpu() if where is not None else None
-        sent.append({"positions": where.cpu() if where is not None else None, "values": values})
-    return positions, sent
-
-
-def judge_outputs(outs: list, refs: list, positions: list, tolerances, gold: list | None = None) -> list[dict]:
-    """Each output compared with the reference's (and, for a main trial, its gold), plus its values at the
-    secret positions."""
-    import torch
-
-    from tritongym.core.worker.compare import compare_output
-
-    judged = []
-    for i, (out, ref) in enumerate(zip(outs, refs)):
-        comparison = compare_output(i, out, ref, tolerances, gold[i] if gold and i < len(gold) else None)
-        sample = None
-        comparable = type(out) is torch.Tensor and out.shape == ref.shape and out.dtype == ref.dtype
-        if comparable and out.device == ref.device and positions[i] is not None:
-            sample = out.detach().reshape(-1)[positions[i]].cpu()
-        judged.append({"comparison": comparison.model_dump_json(), "sample": sample})
-    return judged
-
-
 def poison_free_memory(device) -> None:
     """Fill the caching allocator's free blocks with 0xFF bytes (NaN in every float format).
 
@@ -210,12 +167,6 @@ def poison_free_memory(device) -> None:
         pass  # out of memory while poisoning: what was filled stays filled
     finally:
         del held
-
-
-def tensor_bytes(values) -> int:
-    import torch
-
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 class GPUWorker:
@@ -297,86 +248,24 @@ class GPUWorker:
 
         from tritongym.core.worker.candidate_runner import run_candidate
         from tritongym.core.worker.compare import flatten_outputs
-        from tritongym.core.worker.op_trace import traced_call
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
+        # the reference's weights and the trial inputs, from the same secret seeds as the keeper's: never its
+        # outputs (the keeper holds those in its own process; the answers reach no memory of this one)
         with self.channel.gpu(exclusive=False, needed=self.cuda):
             ref_model, init_inputs = build_reference(task, reference, self.device)
             trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
-            ref_outputs = []
-            try:
-                with torch.no_grad(), exact_reference():
-                    for inputs in trial_inputs:
-                        raw, ops, work = traced_call(ref_model, *clone_all(inputs))
-                        evidence.reference_torch_ops = evidence.reference_torch_ops or ops
-                        evidence.reference_torch_work = evidence.reference_torch_work or work
-                        ref_outputs.append(flatten_outputs(raw))
-            except Exception as exc:
-                raise StageError("problem", error_info(exc)) from None
-            # the float64 gold of the main trials, kept on a sample of positions (gold.py); the full float64
-            # outputs are freed trial by trial
-            model64 = gold_model(ref_model)
-            gold_generator = torch.Generator(device=self.device)
-            gold_generator.manual_seed(task.init_seed ^ 0x601D)
-            golds = [
-                gold_samples(model64, xs, outs, gold_generator, ref_model)
-                for xs, outs in zip(trial_inputs, ref_outputs)
-            ]
-            del model64
-            # the shape-set and late trials (trial_plan.py): judged like the main ones, never timed
             extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference)
-            planned = [{"seed": seed} for seed in task.seeds]
-            all_inputs, kept = list(trial_inputs), []
-            for trial in extra:
-                with exact_reference():
-                    outs = reference_outputs(task, reference, ref_model, trial)
-                if outs is None:
-                    continue
-                ref_outputs.append(outs)
-                planned.append(trial.evidence_fields())
-                all_inputs.append(trial.inputs)
-                kept.append(trial)
-            extra = kept
-            generator = torch.Generator(device=self.device)
-            generator.manual_seed(task.init_seed ^ 0x5EED)
-            positions, samples = zip(*(sample_reference(outs, generator) for outs in ref_outputs))
-            if self.cuda:
-                trusted.synchronize()
+            if task.kept_trials is not None:  # the keeper judges only the shape sets the reference could run
+                extra = [trial for trial in extra if trial.seed in task.kept_trials]
             ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)
             precomputed_inputs = make_inputs(reference, precomputed_seed(task), self.device)
             degenerate = degenerate_probes(task, reference, self.device)
-            try:
-                with exact_reference():
-                    probe_refs = reference_probe_outputs(
-                        ref_model, trial_inputs, ghost_inputs, degenerate, precomputed_inputs
-                    )
-            except Exception as exc:
-                raise StageError("problem", error_info(exc)) from None
             if self.cuda:
                 trusted.synchronize()
-        lap("reference")
-        self.channel.send("REFO", frames.tensors_to_bytes({"samples": list(samples), "trials": planned}))
-        lap("send_reference")
-
-        def ref_forward(xs):
-            return ref_model(*xs)
-
-        timing = TimingReport(precision=task.precision)
-        timed = self.cuda and task.timing.enabled
-        if timed:
-            params = [p for p in ref_model.parameters()] + [b for b in ref_model.buffers()]
-            timing.bytes_moved = tensor_bytes(trial_inputs[0]) + tensor_bytes(params) + tensor_bytes(ref_outputs[0])
-            with self.channel.gpu():
-                from tritongym.core.worker.timing import measure_copy_bandwidth
-
-                timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
-                rep = task.timing.check_ms if task.cached_reference else None
-                timing.reference_before, _ = self.timer.time_forward(ref_forward, trial_inputs, task.timing, rep)
-            lap("time_reference")
-            if task.compile_reference and task.cached_compile_reference is None:
-                self._time_compiled_reference(task, ref_model, trial_inputs, ref_outputs, timing, lap)
-            self.channel.send("REFT", timing.model_dump_json().encode())
+        all_inputs = list(trial_inputs) + [trial.inputs for trial in extra]
+        lap("inputs")
         evidence.stage = "import"
         if self.cuda and task.gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
@@ -398,8 +287,6 @@ class GPUWorker:
                 [(name, inputs) for name, _, inputs, _ in degenerate],
                 precomputed_inputs,
             )
-            probe_records = report.pop("probes")
-            prior = report.pop("prior")
             evidence.probe_results = probe_results(report.pop("probe_results"), task.probes)
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))
@@ -411,20 +298,15 @@ class GPUWorker:
             try:
                 if self.cuda:
                     trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
-                evidence.probes = compare_probes(probe_records, probe_refs, ref_outputs, task.tolerances)
-                if prior is not None:
-                    evidence.prior_answers = prior_answers(prior, probe_refs.get("precomputed", []), task.tolerances)
-                for t, (inputs, sent) in enumerate(zip(all_inputs, report["trials"])):
+                for inputs, sent in zip(all_inputs, report["trials"]):
                     after = sent.pop("inputs_after")
                     sent["mutated"] = [
                         i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
                     ]
-                    outs = sent.pop("outputs")
-                    sent["n_outputs"] = len(outs)
-                    gold = golds[t] if t < len(golds) else None
-                    sent["outputs"] = judge_outputs(outs, ref_outputs[t], positions[t], task.tolerances, gold)
-                if self.cuda:
-                    trusted.synchronize()
+                    sent["n_outputs"] = len(sent["outputs"])
+                groups = [(["trial", t], sent["outputs"]) for t, sent in enumerate(report["trials"])]
+                groups += [(["probe", p["probe"], p["trial"]], p["outputs"]) for p in report["probes"]]
+                self.hand_out(groups)
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
                 raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         lap("candidate")
@@ -435,6 +317,7 @@ class GPUWorker:
             return  # the parent builds the error from CAND
         decision, _ = self.channel.expect("TIME", "STOP")
         lap("parent_compare")
+        timed = self.cuda and task.timing.enabled
         if decision == "STOP" or not timed or "model" not in keep:
             return
         model = keep["model"]
@@ -447,19 +330,16 @@ class GPUWorker:
         # same inputs (same tuning key) and before TIME, so none of its benchmarking is in a timed sample.
         # A kernel that tunes again here (a key the trials did not produce) is labelled and noted.
         tuned = len(self.recorder.autotune.choices)
+        timing = TimingReport(precision=task.precision)
         try:
             with self.channel.gpu():
                 lap("wait_gpu")
                 cand_stats, last = self.timer.time_forward(forward, trial_inputs, task.timing)
                 lap("time_candidate")
-                timing.reference_after, _ = self.timer.time_forward(
-                    ref_forward, trial_inputs, task.timing, task.timing.check_ms
-                )
                 pr, profile = None, []
                 if task.timing.profile_calls:
                     from tritongym.core.worker.gpu_profile import profile_forward
 
-                    lap("time_reference_again")
                     pr, profile = profile_forward(
                         forward, trial_inputs[0], task.timing.profile_calls, set(self.recorder.own_compiled)
                     )
@@ -483,37 +363,78 @@ class GPUWorker:
             )
         timing.candidate = cand_stats
         _note_environment_changes(evidence, keep)  # a patch made (or undone) during timing is still a patch
+        timed_outputs = [(trial, [plain_output(o) for o in flatten_outputs(outs)]) for trial, outs in last]
+        del last
+        try:
+            with self.channel.gpu(exclusive=False):
+                self.hand_out([(["trial", trial], flat) for trial, flat in timed_outputs])
+        except Exception as exc:
+            raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         payload = {
             "timing": timing.model_dump_json(),
             "pr": pr,
             "profile": json.dumps([p.model_dump() for p in profile]),
-            "timed": [
-                (trial, len(flat), judge_outputs(flat, ref_outputs[trial], positions[trial], task.tolerances))
-                for trial, flat in ((trial, flatten_outputs(outs)) for trial, outs in last)
-            ],
+            "timed": [(trial, len(flat), flat) for trial, flat in timed_outputs],
         }
         self.channel.send("TIMD", frames.tensors_to_bytes(payload))
         lap("send_timing")
         evidence.stage = "done"
 
-    def _time_compiled_reference(self, task, ref_model, trial_inputs, ref_outputs, timing, lap) -> None:
-        """Compile the reference (shared hold: Triton's compiles give it back), check it against eager and
-        time it (exclusive hold), all before the candidate is imported; a failure is a note, not an error."""
-        from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
+    def hand_out(self, groups: list[tuple[list, list]]) -> None:
+        """Each group's outputs (a list, changed in place) into the keeper's handouts (`handouts.py`).
 
-        try:
-            with self.channel.gpu(exclusive=False):
-                compiled = compile_reference(ref_model, trial_inputs, ref_outputs, task.tolerances)
-                trusted.synchronize()
-            lap("compile_reference")
-            with self.channel.gpu():
-                timing.compile_reference, _ = self.timer.time_forward(compiled, trial_inputs, task.timing)
-            timing.compile_reference_source = "measured"
-            lap("time_compile_reference")
-        except CompiledReferenceUnavailable as exc:
-            timing.notes.append(f"no torch.compile reference: {exc}")
-        except Exception as exc:  # noqa: BLE001 - the compiled baseline is optional; the eager one still stands
-            timing.notes.append(f"no torch.compile reference: timing it failed: {type(exc).__name__}: {exc}"[:500])
+        The pool lends a handout per output whose shape and dtype match the reference's; every output
+        becomes `{"handout": id}` or, when none was lent, `{"stand_in": description}` (judged by its shape,
+        dtype and device alone).  On a GPU the values are copied through CUDA IPC; on the CPU they travel as
+        bytes (`HDAT`)."""
+        import torch
+
+        from tritongym.core.worker import handouts
+
+        asked = []
+        for where, outputs in groups:
+            for i, out in enumerate(outputs):
+                if type(out) is torch.Tensor:
+                    device = str(out.device)
+                    asked.append(
+                        {
+                            "where": where,
+                            "index": i,
+                            "shape": list(out.shape),
+                            "dtype": str(out.dtype),
+                            "device": device,
+                        }
+                    )
+        if not asked:
+            return
+        self.channel.send_json("HOUT", {"outputs": asked})
+        _, answer = self.channel.expect("HAND")
+        lent = json.loads(answer)["lent"]
+        if len(lent) != len(asked):
+            raise RuntimeError("pool protocol: HAND lends a different number of handouts than were asked for")
+        values, by_bytes = [], {"ids": [], "values": []}
+        k = 0
+        for _, outputs in groups:
+            for i, out in enumerate(outputs):
+                if type(out) is not torch.Tensor:
+                    continue
+                grant, k = lent[k], k + 1
+                if grant is None:
+                    outputs[i] = {
+                        "stand_in": {"shape": list(out.shape), "dtype": str(out.dtype), "device": str(out.device)}
+                    }
+                    continue
+                if grant["handle"] is not None:
+                    values.append((grant, out.detach()))
+                elif grant["nbytes"] == 0 and out.numel() and not self.cuda:
+                    by_bytes["ids"].append(grant["id"])
+                    by_bytes["values"].append(out.detach().contiguous())
+                outputs[i] = {"handout": grant["id"]}
+        if values:
+            handouts.copy_into([g for g, _ in values], [v for _, v in values])
+        if by_bytes["ids"]:
+            self.channel.send("HDAT", frames.tensors_to_bytes(by_bytes))
+            self.channel.expect("HDOK")
 
 
 def _note_environment_changes(evidence: Evidence, keep: dict) -> bool:

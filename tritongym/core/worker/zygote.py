@@ -4,7 +4,8 @@ Starting a worker from scratch costs seconds of importing torch and Triton, and 
 candidate (a fresh process each, so no candidate can leave anything behind for the next).  The zygote
 imports everything once and never initialises CUDA, so forking it is safe; each child gets its own
 session, working directory and environment (set before CUDA starts, so `CUDA_VISIBLE_DEVICES` picks its
-GPU), then initialises CUDA and serves exactly like a worker started by `python -m gpu_worker`.
+GPU), then initialises CUDA and serves exactly like a worker started by `python -m gpu_worker` (or, for a
+request whose role is "keeper", like `python -m keeper`: the GPU's reference keeper).
 
 Protocol: over a SOCK_SEQPACKET pair, the pool sends a JSON request with one file descriptor attached
 (the child's end of a socketpair); the zygote answers `{"id": ..., "pid": ...}` messages, and
@@ -31,12 +32,16 @@ def _preload() -> None:
     import tritongym.core.worker.compare  # noqa: F401
     import tritongym.core.worker.gpu_profile  # noqa: F401
     import tritongym.core.worker.gpu_worker  # noqa: F401
+    import tritongym.core.worker.keeper  # noqa: F401
     import tritongym.core.worker.launches  # noqa: F401
     import tritongym.core.worker.timing  # noqa: F401
 
 
 def _child(request: dict, fd: int) -> None:
-    from tritongym.core.worker.gpu_worker import serve
+    if request.get("role") == "keeper":
+        from tritongym.core.worker.keeper import serve
+    else:
+        from tritongym.core.worker.gpu_worker import serve
 
     os.setsid()
     os.chdir(request["cwd"])

@@ -1,0 +1,517 @@
+"""The reference keeper: one trusted process per GPU that holds everything a candidate must not reach.
+
+The pool (`sandbox/gpu_pool.py`) starts one keeper per GPU, from the zygote like a worker, and never lets
+candidate code into it.  For each task it builds, or finds already built, the reference's side of the
+evaluation (a `ReferenceRecord`): the reference model, the trial inputs, the reference's outputs for every
+trial (main, shape sets, late), their float64 gold samples and the probes' reference outputs.  The
+candidate's worker, a separate process with its own CUDA context, builds the same inputs and weights from
+the same secret seeds but never computes an answer; its outputs come here through handout buffers
+(`handouts.py`) and are compared here, so a candidate that walks its frames, its heap or the caching
+allocator finds no reference output in its own process, and cannot map one of this process's.
+
+Records are kept per problem, shape sets, seeds and precision (least recently used first out, within
+`cache_mb`), so the candidates of one problem (an RL batch's samples) share one computation of the
+reference's outputs, gold and probes (issue 27, item 3); the pool shares the reference's timing the same way
+and asks here only for a short drift check per candidate.
+
+Requests are frames from the pool, answered one at a time with `OKAY` (JSON, or tensor bytes for `HDAT`)
+or `FAIL` (`{"stage", "error"}`): `PREP` (a task: build or reuse its record), `RTIM` (time the reference
+before the candidate), `RCHK` (the drift check after it), `HOUT` (lend handouts for a group of outputs),
+`HDAT` (the outputs themselves, on the CPU), `JUDG` / `JTIM` (compare a candidate's report / its timed
+calls), `FREE` (the task is over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections import OrderedDict
+
+from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
+from tritongym.core.worker import frames, trusted
+from tritongym.core.worker.stages import StageError, error_info
+from tritongym.core.worker_task import WorkerTask
+
+STARTED = time.monotonic()
+DEFAULT_CACHE_SHARE = 0.25  # of the GPU's memory, for records kept between tasks
+
+
+def record_key(task: WorkerTask) -> str:
+    """What the reference's outputs depend on: the same key, the same tensors."""
+    identity = [
+        task.problem_source,
+        task.sizes,
+        task.extra_sizes,
+        task.extra_sizes_optional,
+        task.late_trial,
+        sorted(task.degenerate.items()),
+        task.seeds,
+        task.init_seed,
+        task.precision,
+    ]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def tensor_bytes(values) -> int:
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+class ReferenceRecord:
+    """The reference's side of one problem, shape sets, seeds and precision, computed before any candidate."""
+
+    def __init__(self, task: WorkerTask, workdir: str, device) -> None:
+        import torch
+
+        from tritongym.core.worker.compare import flatten_outputs
+        from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+        from tritongym.core.worker.op_trace import traced_call
+        from tritongym.core.worker.probes import reference_probe_outputs
+        from tritongym.core.worker.task_runner import (
+            build_reference,
+            configure_precision,
+            degenerate_probes,
+            ghost_seed,
+            load_reference,
+            make_inputs,
+            precomputed_seed,
+        )
+        from tritongym.core.worker.tensors import clone_all
+        from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
+
+        began = time.perf_counter()
+        cuda = device.type == "cuda"
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+            baseline = torch.cuda.memory_allocated(device)
+        configure_precision(task)
+        self.reference = load_reference(task, workdir)
+        self.ref_model, _ = build_reference(task, self.reference, device)
+        self.trial_inputs = [make_inputs(self.reference, seed, device) for seed in task.seeds]
+        self.ref_outputs: list[list] = []
+        self.torch_ops: dict = {}
+        self.torch_work: dict = {}
+        try:
+            with torch.no_grad(), exact_reference():
+                for inputs in self.trial_inputs:
+                    raw, ops, work = traced_call(self.ref_model, *clone_all(inputs))
+                    self.torch_ops = self.torch_ops or ops
+                    self.torch_work = self.torch_work or work
+                    self.ref_outputs.append(flatten_outputs(raw))
+        except Exception as exc:
+            raise StageError("problem", error_info(exc)) from None
+        model64 = gold_model(self.ref_model)
+        generator = torch.Generator(device=device)
+        generator.manual_seed(task.init_seed ^ 0x601D)
+        self.golds = [
+            gold_samples(model64, xs, outs, generator, self.ref_model)
+            for xs, outs in zip(self.trial_inputs, self.ref_outputs)
+        ]
+        del model64
+        self.planned: list[dict] = [{"seed": seed} for seed in task.seeds]
+        for trial in plan_extra_trials(task, self.reference, device, make_inputs, build_reference):
+            with exact_reference():
+                outs = reference_outputs(task, self.reference, self.ref_model, trial)
+            if outs is not None:
+                self.ref_outputs.append(outs)
+                self.planned.append(trial.evidence_fields())
+            trial.inputs = trial.ref_model = None  # the candidate's worker makes its own; outputs are kept
+        ghost = make_inputs(self.reference, ghost_seed(task), device)
+        precomputed = make_inputs(self.reference, precomputed_seed(task), device)
+        degenerate = degenerate_probes(task, self.reference, device)
+        try:
+            with exact_reference():
+                self.probe_refs = reference_probe_outputs(
+                    self.ref_model, self.trial_inputs, ghost, degenerate, precomputed
+                )
+        except Exception as exc:
+            raise StageError("problem", error_info(exc)) from None
+        del ghost, precomputed, degenerate
+        if cuda:
+            trusted.synchronize()
+            self.peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
+        else:
+            self.peak_bytes = 0
+        outputs = [o for outs in self.ref_outputs for o in outs] + [o for v in self.probe_refs.values() for o in v]
+        params = list(self.ref_model.parameters()) + list(self.ref_model.buffers())
+        self.nbytes = (
+            tensor_bytes(outputs) + tensor_bytes([x for xs in self.trial_inputs for x in xs]) + tensor_bytes(params)
+        )
+        self.compute_s = time.perf_counter() - began
+
+    def trial_refs(self, trial: int) -> list:
+        return self.ref_outputs[trial]
+
+    def refs_for(self, where: list) -> list:
+        """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
+        `["probe", name, trial]` (refresh and repeat compare with a trial's outputs)."""
+        if where[0] == "trial":
+            return self.ref_outputs[int(where[1])]
+        name, trial = str(where[1]), int(where[2])
+        if name in ("refresh", "repeat"):
+            return self.ref_outputs[trial]
+        return self.probe_refs.get(name, [])
+
+
+def _dtype(name: str):
+    import torch
+
+    value = getattr(torch, name.removeprefix("torch."), None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"{name!r} is not a torch dtype")
+    return value
+
+
+def _shape(value) -> list[int]:
+    if not isinstance(value, list) or not all(type(n) is int and n >= 0 for n in value) or len(value) > 32:
+        raise ValueError(f"{value!r} is not a shape")
+    return list(value)
+
+
+class Keeper:
+    """The keeper's state: its device, timer, the record cache and each running task's handouts."""
+
+    def __init__(self, device_name: str) -> None:
+        import torch
+
+        from tritongym.core.fingerprint import local_fingerprint
+        from tritongym.core.worker.gpu_worker import driver_version
+
+        self.device = torch.device(device_name)
+        self.cuda = self.device.type == "cuda"
+        self.timer = None
+        if self.cuda:
+            from tritongym.core.worker.gpu_profile import warm_profiler  # noqa: F401 - loaded like a worker's
+            from tritongym.core.worker.timing import Timer
+
+            torch.cuda.set_device(self.device)
+            torch.empty(1, device=self.device)
+            self.timer = Timer(self.device)
+            trusted.synchronize()
+            props = torch.cuda.get_device_properties(self.device)
+            self.total_bytes = props.total_memory
+            self.fingerprint = local_fingerprint(props.name, driver=driver_version(), cuda=torch.version.cuda)
+        else:
+            self.total_bytes = 0
+            self.fingerprint = local_fingerprint()
+        default_mb = DEFAULT_CACHE_SHARE * self.total_bytes / 2**20 if self.cuda else 2048
+        self.cache_bytes = int(float(os.environ.get("TRITONGYM_KEEPER_CACHE_MB", default_mb)) * 2**20)
+        self.records: OrderedDict[str, ReferenceRecord] = OrderedDict()
+        self.tasks: dict[str, dict] = {}
+        self.handout_ids = 0
+        self.builds = 0
+
+    def ready_info(self) -> dict:
+        return {
+            "fingerprint": self.fingerprint.model_dump(),
+            "l2_bytes": self.timer.l2_bytes if self.timer else None,
+            "total_mb": round(self.total_bytes / 2**20, 1),
+            "role": "keeper",
+        }
+
+    # --- requests ----------------------------------------------------------------------------------------
+
+    def prep(self, payload: bytes) -> dict:
+        data = json.loads(payload)
+        task = WorkerTask.model_validate(data["task"])
+        key = record_key(task)
+        cached = key in self.records
+        if cached:
+            record = self.records[key]
+            self.records.move_to_end(key)
+        else:
+            workdir = os.path.join(os.getcwd(), f"record-{self.builds}")
+            self.builds += 1
+            os.makedirs(workdir, exist_ok=True)
+            record = ReferenceRecord(task, workdir, self.device)
+        self.tasks[data["task_id"]] = {"task": task, "record": record, "key": key, "handouts": {}}
+        return {
+            "planned": record.planned,
+            "output_counts": [len(outs) for outs in record.ref_outputs],
+            "reference_torch_ops": record.torch_ops,
+            "reference_torch_work": record.torch_work,
+            "cached": cached,
+            "peak_mb": round(record.peak_bytes / 2**20, 2),
+            "record_mb": round(record.nbytes / 2**20, 2),
+            "compute_s": round(record.compute_s, 4),
+        }
+
+    def _state(self, data: dict) -> dict:
+        state = self.tasks.get(data.get("task_id"))
+        if state is None:
+            raise ValueError(f"no task {data.get('task_id')!r} is prepared here")
+        return state
+
+    def time_reference(self, payload: bytes) -> dict:
+        """The reference timed before the candidate (shortly when a timing is already known) and, when
+        asked, torch.compile's; what the old single worker sent as `REFT`."""
+        data = json.loads(payload)
+        state = self._state(data)
+        task, record = state["task"], state["record"]
+        timing = TimingReport(precision=task.precision)
+        if not (self.cuda and task.timing.enabled):
+            return {"timing": timing.model_dump_json()}
+        from tritongym.core.worker.timing import measure_copy_bandwidth
+
+        params = list(record.ref_model.parameters()) + list(record.ref_model.buffers())
+        inputs = record.trial_inputs
+        timing.bytes_moved = tensor_bytes(inputs[0]) + tensor_bytes(params) + tensor_bytes(record.ref_outputs[0])
+        timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
+        rep = task.timing.check_ms if task.cached_reference else None
+        timing.reference_before, _ = self.timer.time_forward(self._forward(record), inputs, task.timing, rep)
+        if task.compile_reference and task.cached_compile_reference is None:
+            self._time_compiled(task, record, timing)
+        return {"timing": timing.model_dump_json()}
+
+    def check_reference(self, payload: bytes) -> dict:
+        """The short paired re-timing after the candidate's timing: a slower reference says the candidate left
+        work on the GPU that slows others down."""
+        state = self._state(json.loads(payload))
+        task, record = state["task"], state["record"]
+        stats, _ = self.timer.time_forward(
+            self._forward(record), record.trial_inputs, task.timing, task.timing.check_ms
+        )
+        return {"reference_after": stats.model_dump_json()}
+
+    @staticmethod
+    def _forward(record: ReferenceRecord):
+        model = record.ref_model
+
+        def forward(xs):
+            return model(*xs)
+
+        return forward
+
+    def _time_compiled(self, task: WorkerTask, record: ReferenceRecord, timing: TimingReport) -> None:
+        from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
+
+        try:
+            compiled = compile_reference(record.ref_model, record.trial_inputs, record.ref_outputs, task.tolerances)
+            trusted.synchronize()
+            timing.compile_reference, _ = self.timer.time_forward(compiled, record.trial_inputs, task.timing)
+            timing.compile_reference_source = "measured"
+        except CompiledReferenceUnavailable as exc:
+            timing.notes.append(f"no torch.compile reference: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the compiled baseline is optional; the eager one still stands
+            timing.notes.append(f"no torch.compile reference: timing it failed: {type(exc).__name__}: {exc}"[:500])
+
+    def lend(self, payload: bytes) -> dict:
+        """Handouts for the outputs a group names whose shape and dtype match the reference's (the others are
+        judged from their description alone): a handle per output, or None."""
+        import torch
+
+        from tritongym.core.worker.handouts import Handout
+
+        data = json.loads(payload)
+        state = self._state(data)
+        record: ReferenceRecord = state["record"]
+        lent = []
+        for item in data["outputs"]:
+            refs = record.refs_for(item["where"])
+            index = int(item["index"])
+            ref = refs[index] if index < len(refs) else None
+            shape, dtype = _shape(item["shape"]), _dtype(item["dtype"])
+            matches = (
+                type(ref) is torch.Tensor
+                and list(ref.shape) == shape
+                and ref.dtype == dtype
+                and str(item["device"]).split(":")[0] == self.device.type
+            )
+            if not matches:
+                lent.append(None)
+                continue
+            self.handout_ids += 1
+            ident = self.handout_ids
+            if self.cuda and ref.numel():
+                handout = Handout(dtype, shape)
+                state["handouts"][ident] = handout
+                lent.append({"id": ident, "handle": handout.handle, "nbytes": handout.nbytes})
+            else:  # the CPU (or an empty output): the values come as bytes (`HDAT`), or there are none
+                state["handouts"][ident] = torch.empty(shape, dtype=dtype, device=self.device)
+                lent.append({"id": ident, "handle": None, "nbytes": 0})
+        return {"lent": lent}
+
+    def receive(self, payload: bytes) -> dict:
+        """The CPU's handouts: the values themselves, each checked against what was lent."""
+        import torch
+
+        data = frames.tensors_from_bytes(payload)
+        state = self._state(data)
+        for ident, value in zip(data["ids"], data["values"]):
+            lent = state["handouts"].get(int(ident))
+            if type(lent) is not torch.Tensor or type(value) is not torch.Tensor:
+                raise ValueError(f"handout {ident} was not lent as a tensor")
+            if value.shape != lent.shape or value.dtype != lent.dtype:
+                raise ValueError(f"handout {ident} came back as {value.dtype}{list(value.shape)}")
+            lent.copy_(value)
+        return {}
+
+    def _output(self, state: dict, entry):
+        """A report's output entry as `compare_output` takes it: the handout's tensor, a stand-in of the
+        described shape (no memory: it differs from the reference's, so only its description is judged),
+        or the name of a type that is not a tensor."""
+        import torch
+
+        from tritongym.core.worker.handouts import Handout
+
+        if isinstance(entry, dict) and "handout" in entry:
+            lent = state["handouts"].get(int(entry["handout"]))
+            if lent is None:
+                raise ValueError(f"the report names handout {entry['handout']}, which was not lent")
+            return lent.tensor if isinstance(lent, Handout) else lent
+        if isinstance(entry, dict) and "stand_in" in entry:
+            d = entry["stand_in"]
+            stand_in = torch.empty(_shape(d["shape"]), dtype=_dtype(d["dtype"]), device="meta")
+            stand_in.tritongym_device = str(d["device"])[:40]
+            return stand_in
+        if isinstance(entry, dict) and "not_a_tensor" in entry:
+            return {"not_a_tensor": str(entry["not_a_tensor"])[:200]}
+        return {"not_a_tensor": "unknown"}
+
+    def judge(self, payload: bytes) -> dict:
+        """The candidate's report (outputs as handouts) compared with the record: per trial the output
+        comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
+        from tritongym.core.worker.compare import compare_output
+        from tritongym.core.worker.probes import compare_probes, prior_answers
+
+        data = frames.tensors_from_bytes(payload)
+        state = self._state(data)
+        task, record = state["task"], state["record"]
+        report = data["report"]
+        trials = []
+        for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
+            refs = record.ref_outputs[t]
+            golds = record.golds[t] if t < len(record.golds) else []
+            outs = [self._output(state, e) for e in sent["outputs"]]
+            trials.append(
+                [
+                    _described(compare_output(i, out, ref, task.tolerances, golds[i] if i < len(golds) else None), out)
+                    for i, (out, ref) in enumerate(zip(outs, refs))
+                ]
+            )
+        records = []
+        for probe in report["probes"]:
+            outs = [self._output(state, e) for e in probe["outputs"]]
+            records.append({**probe, "outputs": outs})
+        calls = compare_probes(records, record.probe_refs, record.ref_outputs[: len(task.seeds)], task.tolerances)
+        for call, rec in zip(calls, records):
+            for comparison in call.outputs + call.control_outputs:
+                _described(comparison, rec["outputs"][comparison.index])
+        prior = report.get("prior")
+        found = prior_answers(prior, record.probe_refs.get("precomputed", []), task.tolerances) if prior else []
+        self._give_back(state)
+        return {
+            "trials": [[c.model_dump(mode="json") for c in cs] for cs in trials],
+            "probes": [c.model_dump(mode="json") for c in calls],
+            "prior_answers": found,
+        }
+
+    def judge_timed(self, payload: bytes) -> dict:
+        from tritongym.core.worker.compare import compare_output
+
+        data = frames.tensors_from_bytes(payload)
+        state = self._state(data)
+        task, record = state["task"], state["record"]
+        judged = []
+        for trial, n_outputs, entries in data["timed"]:
+            refs = record.ref_outputs[int(trial)]
+            outs = [self._output(state, e) for e in entries]
+            comparisons = [
+                _described(compare_output(i, o, r, task.tolerances), o) for i, (o, r) in enumerate(zip(outs, refs))
+            ]
+            judged.append([int(trial), int(n_outputs), [c.model_dump(mode="json") for c in comparisons]])
+        self._give_back(state)
+        return {"timed": judged}
+
+    def _give_back(self, state: dict) -> None:
+        from tritongym.core.worker.handouts import Handout
+
+        for lent in state["handouts"].values():
+            if isinstance(lent, Handout):
+                lent.free()
+        state["handouts"].clear()
+
+    def free(self, payload: bytes) -> dict:
+        """The task is over: its handouts go back, its record stays if the cache has room for it."""
+        state = self.tasks.pop(json.loads(payload).get("task_id"), None)
+        if state is None:
+            return {}
+        self._give_back(state)
+        record = state["record"]
+        self.records[state["key"]] = record
+        self.records.move_to_end(state["key"])
+        while self.records and sum(r.nbytes for r in self.records.values()) > self.cache_bytes:
+            self.records.popitem(last=False)
+        if self.cuda:
+            import torch
+
+            torch.cuda.empty_cache()
+        return {"cached_records": len(self.records)}
+
+
+def _described(comparison: OutputComparison, out) -> OutputComparison:
+    """`compare_output` ran on a stand-in (a meta tensor: shape and dtype, no memory, judged by its description
+    alone): the comparison names the device the candidate's output was on."""
+    device = getattr(out, "tritongym_device", None)
+    if device is not None and comparison.device == "meta":
+        comparison.device = device
+    return comparison
+
+
+HANDLERS = {
+    "PREP": Keeper.prep,
+    "RTIM": Keeper.time_reference,
+    "RCHK": Keeper.check_reference,
+    "HOUT": Keeper.lend,
+    "HDAT": Keeper.receive,
+    "JUDG": Keeper.judge,
+    "JTIM": Keeper.judge_timed,
+    "FREE": Keeper.free,
+}
+
+
+def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
+    """Warm up, say `REDY` (or `FAIL`), then answer requests until told to exit; never returns."""
+    from tritongym.core.worker.stages import apply_limits
+
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    apply_limits(WorkerTask(problem_name="", problem_source="", file_mb=int(os.environ.get("TRITONGYM_FILE_MB", "64"))))
+    try:
+        keeper = Keeper(device_name)
+    except BaseException as exc:  # noqa: BLE001 - a keeper that cannot start says why, then exits
+        frames.send(out_fd, "FAIL", json.dumps({"kind": type(exc).__name__, "message": str(exc)[:2000]}).encode())
+        os._exit(1)
+    info = {**keeper.ready_info(), "startup_s": round(time.monotonic() - started, 3)}
+    frames.send(out_fd, "REDY", json.dumps(info).encode())
+    while True:
+        frame = frames.receive(in_fd)
+        if frame is None or frame[0] == "EXIT":
+            os._exit(0)
+        kind, payload = frame
+        handler = HANDLERS.get(kind)
+        try:
+            if handler is None:
+                raise ValueError(f"the keeper does not know request {kind}")
+            answer = handler(keeper, payload)
+            frames.send(out_fd, "OKAY", json.dumps(answer).encode())
+        except StageError as exc:
+            frames.send(out_fd, "FAIL", json.dumps({"stage": exc.stage, "error": exc.info.model_dump()}).encode())
+        except Exception as exc:  # noqa: BLE001 - a request that fails is answered, the keeper lives on
+            info = ErrorInfo(kind=type(exc).__name__, message=f"the reference keeper failed on {kind}: {exc}"[:2000])
+            frames.send(out_fd, "FAIL", json.dumps({"stage": "keeper", "error": info.model_dump()}).encode())
+            print(f"tritongym keeper: {kind} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    serve(0, os.dup(1), sys.argv[1], sys.argv[2], STARTED)
+
+
+if __name__ == "__main__":
+    main()
