@@ -626,9 +626,10 @@ class TaskDriver:
         self.deadline = started + self.timeout_s
         try:
             self.keeper = self.pool.keeper(self.worker.gpu)
-            failed = self._prepare()
-            if failed is not None:
-                return self._problem(failed, started), False
+            if self.task.mode != "screen":  # negative controls run no candidate: the worker compares them itself
+                failed = self._prepare()
+                if failed is not None:
+                    return self._problem(failed, started), False
             self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
@@ -879,6 +880,8 @@ class TaskDriver:
             evidence.phases["reference"] = 0.0 if self.prep.get("cached") else float(self.prep.get("compute_s", 0.0))
             evidence.phases["reference_cached"] = 1.0 if self.prep.get("cached") else 0.0
             evidence.reference_peak_mb = self.prep.get("peak_mb")
+            if evidence.reference_peak_mb is not None:
+                evidence.phases["reference_peak_mb"] = float(evidence.reference_peak_mb)
 
     def _problem(self, failed: dict, started: float) -> Evidence:
         """The reference's side failed in the keeper: the problem's error (or the keeper's), not the candidate's."""
