@@ -306,10 +306,11 @@ class GPUWorker:
                     sent["n_outputs"] = len(sent["outputs"])
                 groups = [(["trial", t], sent["outputs"]) for t, sent in enumerate(report["trials"])]
                 groups += [(["probe", p["probe"], p["trial"]], p["outputs"]) for p in report["probes"]]
+                lap("candidate")
                 self.hand_out(groups)
+                lap("hand_out")
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
                 raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
-        lap("candidate")
         self.channel.send("CAND", frames.tensors_to_bytes(report))
         lap("send_candidate")
         evidence.stage = report["stage"]
@@ -368,6 +369,7 @@ class GPUWorker:
         try:
             with self.channel.gpu(exclusive=False):
                 self.hand_out([(["trial", trial], flat) for trial, flat in timed_outputs])
+            lap("hand_out_timed")
         except Exception as exc:
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         payload = {

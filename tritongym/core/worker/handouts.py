@@ -31,7 +31,22 @@ class CudaError(RuntimeError):
 
 
 class _IpcHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * 64)]
+    # bytes, not `c_char`: a `c_char` array reads back as a C string, cut at its first zero byte
+    _fields_ = [("reserved", ctypes.c_ubyte * 64)]
+
+
+def encode_handle(handle: _IpcHandle) -> str:
+    """A handle as text for a JSON frame: all 64 bytes, zero bytes included."""
+    return base64.b64encode(bytes(handle.reserved)).decode()
+
+
+def decode_handle(text: str) -> _IpcHandle:
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) != ctypes.sizeof(_IpcHandle):
+        raise ValueError(f"a CUDA IPC handle is {ctypes.sizeof(_IpcHandle)} bytes, not {len(raw)}")
+    handle = _IpcHandle()
+    ctypes.memmove(ctypes.addressof(handle), raw, len(raw))
+    return handle
 
 
 @functools.cache
@@ -100,7 +115,7 @@ class Handout:
         except CudaError:
             self.free()
             raise
-        self.handle = base64.b64encode(bytes(handle.reserved)).decode()
+        self.handle = encode_handle(handle)
         self.tensor = wrap(self.address, self.nbytes, dtype, shape)
 
     def free(self) -> None:
@@ -123,8 +138,7 @@ def copy_into(handles: list[dict | None], values: list) -> None:
         for handle, value in zip(handles, values):
             if handle is None:
                 continue
-            raw = _IpcHandle()
-            raw.reserved = base64.b64decode(handle["handle"])
+            raw = decode_handle(handle["handle"])
             address = ctypes.c_uint64()
             _call("cuIpcOpenMemHandle_v2", ctypes.byref(address), raw, 1)  # 1: lazy peer access
             opened.append(address.value)
