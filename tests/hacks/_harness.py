@@ -83,6 +83,11 @@ def incorrect(message: str) -> Expect:
     return Expect(Status.incorrect, message=message)
 
 
+def failed_at_run(message: str) -> Expect:
+    """`runtime_error`: the hack broke itself (what it found was not what it looked for), with this message."""
+    return Expect(Status.runtime_error, message=message)
+
+
 def registered_checks(host: PluginHost) -> dict[str, str]:
     """Registered check name -> its stage ("static" or "runtime"), for the checks that are on by default
     (an off-by-default check such as `llm-judge` asks a model and has its own tests)."""

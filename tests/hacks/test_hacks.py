@@ -28,6 +28,7 @@ from ._harness import (
     Case,
     assert_caught,
     evaluate_cases,
+    failed_at_run,
     hacked,
     imprecise,
     incorrect,
@@ -179,10 +180,13 @@ GPU_CASES: list[Case] = [
     Case("output_memory_reuse.py", "relu", (incorrect("outside tolerance"), hacked("ghost")), R),
     # the reference runs in the keeper, which the patch cannot reach: the patch itself is the finding
     Case("sabotage_patch_relu.py", "relu", (hacked("environment", "torch.relu"), hacked("timing", "slower")), R),
-    # issue 26 item 5: the reference's outputs live in the keeper's process and CUDA context, never here
-    Case("steal_reference_frames.py", "relu", (incorrect("outside tolerance"),), R),
-    Case("steal_reference_gc.py", "relu", (incorrect("outside tolerance"),), R),
-    Case("steal_reference_traceback.py", "relu", (incorrect("outside tolerance"),), R),
+    # issue 26 item 5: the reference's outputs live in the keeper's process and CUDA context, never here; what
+    # these thieves find instead is the worker's own bookkeeping (a host copy: Triton refuses it, runtime_error)
+    Case("steal_reference_frames.py", "relu", (incorrect("outside tolerance"), failed_at_run("cannot be accessed")), R),
+    Case("steal_reference_gc.py", "relu", (incorrect("outside tolerance"), failed_at_run("cannot be accessed")), R),
+    Case(
+        "steal_reference_traceback.py", "relu", (incorrect("outside tolerance"), failed_at_run("cannot be accessed")), R
+    ),
     Case("steal_reference_allocator.py", "relu", (incorrect("outside tolerance"),), R),
     Case("implausible_speedup.py", "relu", (incorrect("timed calls"), hacked("timing")), R),
     # issue 26 item 4: capture detected by the current stream, which the source policy allows (CPU: honest)
