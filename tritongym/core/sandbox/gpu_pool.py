@@ -68,6 +68,7 @@ class PoolOptions:
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
+    keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -408,25 +409,29 @@ class WorkerPool:
         self.references: dict[str, dict] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
-        self.keepers: dict[str, KeeperProcess] = {}
-        self._keeper_locks = {gpu: threading.Lock() for gpu in options.gpus}
+        self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
+        self.keepers: dict[tuple[str, int], KeeperProcess] = {}
+        self._keeper_locks = {(gpu, k): threading.Lock() for gpu in options.gpus for k in range(self.keepers_per_gpu)}
         for gpu in options.gpus:
-            threading.Thread(target=self._warm_keeper, args=(gpu,), daemon=True).start()
+            for k in range(self.keepers_per_gpu):
+                threading.Thread(target=self._warm_keeper, args=(gpu, k), daemon=True).start()
             for _ in range(options.workers_per_gpu):
                 self._spawn(gpu)
 
     # --- the reference keepers ---------------------------------------------------------------------------
 
-    def _warm_keeper(self, gpu: str) -> None:
+    def _warm_keeper(self, gpu: str, k: int) -> None:
         try:
-            self.keeper(gpu)
+            self.keeper(gpu, k)
         except KeeperUnavailable as exc:
             self.failures.append(str(exc))
 
-    def keeper(self, gpu: str) -> KeeperProcess:
-        """The GPU's keeper, started (again, if the last one died) on demand."""
-        with self._keeper_locks[gpu]:
-            current = self.keepers.get(gpu)
+    def keeper(self, gpu: str, k: int = 0) -> KeeperProcess:
+        """The GPU's k-th keeper, started (again, if the last one died) on demand.  A problem's tasks always go
+        to the same keeper (`keeper_for`), so its record is built once; several keepers build several
+        problems' records at once."""
+        with self._keeper_locks[(gpu, k)]:
+            current = self.keepers.get((gpu, k))
             if current is not None and not current.dead:
                 return current
             if current is not None:
@@ -435,8 +440,13 @@ class WorkerPool:
                 raise KeeperUnavailable("the pool is closed")
             keeper = KeeperProcess(gpu, self.options, self.zygote)
             keeper.start(self.options.start_timeout_s)
-            self.keepers[gpu] = keeper
+            self.keepers[(gpu, k)] = keeper
             return keeper
+
+    def keeper_for(self, gpu: str, task: WorkerTask) -> KeeperProcess:
+        from tritongym.core.worker.keeper import record_key
+
+        return self.keeper(gpu, int(record_key(task)[:8], 16) % self.keepers_per_gpu)
 
     # --- worker lifecycle ------------------------------------------------------------------------------
 
@@ -625,7 +635,7 @@ class TaskDriver:
         self._with_known_timings()
         self.deadline = started + self.timeout_s
         try:
-            self.keeper = self.pool.keeper(self.worker.gpu)
+            self.keeper = self.pool.keeper_for(self.worker.gpu, self.task)
             if self.task.mode != "screen":  # negative controls run no candidate: the worker compares them itself
                 failed = self._prepare()
                 if failed is not None:
