@@ -124,7 +124,10 @@ def test_the_timer_waits_for_unjoined_side_stream_work():
     assert stats.mode == "eager" and "not capturable" in stats.note, stats
 
 
-def test_sabotaged_reference_is_flagged(gpu_evaluator):
+def test_a_sabotaged_reference_op_is_out_of_reach_and_named(gpu_evaluator):
+    """The reference runs in the GPU's keeper, a process the candidate never ran in: replacing `torch.relu` in
+    the worker cannot slow the baseline any more (the timing check sees a stable reference), and the patch
+    itself is the finding (`environment`)."""
     problem = load_problem("relu", "gpu")
     saboteur = problem.solution + textwrap.dedent(
         """
@@ -144,7 +147,7 @@ def test_sabotaged_reference_is_flagged(gpu_evaluator):
     result = gpu_evaluator.evaluate(saboteur, problem)
     assert result.status == Status.hacked, result.message
     timing = next(c for c in result.checks if c.name == "timing")
-    assert not timing.passed and "slowed the baseline" in timing.reason, timing
+    assert timing.passed and "reference stable" in timing.reason, timing
     assert any(c.name == "environment" and not c.passed and "torch.relu" in c.reason for c in result.checks)
 
 
@@ -199,7 +202,8 @@ def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
     first, second = gpu_evaluator.evaluate_many([(problem.solution, problem)]), None
     second = gpu_evaluator.evaluate(problem.solution, problem)
     assert first[0].status == second.status == Status.ok
-    stored = gpu_evaluator.registry.reference_timing(problem.key, gpu_evaluator.device_class, "ieee")
+    precision = gpu_evaluator.config.precision
+    stored = gpu_evaluator.registry.reference_timing(problem.key, gpu_evaluator.device_class, precision)
     if any("disagreed" in note for note in second.timing.notes):
         # the GPU drifted by more than reconcile_tolerance between the two: the paired timing is used and the
         # cache dropped, so the next task times the reference in full (seen once after a long run)
@@ -235,8 +239,10 @@ def test_tf32_dot_is_measured_a_downgrade_under_ieee_and_fine_under_tf32(sandbox
         assert result.status == (Status.ok if allowed else Status.incorrect), result.message
 
 
-def test_reading_freed_memory_finds_nan_not_the_reference(gpu_evaluator):
-    """Output-memory reuse: the reference's freed outputs are poisoned before the candidate is imported."""
+def test_reading_freed_memory_finds_no_reference_output(gpu_evaluator):
+    """Output-memory reuse: the worker never computes a reference output (the keeper does, in its own process),
+    and its freed memory is poisoned before the candidate is imported; what an unwritten output holds is the
+    poison or the candidate's own earlier calls' copies of its inputs, never the answer."""
     problem = load_problem("relu", "gpu")
     reuse = RELU_HEAD + textwrap.dedent(
         """
@@ -249,12 +255,10 @@ def test_reading_freed_memory_finds_nan_not_the_reference(gpu_evaluator):
     )
     result = gpu_evaluator.evaluate(reuse, problem)
     # Incorrect, not hacked: had the candidate read the reference's result it would match and only the ghost
-    # check could catch it.  Every element non-finite (no max abs error: no finite pair to measure), NaN among
-    # them: the 0xFF poison, not zeros or the reference's numbers.
+    # check could catch it.  About half the elements (relu's negative inputs) or all of them (the poison) wrong.
     assert result.status == Status.incorrect, result.message
-    found = re.search(r"(\d+) of (\d+) elements outside tolerance \([^)]*\); non-finite values", result.message)
-    assert found and found[1] == found[2], result.message
-    assert "NaN where the reference has a number" in result.message, result.message
+    found = re.search(r"(\d+) of (\d+) elements outside tolerance", result.message)
+    assert found and int(found[1]) > int(found[2]) // 4, result.message
 
 
 def test_a_suspect_speedup_is_measured_again():
