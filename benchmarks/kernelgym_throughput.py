@@ -65,10 +65,11 @@ The toolkit needs CUDA: `eval_kernel_against_ref` and `eval_reference_only` asse
 request and task through KernelGYM's controller and starts a process per task, where each fails at CUDA's
 initialisation: the anchor's statuses are then `failed`, with that reason, and no ratio is claimed.
 
-Timing.  Wall time is measured around each side's work per workload (Evaluator construction reported
-apart, as setup; the pool runner's first worker start likewise).  The anchor is slow (seconds per task),
-so it stops starting requests once its share of `--time-budget` is spent and its rate is taken over the
-requests it finished; its order (`candidate_set.interleaved` for `rl`, a fixed shuffle for `bundled`)
+Timing.  tritongym runs both workloads first, then the anchor; wall time is measured around each side's
+work per workload (Evaluator construction reported apart, as setup; the pool runner's first worker start
+likewise).  The anchor is slow (seconds per request), so it stops starting requests once its share of
+`--time-budget` (what is left of it, split between the workloads still to run) is spent, and its rate is
+taken over the requests it finished; its order (`candidate_set.interleaved` for `rl`, a fixed shuffle for `bundled`)
 makes every prefix mix problems and variants.  Reported per workload: wall seconds, evaluations per
 minute and their ratio, status counts on each side, and how often both reach the same ok / not-ok
 verdict (anchor ok: completed, compiled, correct and no decoy).
@@ -100,7 +101,6 @@ REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 RL_PROBLEMS = 16
-RL_VARIANTS = 8
 MIN_ANCHOR_S = 90.0  # each workload's anchor always gets this long, however long tritongym took
 PACKAGES_WITH_HEAVY_INIT = ("", "worker")  # kernelgym/__init__.py and kernelgym/worker/__init__.py
 REQUIREMENTS = {  # module: the distribution to install, for the imports KernelGYM's code path makes
@@ -449,32 +449,36 @@ def status_text(counts: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
-def run_workload(name: str, cands: list, args, kg: KernelGym, budget_for_anchor: Callable[[], float | None]) -> dict:
-    """tritongym on every candidate, then the anchor on as many as its budget allows; the comparison."""
-    from _common import fmt
-    from candidate_set import CORRECT_VARIANTS
+def run_ours(name: str, cands: list, args) -> dict:
+    """tritongym on every candidate of a workload: `eval_throughput.run_tritongym`'s summary and results."""
     from eval_throughput import run_tritongym
 
     from tritongym.core.config import EvalConfig
-    from tritongym.core.problems import load_problem
 
     backend = "triton-cuda" if args.device_type == "cuda" else "triton-cpu"
     options = {"gpus": [args.device_id]} if args.device_type == "cuda" else {}
     config = EvalConfig(backend=backend, size=args.size, backend_options=options, use_cache=name != "bundled")
     print(f"[{name}] {len(cands)} candidates over {len(dict.fromkeys(c[0] for c in cands))} problems", flush=True)
     with tempfile.TemporaryDirectory(prefix=f"kg-throughput-{name}-") as tmp:
-        ours = run_tritongym(name, cands, config, Path(tmp) / "registry.db", args.plugin, None)
+        return run_tritongym(name, cands, config, Path(tmp) / "registry.db", args.plugin, None)
+
+
+def run_theirs(
+    name: str, cands: list, args, kg: KernelGym, budget: float | None
+) -> tuple[list, float, WorkerScheduler]:
+    """The anchor on a workload's candidates, one Dr. Kernel request each, until `budget` seconds are spent."""
+    from _common import fmt
+
+    from tritongym.core.problems import load_problem
 
     problems = {n: load_problem(n, args.size) for n in dict.fromkeys(c[0] for c in cands)}
     requests = [
         dr_kernel_request(f"{name}_{i:04d}_{p}_{v}", sized_reference(problems[p]), src, args.timeout_s)
         for i, (p, v, src) in enumerate(cands)
     ]
-    budget = budget_for_anchor()
     print(
         f"[{name}] KernelGYM ({args.anchor_runner}) on cuda:{args.device_id} (it knows no other device), "
-        f"budget {fmt(budget)} s; "
-        f"its output goes to {args.anchor_log}",
+        f"budget {fmt(budget)} s; its output goes to {args.anchor_log}",
         flush=True,
     )
     saved_cache = os.environ.get("TRITON_CACHE_DIR")
@@ -489,12 +493,20 @@ def run_workload(name: str, cands: list, args, kg: KernelGym, budget_for_anchor:
                 f"{anchor_status(result)} ({took:.1f} s) {dict(counts)}"
             )
 
-        theirs, anchor_wall, scheduler = run_anchor(kg, requests, args.device_id, args.anchor_runner, budget, progress)
-        if saved_cache is None:
-            os.environ.pop("TRITON_CACHE_DIR", None)
-        else:
-            os.environ["TRITON_CACHE_DIR"] = saved_cache
+        try:
+            return run_anchor(kg, requests, args.device_id, args.anchor_runner, budget, progress)
+        finally:
+            if saved_cache is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = saved_cache
 
+
+def compare(name: str, cands: list, ours: dict, anchor: tuple, budget: float | None, args, kg: KernelGym) -> dict:
+    """One workload's report: both sides' rates and statuses, their ratio, per-candidate verdicts."""
+    from candidate_set import CORRECT_VARIANTS
+
+    theirs, anchor_wall, scheduler = anchor
     rows = []
     for i, (problem, variant, _) in enumerate(cands):
         r = ours["results"][i]
@@ -527,7 +539,7 @@ def run_workload(name: str, cands: list, args, kg: KernelGym, budget_for_anchor:
         "tritongym": ours["summary"],
         "kernelgym": {
             "requests": len(theirs),
-            "of": len(requests),
+            "of": len(cands),
             "wall_s": anchor_wall,
             "per_min": anchor_rate,
             "statuses": dict(Counter(anchor_status(k) for k in theirs)),
@@ -619,28 +631,27 @@ def main() -> None:
         workloads = {"bundled": bundled_candidates, "rl": rl_candidates}
         names = list(workloads) if args.workload == "both" else [args.workload]
         plans = {n: workloads[n](args.size)[: args.limit] for n in names}
+        ours = {name: run_ours(name, plans[name], args) for name in names}  # both tritongym sides first
         reports: dict[str, dict] = {}
-        for index, name in enumerate(names):
-
-            def budget_for_anchor(left: int = len(names) - index) -> float | None:
-                if not args.time_budget:
-                    return None
+        for index, name in enumerate(names):  # then the anchor, the time left shared between the workloads
+            budget = None
+            if args.time_budget:
                 remaining = args.time_budget - (time.perf_counter() - run_started)
-                return max(MIN_ANCHOR_S, remaining / left)
-
-            reports[name] = run_workload(name, plans[name], args, kg, budget_for_anchor)
+                budget = max(MIN_ANCHOR_S, remaining / (len(names) - index))
+            anchor = run_theirs(name, plans[name], args, kg, budget)
+            reports[name] = compare(name, plans[name], ours[name], anchor, budget, args, kg)
 
     table = []
     for name, rep in reports.items():
-        ours, theirs = rep["tritongym"], rep["kernelgym"]
+        mine, theirs = rep["tritongym"], rep["kernelgym"]
         table.append(
             [
                 f"{name}: tritongym",
-                ours["candidates"],
-                fmt(ours["wall_s"]),
-                fmt(ours["per_min"]),
+                mine["candidates"],
+                fmt(mine["wall_s"]),
+                fmt(mine["per_min"]),
                 fmt(rep["ratio"]),
-                status_text(ours["statuses"]),
+                status_text(mine["statuses"]),
             ]
         )
         table.append(
