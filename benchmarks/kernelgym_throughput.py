@@ -456,8 +456,8 @@ def run_ours(name: str, cands: list, args) -> dict:
     from tritongym.core.config import EvalConfig
 
     backend = "triton-cuda" if args.device_type == "cuda" else "triton-cpu"
-    options = {"gpus": [args.device_id]} if args.device_type == "cuda" else {}
-    config = EvalConfig(backend=backend, size=args.size, backend_options=options, use_cache=name != "bundled")
+    gpus = [args.device_id] if ":" in args.device else None  # plain `cuda`: the default, every visible GPU
+    config = EvalConfig(backend=backend, size=args.size, gpus=gpus, use_cache=name != "bundled")
     print(f"[{name}] {len(cands)} candidates over {len(dict.fromkeys(c[0] for c in cands))} problems", flush=True)
     with tempfile.TemporaryDirectory(prefix=f"kg-throughput-{name}-") as tmp:
         return run_tritongym(name, cands, config, Path(tmp) / "registry.db", args.plugin, None)
@@ -587,7 +587,12 @@ def main() -> None:
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
     )
     parser.add_argument("--workload", choices=["bundled", "rl", "both"], default="both")
-    parser.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu (smoke test: TRITON_INTERPRET=1)")
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        help="cuda (tritongym: every visible GPU, as by default; KernelGYM: cuda:0), cuda:N (both on GPU N), or cpu "
+        "(smoke test: TRITON_INTERPRET=1)",
+    )
     parser.add_argument("--size", choices=["cpu", "gpu"], default=None, help="problem size preset (default: device's)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N candidates of each workload")
     parser.add_argument("--kernelgym", type=Path, default=default_release(), help="folder holding kernelgym/")
