@@ -198,6 +198,41 @@ class KernelGym:
         """Where a module of the release really lives (through the skeleton's link)."""
         return Path(module.__file__).resolve()
 
+    def toolkit_in_a_task_process(self, timeout_s: float = 120.0) -> Path:
+        """The file of the toolkit a spawned process gets from `get_toolkit("kernelbench")`, as KernelGYM's task
+        processes look it up: proof, before any timing, that they import this release through the skeleton."""
+        import multiprocessing
+        import queue
+
+        ctx = multiprocessing.get_context("spawn")
+        answers = ctx.Queue()
+        process = ctx.Process(target=_toolkit_lookup, args=(answers,))
+        process.start()
+        try:
+            answer = answers.get(timeout=timeout_s)
+        except queue.Empty:
+            answer = {"error": f"no answer in {timeout_s:g} s"}
+        finally:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+        if "error" in answer:
+            raise SystemExit(f"a spawned process could not look up KernelGYM's toolkit: {answer['error']}")
+        return Path(answer["toolkit"]).resolve()
+
+
+def _toolkit_lookup(answers) -> None:
+    """In a spawned process: KernelGYM's toolkit and backend adapter by name, as its task processes get them."""
+    try:
+        from kernelgym.backend import get_backend
+        from kernelgym.toolkit import get_toolkit
+
+        toolkit = get_toolkit("kernelbench")
+        get_backend("kernelbench")
+        answers.put({"toolkit": sys.modules[type(toolkit).__module__].__file__})
+    except BaseException as exc:  # everything goes back to the parent, which says it
+        answers.put({"error": f"{type(exc).__name__}: {exc}"})
+
 
 def sized_reference(problem) -> str:
     """The problem's source with its size preset's constants set, as tritongym's worker sets them."""
@@ -632,7 +667,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="kernelgym-release-") as scratch:
         kg = KernelGym(args.kernelgym.resolve(), Path(scratch))
-        print(f"KernelGYM's toolkit: {kg.file_of(kg.toolkit)}", flush=True)
+        in_task = kg.toolkit_in_a_task_process()
+        print(f"KernelGYM's toolkit: {kg.file_of(kg.toolkit)} (in a task process: {in_task})", flush=True)
         workloads = {"bundled": bundled_candidates, "rl": rl_candidates}
         names = list(workloads) if args.workload == "both" else [args.workload]
         plans = {n: workloads[n](args.size)[: args.limit] for n in names}
@@ -698,6 +734,7 @@ def main() -> None:
         "host": platform.node(),
         "settings": {**vars(args), "out": str(args.out), "kernelgym": str(args.kernelgym), "cpu_count": os.cpu_count()},
         "dr_kernel_request": DR_KERNEL_REQUEST,
+        "kernelgym_toolkit": str(in_task),
         "workloads": reports,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

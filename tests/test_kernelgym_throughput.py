@@ -48,6 +48,7 @@ direct = kg.toolkit.KernelBenchToolkit().evaluate(dict(kernel_task))
 import torch
 print("PROBE " + json.dumps({
     "files": {name: str(kg.file_of(getattr(kg, name))) for name in ("toolkit", "workflow", "executor", "config")},
+    "in_task_process": str(kg.toolkit_in_a_task_process()),
     "skeleton_init": (kg.root / "kernelgym" / "__init__.py").read_text(),
     "heavy_imported": [m for m in sys.argv[3].split(",") if m in sys.modules],
     "request": request,
@@ -96,6 +97,7 @@ def test_the_release_is_imported_as_published_without_its_server_stack(probe):
         "executor": str(release / "worker" / "task_executor.py"),
         "config": str(release / "config" / "__init__.py"),
     }
+    assert probe["in_task_process"] == probe["files"]["toolkit"]  # a spawned task process gets the same one
     assert "from .server import" in (release / "__init__.py").read_text()  # what the skeleton leaves out
     assert "from .server import" not in probe["skeleton_init"]
     assert probe["heavy_imported"] == []
