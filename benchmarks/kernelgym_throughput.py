@@ -27,7 +27,9 @@ beside the repository).  Each candidate is one Dr. Kernel request, handled as Ke
    turns it into the tasks its server queues: a `kernel_evaluation` task (server defaults filled in:
    toolkit and backend adapter "kernelbench", Triton detection on for backend triton, profiling on as
    `settings.enable_profiling` says, correctness and performance on) and, only when the kernel compiled
-   and is correct, a `reference_timing` task; their results are combined by its `_combine_results`;
+   and is correct, a `reference_timing` task; their results are combined by its `_combine_results`.
+   (The toolkit also takes one `evaluation` task, kernel and reference in one process, but the server never
+   queues one for `/evaluate`: each request is one or two task processes, as here);
 3. each task goes, as the task manager stores it (a JSON round trip, `submit_task`'s defaults), to a GPU
    worker: `task_data["device"] = "cuda:N"` and the request's timeout as the per-task limit, as
    `GPUWorker._process_toolkit_task` / `_run_toolkit_task` do, and runs in a fresh process:
@@ -54,7 +56,11 @@ manager) and `kernelgym/worker/__init__.py` imports the GPU worker (Redis, aioht
 run the toolkit, the workflow controller or the executor, so at run time a scratch folder gets a package
 skeleton: `kernelgym/__init__.py` and `kernelgym/worker/__init__.py` empty, every other file and subpackage
 a symbolic link into the release (nothing copied, nothing edited).  The folder goes first on `sys.path`
-and `PYTHONPATH`, so the spawned task processes import the same release.  The toolkit's config
+and `PYTHONPATH`, so the spawned task processes import the same release; before any timing, one spawned
+process looks the toolkit up by name, as a task process does, and must find the release's file.  On the
+GPU machine the release must travel with the call (`../shared` beside the checkout does not): copy
+`kernelgym/` into an ignored folder of the checkout, carry it, and name that folder with `--kernelgym`.
+The toolkit's config
 (`kernelgym/config/settings.py`) needs `pydantic-settings` (which needs `python-dotenv`,
 `typing-inspection`); the rest of the code path needs torch, triton, numpy and pydantic.  A missing one
 stops the run at start with the package names to install.
@@ -69,13 +75,15 @@ Timing.  tritongym runs both workloads first, then the anchor; wall time is meas
 work per workload (Evaluator construction reported apart, as setup; the pool runner's first worker start
 likewise).  The anchor is slow (seconds per request), so it stops starting requests once its share of
 `--time-budget` (what is left of it, split between the workloads still to run) is spent, and its rate is
-taken over the requests it finished; its order (`candidate_set.interleaved` for `rl`, a fixed shuffle for `bundled`)
-makes every prefix mix problems and variants.  Reported per workload: wall seconds, evaluations per
-minute and their ratio, status counts on each side, and how often both reach the same ok / not-ok
-verdict (anchor ok: completed, compiled, correct and no decoy).
+taken over the requests it finished; its order (`candidate_set.interleaved` for `rl`, a fixed shuffle for
+`bundled`) makes every prefix mix problems and variants.  Reported per workload: wall seconds, evaluations
+per minute and their ratio, status counts on each side, and how often both reach the same ok / not-ok
+verdict (anchor ok: completed, compiled, correct and no decoy).  Prints a table; writes JSON (default
+benchmarks/results/kernelgym_throughput.json) with every candidate's verdicts and the first task of each
+kind as KernelGYM's worker got it.
 
-    python benchmarks/kernelgym_throughput.py                    # both workloads on cuda:0
-    python benchmarks/kernelgym_throughput.py --workload rl --time-budget 560
+    python benchmarks/kernelgym_throughput.py                    # both workloads on the GPU
+    python benchmarks/kernelgym_throughput.py --workload rl --time-budget 540 --kernelgym .kernelgym
     python benchmarks/kernelgym_throughput.py --device cpu --limit 2   # CPU smoke: import path, tasks
 """
 
