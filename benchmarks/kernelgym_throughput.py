@@ -109,6 +109,7 @@ REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 RL_PROBLEMS = 16
+SHOWN_DISAGREEMENTS = 12  # per workload on the terminal; the JSON has them all
 MIN_ANCHOR_S = 90.0  # each workload's anchor always gets this long, however long tritongym took
 PACKAGES_WITH_HEAVY_INIT = ("", "worker")  # kernelgym/__init__.py and kernelgym/worker/__init__.py
 REQUIREMENTS = {  # module: the distribution to install, for the imports KernelGYM's code path makes
@@ -726,11 +727,13 @@ def main() -> None:
             f"tritongym {rep['tritongym']['setup_s']:.1f} s"
             + (f", KernelGYM's pool {rep['kernelgym']['pool_setup_s']:.1f} s" if args.anchor_runner == "pool" else "")
         )
-        for d in agree["disagreements"]:
+        for d in agree["disagreements"][:SHOWN_DISAGREEMENTS]:
             print(
                 f"  differs: {d['problem']}/{d['variant']}: tritongym {d['tritongym_status']}, "
                 f"KernelGYM {d['kernelgym_status']} ({(d['kernelgym_message'] or '')[:100]})"
             )
+        if len(agree["disagreements"]) > SHOWN_DISAGREEMENTS:
+            print(f"  ... and {len(agree['disagreements']) - SHOWN_DISAGREEMENTS} more (all in {args.out})")
     if args.device_type == "cpu":
         print(
             "on the CPU KernelGYM's toolkit cannot run (it asserts torch.cuda.is_available()): its statuses say "
