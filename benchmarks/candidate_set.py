@@ -39,8 +39,13 @@ PROBLEMS = (
     "sum_dim",
     "hardtanh",
     "matmul",
+    "mean_dim",
+    "max_dim",
+    "linear_bias_relu",
+    "batched_matmul",
 )
-"""Simple, quick-to-compile problems, in the order they are taken; only `matmul` does heavy compute."""
+"""Quick-to-compile problems, in the order they are taken (the first 12 simple, `matmul` and the last two
+with heavier compute); `kernelgym_throughput.py`'s RL-like batch takes all 16."""
 
 VARIANTS = (
     "solution",
