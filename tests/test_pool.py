@@ -74,7 +74,32 @@ def test_dead_worker_is_retried_once_then_crashed(pool, relu_problem):
 def test_hang_is_a_timeout_and_the_pool_goes_on(pool, relu_problem):
     evidence = pool.run(task_for(relu_problem, "while True:\n    pass\n"), timeout_s=8)
     assert evidence.error.kind == "Timeout"
+    assert "did not finish import and correctness trials within its time budget" in evidence.error.message
     assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
+
+
+SLOW_CALL_S = 0.4
+
+
+def test_the_time_budget_grows_with_what_the_reference_costs(pool, relu_problem):
+    """Issue 27 item 2: a problem whose reference takes seconds per call gives its candidates seconds per call
+    too.  Here every forward (the reference's and the candidate's) sleeps; the candidate makes about as many
+    calls as the keeper made for the reference, far more than the configured 4 s floor allows."""
+    slow_reference = relu_problem.source.replace(
+        "return torch.relu(x)", f"__import__('time').sleep({SLOW_CALL_S})\n        return torch.relu(x)"
+    )
+    slow_candidate = relu_problem.solution.replace(
+        "return out", f"__import__('time').sleep({SLOW_CALL_S})\n        return out"
+    )
+    assert slow_reference != relu_problem.source and slow_candidate != relu_problem.solution
+    task = task_for(relu_problem, slow_candidate, seeds=[1, 2]).model_copy(update={"problem_source": slow_reference})
+    evidence = pool.run(task, timeout_s=4)
+    assert evidence.error is None and evidence.stage == "done", evidence.error
+    assert evidence.phases["reference"] > 8 * SLOW_CALL_S  # the keeper's calls: trials, shape sets, probes
+    assert evidence.worker_s > 4  # past the floor, within the budget
+    hang = task.model_copy(update={"candidate_source": "while True:\n    pass\n"})
+    evidence = pool.run(hang, timeout_s=4)
+    assert evidence.error.kind == "Timeout" and "plus 6x the" in evidence.error.message, evidence.error
 
 
 def test_resident_memory_is_watched(relu_problem):
@@ -373,5 +398,23 @@ def test_a_killed_workers_channel_is_never_written_again(tmp_path):
         assert (tmp_path / "registry.db").read_bytes()[:16] == b"SQLite format 3\x00"
         assert Registry(tmp_path / "registry.db").lookup("p", "k", "triton-cpu", "cpu", "x") is None
         registry.close()
+    finally:
+        pool.close()
+
+
+def test_a_reference_slower_than_its_limit_is_the_problems_timeout(relu_problem, monkeypatch):
+    """The reference's side has a limit of its own (`TaskDriver.REFERENCE_LIMIT_S`, 30 minutes; 3 s here): past
+    it the problem is at fault, named so, and the next task gets a fresh keeper."""
+    from tritongym.core.sandbox.gpu_pool import TaskDriver
+
+    monkeypatch.setattr(TaskDriver, "REFERENCE_LIMIT_S", 3.0)
+    endless = relu_problem.source.replace("return torch.relu(x)", "__import__('time').sleep(60)")
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        task = task_for(relu_problem, relu_problem.solution).model_copy(update={"problem_source": endless})
+        evidence = pool.run(task, timeout_s=60)
+        assert evidence.stage == "problem" and evidence.error.kind == "Timeout"
+        assert "the reference did not build its outputs, gold and probes within 3 s" in evidence.error.message
+        assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
     finally:
         pool.close()

@@ -341,7 +341,12 @@ class Worker:
 
 
 class KeeperUnavailable(Exception):
-    """The reference keeper died or did not answer: nobody's fault but the infrastructure's."""
+    """The reference keeper died or did not answer: nobody's fault but the infrastructure's (or, when it did
+    not answer a request about the reference in time, the problem's: `timed_out`)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 class KeeperProcess(Worker):
@@ -388,7 +393,7 @@ class KeeperProcess(Worker):
                 )
                 tail = self.log_tail(1500).strip()
                 self.kill()
-                raise KeeperUnavailable(self.dead + (f"\n{tail}" if tail else ""))
+                raise KeeperUnavailable(self.dead + (f"\n{tail}" if tail else ""), timed_out=frame is None)
             return frame[0] == "OKAY", frame[1]
 
 
@@ -569,8 +574,12 @@ class TaskDriver:
     calls' outputs (`TIMD`, judged by `JTIM`), and the keeper re-times the reference briefly (`RCHK`)."""
 
     BUDGET_PER_REFERENCE_S = 6.0
-    """The time limit grows by this many times what the reference's side took (its trials, probes and shape
-    sets): a problem whose reference takes 20 s gets 120 s more than the configured floor."""
+    """The candidate's time limit grows by this many times what the reference's side took (its trials, probes
+    and shape sets): a problem whose reference takes 20 s gets 120 s more than the configured floor."""
+
+    REFERENCE_LIMIT_S = 1800.0
+    """The reference's side (outputs, gold, probes, its timing) is the problem's cost, not the candidate's: it
+    has this long, and a reference that takes longer is the problem's error, named so."""
 
     def __init__(self, pool: WorkerPool, worker: Worker, task: WorkerTask, timeout_s: float) -> None:
         self.pool, self.worker, self.task = pool, worker, task
@@ -620,8 +629,15 @@ class TaskDriver:
         had = self.holding
         if exclusive is not None or had is None:
             self._acquire(exclusive=bool(exclusive))
+        limit = self.REFERENCE_LIMIT_S if kind in ("PREP", "RTIM") else max(self.deadline - time.monotonic(), 1.0)
         try:
-            ok, answer = self.keeper.call(kind, payload, max(self.deadline - time.monotonic(), 1.0))
+            ok, answer = self.keeper.call(kind, payload, limit)
+        except KeeperUnavailable as exc:
+            if not (exc.timed_out and kind in ("PREP", "RTIM")):
+                raise
+            what = "build its outputs, gold and probes" if kind == "PREP" else "be timed"
+            message = f"the reference did not {what} within {limit:g} s (the limit of a problem's reference side)"
+            return False, {"stage": "problem", "error": {"kind": "Timeout", "message": message}}
         finally:
             if exclusive is not None or had is None:
                 self._release()
@@ -712,13 +728,13 @@ class TaskDriver:
         self.task = self.task.model_copy(update={"kept_trials": kept})
         extra = self.BUDGET_PER_REFERENCE_S * float(prep.get("compute_s") or 0.0)
         self.budget_s = self.timeout_s + extra
-        self.deadline += extra
         if self.worker.gpu != "cpu" and self.task.timing.enabled:
             self.phase = "timing the reference"
             ok, answer = self._ask("RTIM", {"task_id": self.task_id}, exclusive=True)
             if not ok:
                 return answer
             self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
+        self.deadline = time.monotonic() + self.budget_s  # the candidate's budget starts when its work does
         return None
 
     def _reference_timing(self, timing: TimingReport) -> None:
