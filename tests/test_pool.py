@@ -418,3 +418,48 @@ def test_a_reference_slower_than_its_limit_is_the_problems_timeout(relu_problem,
         assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
     finally:
         pool.close()
+
+
+def test_gpu_memory_is_admitted_from_measured_need():
+    """Issue 27 item 1: workers are admitted while the needs granted fit; a need beyond the GPU's budget waits
+    for the GPU to be idle and then has all of it, alone."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    budget = MemoryBudget(100.0)
+    assert budget.reserve(60.0) == 60.0
+    order: list[str] = []
+
+    def take(name: str, need: float) -> None:
+        granted = budget.reserve(need)
+        order.append(f"{name}:{granted:g}")
+
+    second = threading.Thread(target=take, args=("fits-after", 50.0))
+    second.start()
+    second.join(timeout=0.5)
+    assert second.is_alive() and order == []  # 60 + 50 > 100: waits
+    assert budget.reserve(40.0) == 40.0  # 60 + 40 fits at once, beside the first
+    budget.release(60.0)
+    second.join(timeout=5)
+    assert order == ["fits-after:50"] and budget.reserved_mb == 90.0  # woken by the release: 40 + 50 fit
+
+
+def test_a_need_beyond_the_gpu_runs_alone():
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    budget = MemoryBudget(100.0)
+    first = budget.reserve(30.0)
+    granted: list[float] = []
+    alone = threading.Thread(target=lambda: granted.append(budget.reserve(500.0)))
+    alone.start()
+    alone.join(timeout=0.5)
+    assert alone.is_alive() and not granted  # 30 is held: the GPU is not idle
+    budget.release(first)
+    alone.join(timeout=5)
+    assert granted == [100.0] and budget.holders == 1  # all of it, and nobody beside it
+    late = threading.Thread(target=lambda: granted.append(budget.reserve(1.0)))
+    late.start()
+    late.join(timeout=0.5)
+    assert late.is_alive()  # even 1 MiB waits while the large one runs
+    budget.release(100.0)
+    late.join(timeout=5)
+    assert granted == [100.0, 1.0]

@@ -13,6 +13,11 @@ from tritongym.core.models import Evidence, ProbeCall, Status, TrialEvidence
 _MEMORY_HINTS = ("MemoryError", "MemoryLimit", "can't allocate memory", "out of memory", "OutOfMemory")
 
 
+def is_memory_error(kind: str, message: str) -> bool:
+    """An error that says memory ran out, in any of the words torch, CUDA and the worker use."""
+    return any(h in message or h == kind for h in _MEMORY_HINTS)
+
+
 @dataclass
 class OutputJudgement:
     correct: bool
@@ -103,9 +108,7 @@ def status_of_failure(evidence: Evidence) -> Status | None:
         return None
     if error.kind == "Timeout":
         return Status.timeout
-    if error.kind in ("WorkerCrashed", "MemoryLimit") or any(
-        h in error.message or h == error.kind for h in _MEMORY_HINTS
-    ):
+    if error.kind in ("WorkerCrashed", "MemoryLimit") or is_memory_error(error.kind, error.message):
         return Status.crashed
     if evidence.stage == "import" or error.kind in ("CompilationError", "CompileTimeAssertionFailure"):
         return Status.compile_error

@@ -35,7 +35,7 @@ from tritongym.core.models import (
 )
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.registry import Registry
-from tritongym.core.verdict import judge_trials, status_of_failure
+from tritongym.core.verdict import is_memory_error, judge_trials, status_of_failure
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
@@ -403,9 +403,13 @@ class Evaluator:
                 f"{evidence.error.message}"
             )
         if evidence.error is not None and evidence.stage == "problem":
+            fits = ""
+            if is_memory_error(evidence.error.kind, evidence.error.message) and self.backend.device_type == "cpu":
+                limit = f"{self.limits.memory_mb} MiB" if self.limits.memory_mb else "no limit"
+                fits = f" (the problem does not fit the worker's memory limit, {limit}: config `memory_mb`)"
             raise ProblemFormatError(
                 f"the reference of problem '{problem.name}' failed in the worker: "
-                f"{evidence.error.kind}: {evidence.error.message}"
+                f"{evidence.error.kind}: {evidence.error.message}{fits}"
             )
         fields = {
             "phases": evidence.phases,

@@ -58,6 +58,8 @@ from tritongym.core.worker_task import WorkerTask
 
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+CONTEXT_MB = 600.0  # a CUDA context with torch's and Triton's modules loaded, per process
+KEEPER_CACHE_SHARE = 0.25  # of the GPU, for all its keepers' records together (keeper.py's cache_mb)
 
 
 @dataclass
@@ -109,6 +111,35 @@ class GPULock:
                 self.writer = False
             else:
                 self.readers -= 1
+            self.cond.notify_all()
+
+
+class MemoryBudget:
+    """Per-GPU admission from measured need (issue 27 item 1): a task's worker reserves what its problem's
+    reference was measured to need (`TaskDriver.worker_need_mb`) before it gets the task, and waits while the
+    reservations already granted leave too little.  A task that needs more than the GPU's budget waits until the
+    GPU is idle and then has it alone.  The candidate's caching allocator is capped at what it was granted, so
+    a candidate that needs far more than its reference fails alone instead of starving its neighbours."""
+
+    def __init__(self, capacity_mb: float) -> None:
+        self.capacity_mb = capacity_mb
+        self.reserved_mb = 0.0
+        self.holders = 0
+        self.cond = threading.Condition()
+
+    def reserve(self, need_mb: float) -> float:
+        """Block until `need_mb` fits (or the GPU is idle, for a need beyond the budget); the MiB granted."""
+        grant = min(need_mb, self.capacity_mb)
+        with self.cond:
+            self.cond.wait_for(lambda: self.holders == 0 or self.reserved_mb + grant <= self.capacity_mb)
+            self.reserved_mb += grant
+            self.holders += 1
+        return grant
+
+    def release(self, granted_mb: float) -> None:
+        with self.cond:
+            self.reserved_mb = max(self.reserved_mb - granted_mb, 0.0)
+            self.holders -= 1
             self.cond.notify_all()
 
 
@@ -215,6 +246,7 @@ class Worker:
         self.log_path = os.path.join(self.tmp, "worker.log")
         env = _gpu_env(self.tmp, options)
         device = "cpu" if gpu == "cpu" else "cuda:0"
+        env.update(self.role_env())
         if gpu == "cpu":
             env["TRITON_INTERPRET"] = "1"
         else:
@@ -248,6 +280,10 @@ class Worker:
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.info: dict = {}
+
+    def role_env(self) -> dict[str, str]:
+        """Environment variables of this kind of process (none for a worker)."""
+        return {}
 
     def _read(self) -> None:
         try:
@@ -359,10 +395,14 @@ class KeeperProcess(Worker):
     MODULE = "tritongym.core.worker.keeper"
     ROLE = "keeper"
 
-    def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None) -> None:
+    def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, share: float = 1.0) -> None:
+        self.share = share  # of the GPU's record cache (KEEPER_CACHE_SHARE): the GPU's keepers split it
         super().__init__(gpu, options, zygote)
         self.calls = threading.Lock()
         self.dead = ""
+
+    def role_env(self) -> dict[str, str]:
+        return {"TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}"}
 
     def start(self, timeout: float) -> None:
         """Wait for `REDY`; raises `KeeperUnavailable` with the keeper's words when it does not come."""
@@ -415,6 +455,8 @@ class WorkerPool:
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
+        self.memory: dict[str, MemoryBudget] = {}  # per GPU, once its first keeper said how large it is
+        self.total_mb: dict[str, float] = {}
         self.keepers: dict[tuple[str, int], KeeperProcess] = {}
         self._keeper_locks = {(gpu, k): threading.Lock() for gpu in options.gpus for k in range(self.keepers_per_gpu)}
         for gpu in options.gpus:
@@ -443,9 +485,16 @@ class WorkerPool:
                 current.kill()
             if self.closed:
                 raise KeeperUnavailable("the pool is closed")
-            keeper = KeeperProcess(gpu, self.options, self.zygote)
+            keeper = KeeperProcess(gpu, self.options, self.zygote, share=1.0 / self.keepers_per_gpu)
             keeper.start(self.options.start_timeout_s)
             self.keepers[(gpu, k)] = keeper
+            total = float(keeper.info.get("total_mb") or 0.0)
+            if total and gpu not in self.memory:
+                # what the workers may reserve: the GPU less the keepers' share (their record caches and
+                # contexts) and a margin for the drivers' own allocations
+                keepers = KEEPER_CACHE_SHARE * total + self.keepers_per_gpu * CONTEXT_MB
+                self.memory[gpu] = MemoryBudget(max(total * 0.95 - keepers, total * 0.25))
+                self.total_mb[gpu] = total
             return keeper
 
     def keeper_for(self, gpu: str, task: WorkerTask) -> KeeperProcess:
@@ -603,6 +652,8 @@ class TaskDriver:
         self.compare_s = 0.0
         self.lock_wait_s = 0.0
         self.phase = "the reference's side"
+        self.granted_mb: float | None = None
+        self.memory_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
 
@@ -656,6 +707,7 @@ class TaskDriver:
                 failed = self._prepare()
                 if failed is not None:
                     return self._problem(failed, started), False
+                self._admit()
             self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
@@ -711,11 +763,34 @@ class TaskDriver:
             return evidence, True
         finally:
             self._release()
+            if self.granted_mb is not None:
+                self.pool.memory[self.worker.gpu].release(self.granted_mb)
+                self.granted_mb = None
             if self.keeper is not None and not self.keeper.dead:
                 try:
                     self.keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
                 except KeeperUnavailable:
                     pass
+
+    def worker_need_mb(self) -> float:
+        """What a candidate's worker is expected to need on the GPU: its context, and twice the reference's
+        measured peak (its own inputs, weights, outputs and temporaries, with room for a less frugal kernel)."""
+        return CONTEXT_MB + max(1024.0, 2.0 * float(self.prep.get("peak_mb") or 0.0))
+
+    def _admit(self) -> None:
+        """Reserve the worker's measured need on its GPU (waiting is not the candidate's time), and cap its
+        caching allocator there unless the configuration set a cap."""
+        budget = self.pool.memory.get(self.worker.gpu)
+        if budget is None:
+            return
+        began = time.monotonic()
+        self.granted_mb = budget.reserve(self.worker_need_mb())
+        waited = time.monotonic() - began
+        self.deadline += waited
+        self.memory_wait_s = waited
+        if self.task.gpu_memory_fraction is None:
+            fraction = min(1.0, self.granted_mb / self.pool.total_mb[self.worker.gpu])
+            self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})
 
     def _prepare(self) -> dict | None:
         """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""
@@ -898,6 +973,7 @@ class TaskDriver:
         evidence.worker_s = time.monotonic() - started
         evidence.phases["pool_compare"] = round(self.compare_s, 4)
         evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
+        evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
         return evidence
 
     def _phases(self, evidence: Evidence) -> None:

@@ -198,7 +198,8 @@ class Keeper:
         else:
             self.total_bytes = 0
             self.fingerprint = local_fingerprint()
-        default_mb = DEFAULT_CACHE_SHARE * self.total_bytes / 2**20 if self.cuda else 2048
+        share = float(os.environ.get("TRITONGYM_KEEPER_CACHE_SHARE", DEFAULT_CACHE_SHARE))
+        default_mb = share * self.total_bytes / 2**20 if self.cuda else 2048
         self.cache_bytes = int(float(os.environ.get("TRITONGYM_KEEPER_CACHE_MB", default_mb)) * 2**20)
         self.records: OrderedDict[str, ReferenceRecord] = OrderedDict()
         self.tasks: dict[str, dict] = {}
@@ -227,7 +228,7 @@ class Keeper:
             workdir = os.path.join(os.getcwd(), f"record-{self.builds}")
             self.builds += 1
             os.makedirs(workdir, exist_ok=True)
-            record = ReferenceRecord(task, workdir, self.device)
+            record = self._build(task, workdir)
         self.tasks[data["task_id"]] = {"task": task, "record": record, "key": key, "handouts": {}}
         return {
             "planned": record.planned,
@@ -239,6 +240,26 @@ class Keeper:
             "record_mb": round(record.nbytes / 2**20, 2),
             "compute_s": round(record.compute_s, 4),
         }
+
+    def _build(self, task: WorkerTask, workdir: str) -> ReferenceRecord:
+        """A new record; a reference that cannot fit the GPU is the problem's error, with its size in it."""
+        import torch
+
+        try:
+            return ReferenceRecord(task, workdir, self.device)
+        except torch.OutOfMemoryError as exc:
+            self.records.clear()  # nothing kept from other problems stands in its way next time
+            torch.cuda.empty_cache()
+            total = self.total_bytes / 2**30
+            raise StageError(
+                "problem",
+                ErrorInfo(
+                    kind="OutOfMemory",
+                    message=f"the reference's outputs, gold and probes do not fit this GPU ({total:.1f} GiB): {exc}"[
+                        :2000
+                    ],
+                ),
+            ) from None
 
     def _state(self, data: dict) -> dict:
         state = self.tasks.get(data.get("task_id"))

@@ -69,7 +69,11 @@ class TritonCUDABackend(Backend):
         )
         memory_mb: int | None = Field(default=32768, ge=512, description="resident memory a worker may use")
         gpu_memory_fraction: float | None = Field(
-            default=None, gt=0, le=1, description="caching-allocator cap per worker; None = 0.9 / workers_per_gpu"
+            default=None,
+            gt=0,
+            le=1,
+            description="caching-allocator cap per worker; None = what the pool admitted it with (twice the "
+            "reference's measured peak, plus a context)",
         )
         timing: TimingOptions = Field(default_factory=TimingOptions)
 
@@ -126,7 +130,8 @@ class TritonCUDABackend(Backend):
 
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
         pool = self.pool()
-        fraction = self.options.gpu_memory_fraction or 0.9 / pool.options.workers_per_gpu
+        # None: the pool caps each worker at the memory it admitted it with, from the reference's measured need
+        fraction = self.options.gpu_memory_fraction
         update = {"device": "cuda:0", "timing": self.options.timing, "gpu_memory_fraction": fraction}
         return pool.run(task.model_copy(update=update), limits.timeout_s)
 
