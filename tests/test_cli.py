@@ -10,7 +10,7 @@ import pytest
 from conftest import RELU_KERNEL
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 
 runner = CliRunner()
 

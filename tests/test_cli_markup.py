@@ -9,7 +9,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""`tritongym client ...`: talk to a running `tritongym serve` (core/service/client.py) from the shell.
+"""`tritongym client ...`: talk to a running `tritongym serve` (service/http_client.py) from the shell.
 
 Exit codes as `tritongym eval`: 0 the candidate(s) ok (or the query answered), 1 a verdict other than ok, a
 task the service could not evaluate, one not finished within --timeout, or no kernel stored; 2 bad input
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from tritongym.core.cli.common import JsonOpt, PlainHelpGroup, _emit_json, command, err, out
+from tritongym.cli.common import JsonOpt, PlainHelpGroup, _emit_json, command, err, out
 
 client_app = typer.Typer(
     help="Talk to a running `tritongym serve`: submit, wait, best, health.", no_args_is_help=True, cls=PlainHelpGroup
@@ -36,7 +36,7 @@ def _client(url: str | None, token: str | None):
     from tritongym.core.errors import ServiceError
 
     try:
-        from tritongym.core.service.client import Client
+        from tritongym.service.http_client import Client
     except ImportError as exc:
         raise ServiceError(f"tritongym client needs httpx ({exc}): pip install 'tritongym[serve]'") from None
     return Client(url, token)
@@ -102,7 +102,7 @@ def submit_command(
     as_json: JsonOpt = False,
 ):
     """Submit one candidate file; with --wait (default) print its verdict and exit 0 only if it is ok."""
-    from tritongym.core.api import read_candidate
+    from tritongym.api import read_candidate
     from tritongym.core.errors import ConfigError
 
     if (problem is None) == (problem_file is None):

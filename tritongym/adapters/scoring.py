@@ -1,4 +1,5 @@
-"""What the reward adapters judge with: one small protocol, and the in-process implementation of it.
+"""How the reward adapters score completions: one small protocol to judge with, its two implementations
+(in-process and over the HTTP service) and `score_completions`, which both adapters call.
 
 The seam is one method, so that a client of the HTTP service (`tritongym serve`) can stand in for the
 in-process Evaluator without the adapters changing:
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
 from tritongym.core.eval.evaluate import Evaluator
@@ -82,7 +83,7 @@ class ServiceClient:
         timeout_s: float | None = None,
         client=None,
     ) -> None:
-        from tritongym.core.service.client import Client  # httpx only where a service is used
+        from tritongym.service.http_client import Client  # httpx only where a service is used
 
         self.client = client or Client(url, token)
         self.timeout_s = timeout_s

@@ -1,4 +1,4 @@
-"""The `tritongym` command line: a thin typer layer over `tritongym.core.api`.
+"""The `tritongym` command line: a thin typer layer over `tritongym.api`.
 
 Exit codes: 0 success; 1 the work ran but found a failure (a candidate not `ok`, a degenerate problem, no
 kernel stored); 2 bad input (unknown problem, bad config, broken plugin); 3 the environment cannot do it
@@ -18,13 +18,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core.cli import browse as cli_browse
-from tritongym.core.cli import client as cli_client
-from tritongym.core.cli import report as cli_report
-from tritongym.core.cli import serve as cli_serve
-from tritongym.core.cli import train as cli_train
-from tritongym.core.cli import tune as cli_tune
-from tritongym.core.cli.common import (
+from tritongym.cli import browse as cli_browse
+from tritongym.cli import service_client as cli_service_client
+from tritongym.cli import report as cli_report
+from tritongym.cli import serve as cli_serve
+from tritongym.cli import train as cli_train
+from tritongym.cli import tune as cli_tune
+from tritongym.cli.common import (
     BackendOpt,
     CompileRefOpt,
     ConfigOpt,
@@ -69,7 +69,7 @@ cli_report.register(app)  # report: Fast@p of a stored run
 cli_tune.register(app)  # tune: launch configurations of stored kernels
 cli_browse.register(registry_app)  # registry browse: registry.db in Datasette
 cli_serve.register(app)  # serve: the evaluation service over HTTP
-cli_client.register(app)  # client: talk to a running service
+cli_service_client.register(app)  # client: talk to a running service
 
 
 def _config(config, **overrides):
@@ -135,7 +135,7 @@ def eval_command(
     as_json: JsonOpt = False,
 ):
     """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
-    from tritongym.core import api
+    from tritongym import api
 
     cfg = _config(
         config,
@@ -208,7 +208,7 @@ def run_command(
     as_json: JsonOpt = False,
 ):
     """Evaluate many candidates in parallel sandboxes and print a results table."""
-    from tritongym.core import api
+    from tritongym import api
 
     cfg = _config(
         config,
@@ -327,7 +327,7 @@ def best_command(
 ):
     """Show the fastest honest kernel stored for PROBLEM (on the CPU backend: a correct one); with no
     PROBLEM or several, the best kernel of each (a leaderboard). Exit 1 if a named problem has none."""
-    from tritongym.core import api
+    from tritongym import api
 
     filters = {"backend": backend, "precision": precision, "run": run or None, "min_measurements": min_measurements}
     filters["by"] = by
@@ -394,7 +394,7 @@ def _print_filters(shown: dict) -> None:
 
 
 def _best_one(problem, device, size, filters, shown, code, registry, as_json) -> None:
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.tuning import config_text
 
     found = api.best(problem, device, size, registry, **filters)
@@ -493,7 +493,7 @@ def kernel_command(
     as_json: JsonOpt = False,
 ):
     """Show where a kernel came from: its source, every evaluation of it and every run turn that produced it."""
-    from tritongym.core import api
+    from tritongym import api
 
     history = api.kernel_history(kernel_id, registry)
     if history is None:
@@ -565,7 +565,7 @@ def plugins_command(
 ):
     """List every registered backend, check, reward, estimator, sample filter, engine and search strategy,
     with options."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.interfaces import KINDS
 
     registered = api.plugins(plugin or ())
@@ -606,7 +606,7 @@ def advantages_command(
     as_json: JsonOpt = False,
 ):
     """Show what a training step would learn from a batch of turns: advantage and keep flag per turn."""
-    from tritongym.core import api
+    from tritongym import api
 
     overrides: dict = {"estimator": estimator, "seed": seed}
     if filters:
@@ -706,7 +706,7 @@ def problems_check(
     as_json: JsonOpt = False,
 ):
     """Screen problems with negative controls (zeros, another seed's output, identity); exit 1 if any passes."""
-    from tritongym.core import api
+    from tritongym import api
 
     cfg = _config(config, backend=backend, size=size, trials=trials, workers=workers)
     results = api.check_problems(source, only or (), cfg, plugin or ())
@@ -729,7 +729,7 @@ def problems_check(
 @command
 def registry_stats(registry: RegistryOpt = None, as_json: JsonOpt = False):
     """Counts of problems, kernels, evaluations (by status and backend), runs and turns."""
-    from tritongym.core import api
+    from tritongym import api
 
     stats = api.registry_stats(registry)
     if as_json:
