@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -16,7 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from tritongym.core.errors import ConfigError, TritonGymError
+from tritongym.core.errors import ConfigError, RegistryNotStored, TritonGymError
+
+if TYPE_CHECKING:  # the models load with the commands that print them
+    from tritongym.core.models import EvaluationResult
 
 # Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -157,3 +160,47 @@ def command(fn):
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
+
+
+def eval_config(config, **overrides):
+    """The EvalConfig of `--config` (or the defaults) with the flags given on the command line applied."""
+    from tritongym.core.config import load_config
+
+    return load_config(config, **overrides)
+
+
+STATUS_STYLE = {"ok": "green", "incorrect": "yellow", "hacked": "magenta", "rejected": "magenta"}
+
+
+def status_markup(result: EvaluationResult) -> str:
+    """A verdict's status, coloured for rich (green ok, yellow incorrect, magenta hacked or rejected, red else)."""
+    return f"[{STATUS_STYLE.get(result.status.value, 'red')}]{result.status.value}[/]"
+
+
+def fmt(value, spec: str = ".3g") -> str:
+    """A number for a table cell; `-` for a value that was not measured."""
+    return "-" if value is None else format(value, spec)
+
+
+def stored_fields(unstored: RegistryNotStored | None) -> dict:
+    """What `--json` adds to verdicts: whether the registry kept them and, when not, the error as every
+    failing command reports it (`error`, `error_type`, `exit_code`)."""
+    if unstored is None:
+        return {"stored": True}
+    return {"stored": False, "error": str(unstored), "error_type": type(unstored).__name__, "exit_code": 3}
+
+
+def say_not_stored(unstored: RegistryNotStored | None) -> None:
+    """Tell stderr that verdicts were reached but the registry did not keep them (and why)."""
+    if unstored is not None:
+        err.print(f"[bold red]Not stored:[/] {escape(str(unstored.reason))}", highlight=False, soft_wrap=True)
+
+
+def emit_record(record, as_json: bool, code: bool) -> bool:
+    """`--json` (the source included only with `--code`) or `--code` alone (the bare source, for a file or a
+    pipe) for a record with a `source`; whether either was asked for and written."""
+    if as_json:
+        _emit_json(record.model_dump(mode="json", exclude=set() if code else {"source"}))
+    elif code:
+        sys.stdout.write(record.source if record.source.endswith("\n") else record.source + "\n")
+    return as_json or code
