@@ -660,6 +660,33 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
     assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
 
 
+def test_the_client_cli_names_a_problem_as_eval_does(server, tmp_path):
+    """`client submit --problem` takes what `eval --problem` takes: a .py file or SOURCE#NAME here is read and its
+    reference sent with the candidate (the service has no copy); `client best FILE` finds the kernel under the
+    name the file gives it.  The old `--problem-file` still works, with a note, and is gone from --help."""
+    env = {"TRITONGYM_SERVICE_URL": server.url, "TRITONGYM_SERVICE_TOKEN": TOKEN}
+    kernel, source = tmp_path / "k.py", tmp_path / "kb"
+    kernel.write_text(relu_block(128))
+    source.mkdir()
+    # a computation of its own: the registry keys problems by their normalised source, so a copy of relu (or one
+    # with a comment more) would be stored as relu
+    (source / "cli_relu.py").write_text(RELU_REFERENCE + "\nCLIENT_COPY = True\n")
+
+    by_file = run_cli("submit", str(kernel), "--problem", str(source / "cli_relu.py"), "--json", env=env)
+    assert by_file.returncode == 0, by_file.stdout + by_file.stderr
+    assert json.loads(by_file.stdout)["result"]["problem_id"] == "cli_relu"
+    by_reference = run_cli("submit", str(kernel), "-p", f"{source}#cli_relu", "--json", env=env)
+    assert by_reference.returncode == 0 and json.loads(by_reference.stdout)["result"]["problem_id"] == "cli_relu"
+    old = run_cli("submit", str(kernel), "--problem-file", str(source / "cli_relu.py"), "--json", env=env)
+    assert old.returncode == 0 and json.loads(old.stdout)["result"]["problem_id"] == "cli_relu", old.stderr
+    assert "--problem-file is now --problem" in old.stderr
+    assert "--problem-file" not in run_cli("submit", "--help", env={**env, "COLUMNS": "300"}).stdout
+
+    best = run_cli("best", str(source / "cli_relu.py"), "--json", env=env)
+    assert best.returncode == 0 and json.loads(best.stdout)["problem_id"] == "cli_relu", best.stdout + best.stderr
+    assert run_cli("best", f"{source}#cli_relu", env=env).returncode == 0
+
+
 def test_a_served_process_evaluates_on_ray_actors(tmp_path):
     """`tritongym serve --ray local`: the service starts its own Ray, its two lanes hand the sandboxes to two
     actors, and the service alone writes the registry; /metrics counts busy time per actor."""

@@ -6,6 +6,6 @@
 
 Both extract the code of each completion exactly as tritongym's own rollouts do, judge it through a
 `client` (`scoring.EvaluationClient`: an in-process `Evaluator` by default, or `scoring.ServiceClient`
-over the HTTP service's client) and report the verdict where the trainer logs it.  This package sits above `tritongym.api`
-and `tritongym.service`, below the CLI; nothing in `core` imports it.
+over the HTTP service's client) and report the verdict where the trainer logs it.  This package sits above
+`tritongym.api` and `tritongym.service`, below the CLI; nothing in `core` imports it.
 """

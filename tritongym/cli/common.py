@@ -27,7 +27,8 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _plain_help(command: click.Command) -> click.Command:
-    """`command` with its help, and its parameters' help, escaped for rich markup (once).
+    """`command` with its help, and its parameters' help, escaped for rich markup (once); hidden arguments left
+    out of its usage line.
 
     Typer renders help through rich markup, where `[ray]` or `[batch, seq, embed]` is a style tag and
     vanishes: `--ray`'s hint read `pip install 'tritongym'`.  Our help is plain text, brackets included."""
@@ -37,6 +38,9 @@ def _plain_help(command: click.Command) -> click.Command:
         for param in command.params:
             if getattr(param, "help", None):
                 param.help = escape(param.help)  # type: ignore[attr-defined]  # options and typer's arguments
+            if param.param_type_name == "argument" and getattr(param, "hidden", False):
+                # an old spelling kept for a release: typer leaves it out of the list, not out of the usage line
+                param.get_usage_pieces = lambda ctx: []  # type: ignore[method-assign]
         command._tritongym_plain_help = True  # type: ignore[attr-defined]
     return command
 
@@ -99,6 +103,14 @@ RayOpt = Annotated[
         "the cluster `ray start --head` runs here, or the head's address (pip install 'tritongym[ray]').",
     ),
 ]
+ProblemsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--problems", help="Problem source: the suite (default), a KernelBench directory, a .jsonl or .parquet file."
+    ),
+]
+"""The one spelling of a problem source (a set of problems) in every command that takes one; a single problem is
+`--problem` (or an argument) and takes what `load_problem` takes: a name, a .py file or SOURCE#NAME."""
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes (default: CPUs).")]
 
 
@@ -204,3 +216,15 @@ def emit_record(record, as_json: bool, code: bool) -> bool:
     elif code:
         sys.stdout.write(record.source if record.source.endswith("\n") else record.source + "\n")
     return as_json or code
+
+
+def one_spelling(value, flag: str, old_value, old_flag: str):
+    """The value of an option given under its spelling (`flag`) or under the old one it replaced (`old_flag`,
+    kept hidden for a release): the old one still works, with a note on stderr naming the new spelling; both at
+    once is bad input unless they agree."""
+    if old_value is None:
+        return value
+    err.print(f"{old_flag} is now {flag} (the old spelling goes in a later release)", highlight=False, markup=False)
+    if value is not None and value != old_value:
+        raise ConfigError(f"{flag} and {old_flag} (its old spelling) name different things: give {flag} only")
+    return old_value

@@ -16,12 +16,14 @@ from tritongym.cli.common import (
     JsonOpt,
     PlainHelpGroup,
     PluginOpt,
+    ProblemsOpt,
     SizeOpt,
     TrialsOpt,
     WorkersOpt,
     _emit_json,
     command,
     eval_config,
+    one_spelling,
     out,
 )
 
@@ -29,14 +31,15 @@ problems_app = typer.Typer(help="List, show and screen problems.", no_args_is_he
 
 
 def problems_list(
-    source: Annotated[str | None, typer.Option("--source", help="Problem source (default: the suite).")] = None,
+    problems: ProblemsOpt = None,
+    source: Annotated[str | None, typer.Option("--source", hidden=True, help="Old spelling of --problems.")] = None,
     size: Annotated[str, typer.Option("--size", help="Size preset to show.")] = "cpu",
     as_json: JsonOpt = False,
 ):
     """List problems with their category and sizes."""
     from tritongym.core.problems import load_problems
 
-    problems = load_problems(source, size)
+    problems = load_problems(one_spelling(problems, "--problems", source, "--source"), size)
     if as_json:
         _emit_json(
             [
@@ -81,7 +84,10 @@ def problems_show(
 
 
 def problems_check(
-    source: Annotated[str | None, typer.Argument(help="Problem source (default: the suite).")] = None,
+    source: Annotated[
+        str | None, typer.Argument(hidden=True, help="Old spelling of --problems (a positional SOURCE).")
+    ] = None,
+    problems: ProblemsOpt = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="Check only this problem (repeatable).")] = None,
     backend: BackendOpt = None,
     size: SizeOpt = None,
@@ -95,6 +101,7 @@ def problems_check(
     from tritongym import api
 
     cfg = eval_config(config, backend=backend, size=size, trials=trials, workers=workers)
+    source = one_spelling(problems, "--problems", source, "the positional SOURCE")
     results = api.check_problems(source, only or (), cfg, plugin or ())
     bad = [r for r in results if not r.ok]
     if as_json:

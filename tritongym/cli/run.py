@@ -20,6 +20,7 @@ from tritongym.cli.common import (
     JsonOpt,
     NoCacheOpt,
     PluginOpt,
+    ProblemsOpt,
     RayOpt,
     RegistryOpt,
     ShapesOpt,
@@ -44,12 +45,7 @@ from tritongym.core.errors import RegistryNotStored
 
 
 def run_command(
-    problems: Annotated[
-        str | None,
-        typer.Option(
-            "--problems", help="Problem source: suite (default), a KernelBench directory, .jsonl or .parquet."
-        ),
-    ] = None,
+    problems: ProblemsOpt = None,
     only: Annotated[list[str] | None, typer.Option("--only", help="Evaluate only this problem (repeatable).")] = None,
     candidates: Annotated[
         Path | None,
