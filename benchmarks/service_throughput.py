@@ -116,7 +116,7 @@ def _cpu_s() -> float:
 
 
 def service_column(name: str, cands: Cands, args, workdir: Path, gpus: list[int] | None = None) -> Column:
-    from tritongym.core.service.client import Client
+    from tritongym.service.http_client import Client
 
     out = workdir / "serve.out"
     command = [sys.executable, "-m", "tritongym", "serve", "--port", "0", "--registry", str(workdir / "service.db")]

@@ -30,7 +30,7 @@ from pathlib import Path
 from _common import fmt, print_table
 
 import tritongym
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.problems import suite_names
 from tritongym.core.tune.autotuned import autotuned_source

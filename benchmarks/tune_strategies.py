@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.problems import load_problem
 

@@ -84,6 +84,29 @@ def test_the_core_docstring_lists_the_layers_in_their_order():
     assert listed == expected
 
 
+LARGEST_ROOM = 0.15
+
+
+def room(name: str) -> str:
+    """The room a module lives in: its layer, or for a plugin its kind's subpackage (plugins/checks, ...)."""
+    if layer(name) != "plugin":
+        return layer(name)
+    return ".".join(name.split(".")[:3]) if MODULES[name].parent != PACKAGE / "plugins" else PLUGINS
+
+
+def test_no_room_holds_more_than_15_percent_of_the_package():
+    """One room per subsystem, none of them the house: a layer (the kernel's own modules, a subsystem of core,
+    a face) or a plugin kind that grows past 15% of the package's lines mixes things that want rooms of their
+    own (core/eval/ held 22%: the pipeline, the sandbox and a source-scan library)."""
+    lines: dict[str, int] = {}
+    for name, path in MODULES.items():
+        if name != "tritongym":
+            lines[room(name)] = lines.get(room(name), 0) + len(path.read_text().splitlines())
+    total = sum(lines.values())
+    over = {r: f"{n / total:.0%}" for r, n in lines.items() if n > LARGEST_ROOM * total}
+    assert not over, f"rooms over {LARGEST_ROOM:.0%} of the package's {total} lines: {over}"
+
+
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if layer(n) != "plugin"))
 def test_no_module_imports_a_layer_above_its_own(name):
     own = LAYERS.index(layer(name))

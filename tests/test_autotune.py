@@ -18,7 +18,7 @@ import torch
 from conftest import registry_before
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.eval.tolerances import tolerances_for

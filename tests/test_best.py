@@ -15,8 +15,8 @@ import pytest
 from conftest import registry_before
 from typer.testing import CliRunner
 
-from tritongym.core import api
-from tritongym.core.cli.app import app
+from tritongym import api
+from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import TritonGymError
 from tritongym.core.fingerprint import local_fingerprint

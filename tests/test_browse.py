@@ -14,8 +14,8 @@ import pytest
 from conftest import RELU_KERNEL
 from typer.testing import CliRunner
 
-from tritongym.core import api
-from tritongym.core.cli.app import app
+from tritongym import api
+from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.models import Candidate
 from tritongym.core.plugins import PluginHost, reset_host
@@ -205,7 +205,7 @@ def test_registry_browse_serves_the_registry_with_the_canned_queries(evaluated, 
         seen["metadata"] = json.loads(Path(argv[argv.index("--metadata") + 1]).read_text())
         return 0
 
-    monkeypatch.setattr("tritongym.core.cli.browse._serve", fake_serve)
+    monkeypatch.setattr("tritongym.cli.browse._serve", fake_serve)
     result = CliRunner().invoke(app, ["registry", "browse", "--registry", str(path), "--port", "8123"])
     assert result.exit_code == 0, result.output
     assert seen["argv"][3:5] == ["serve", str(path)] and "--open" not in seen["argv"]

@@ -10,7 +10,7 @@ import pytest
 from conftest import RELU_KERNEL
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 
 runner = CliRunner()
 
@@ -155,7 +155,7 @@ def test_problems_check_flags_degenerate_problems(write, tmp_path):
             return []
     """,
     )
-    result = invoke("problems", "check", str(tmp_path / "screen"), "--trials", "2", "--json")
+    result = invoke("problems", "check", "--problems", str(tmp_path / "screen"), "--trials", "2", "--json")
     assert result.exit_code == 1
     verdicts = {r["problem_id"]: r for r in json.loads(result.stdout)["results"]}
     assert verdicts["constant"]["passing_controls"] == ["other_seed_output"]

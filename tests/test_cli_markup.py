@@ -9,7 +9,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 
 runner = CliRunner()
 
@@ -55,6 +55,6 @@ def test_subcommand_help_keeps_its_brackets():
 
 def test_problems_list_keeps_brackets_in_descriptions(tmp_path):
     (tmp_path / "rowsum.py").write_text(PROBLEM)
-    result = runner.invoke(app, ["problems", "list", "--source", str(tmp_path)], env={"COLUMNS": "300"})
+    result = runner.invoke(app, ["problems", "list", "--problems", str(tmp_path)], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     assert "Sum over a [rows, cols] tensor." in result.stdout

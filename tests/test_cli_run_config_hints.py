@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 
 CONFIG = """
 name = "hints"

@@ -28,11 +28,11 @@ def heavy_modules_after(code: str) -> list[str]:
 
 
 def test_importing_the_cli_imports_no_heavy_library():
-    assert heavy_modules_after("import tritongym.core.cli") == []
+    assert heavy_modules_after("import tritongym.cli") == []
 
 
 HELP_NEVER_USES = (
-    "tritongym.core.api",
+    "tritongym.api",
     "tritongym.core.eval.evaluate",
     "tritongym.core.registry.store",
     "sqlite_utils",
@@ -48,7 +48,7 @@ def test_help_imports_neither_the_api_nor_the_evaluator_nor_sqlite_utils(argv):
     cost 0.2 s of a 0.44 s start and are imported by the commands that run, never by help (typer itself may
     load pydantic for an option's type; that is not ours to defer)."""
     code = (
-        f"import sys\nsys.argv = ['tritongym', *{argv!r}]\nfrom tritongym.core.cli import main\n"
+        f"import sys\nsys.argv = ['tritongym', *{argv!r}]\nfrom tritongym.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
         f"print('LOADED=' + ','.join(m for m in {HELP_NEVER_USES!r} if m in sys.modules))"
     )
@@ -82,7 +82,7 @@ def test_a_cached_eval_needs_no_torch(tmp_path):
     argv = ["eval", "relu.py", "--problem", "relu", "--backend", "triton-cpu", "--registry", "r.db", "--trials", "1"]
     env_code = "import os\nos.environ['TRITON_INTERPRET'] = '1'\n"
     run = (
-        f"{env_code}import sys\nsys.argv = ['tritongym', *{argv!r}]\nfrom tritongym.core.cli import main\n"
+        f"{env_code}import sys\nsys.argv = ['tritongym', *{argv!r}]\nfrom tritongym.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
     )
     first = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, capture_output=True, text=True)

@@ -158,7 +158,7 @@ def test_skipping_the_check_skips_the_screen(degenerate_problem, monkeypatch):
 
 
 def test_problems_check_names_the_input_transform_that_breaks_a_passing_control(write):
-    from tritongym.core import api
+    from tritongym import api
 
     path = write("relu_non_negative.py", RELU_OF_NON_NEGATIVE)
     (result,) = api.check_problems(str(path), config=EvalConfig(backend="triton-cpu", trials=2))

@@ -162,7 +162,7 @@ def test_cli_advantages_uses_a_plugin_file_and_a_config(tmp_path):
 
     from typer.testing import CliRunner
 
-    from tritongym.core.cli.app import app
+    from tritongym.cli.app import app
 
     plugin = tmp_path / "my_learning_plugin.py"
     plugin.write_text(USER_PLUGIN)
@@ -186,7 +186,7 @@ def test_cli_advantages_uses_a_plugin_file_and_a_config(tmp_path):
 def test_cli_advantages_names_what_is_wrong(tmp_path):
     from typer.testing import CliRunner
 
-    from tritongym.core.cli.app import app
+    from tritongym.cli.app import app
 
     good = {"group": 0, "trajectory": 0, "turn": 0, "reward": 1.0}
     bad_line = _turns_file(tmp_path, [good, '{"group": 0, "trajectory": 1, "turn": 0, "reward": "high"}'])

@@ -384,7 +384,7 @@ def test_extra_body_reaches_the_server(server, tiny_spec):
 def test_test_time_scaling_through_an_openai_endpoint(server, tmp_path):
     """`tritongym tts` with the `openai` engine: the served model needs no local [model] directory, every
     turn is evaluated (triton-cpu) and stored, and turn 2's request carries turn 1's evaluation."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.learn.run_config import RunConfig
     from tritongym.core.registry import Registry
 

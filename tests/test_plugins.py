@@ -178,7 +178,7 @@ def test_unknown_object_lists_known_names():
 def test_cli_plugins_json_lists_builtins_and_file_plugins(tmp_path):
     from typer.testing import CliRunner
 
-    from tritongym.core.cli.app import app
+    from tritongym.cli.app import app
 
     result = CliRunner().invoke(app, ["plugins", "--json", "--plugin", str(_plugin_file(tmp_path))])
     assert result.exit_code == 0, result.output
@@ -275,7 +275,7 @@ def test_a_check_that_raises_fails_closed_and_names_its_plugin(tmp_path, relu_pr
 def test_cli_plugins_lists_estimators_and_filters_with_their_options():
     from typer.testing import CliRunner
 
-    from tritongym.core.cli.app import app
+    from tritongym.cli.app import app
 
     result = CliRunner().invoke(app, ["plugins", "--json"])
     assert result.exit_code == 0, result.output
@@ -299,7 +299,7 @@ def test_cli_plugins_lists_estimators_and_filters_with_their_options():
 def test_cli_plugins_lists_hrd_and_the_llm_judge_with_their_options():
     from typer.testing import CliRunner
 
-    from tritongym.core.cli.app import app
+    from tritongym.cli.app import app
 
     result = CliRunner().invoke(app, ["plugins", "--json"])
     assert result.exit_code == 0, result.output

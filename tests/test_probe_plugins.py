@@ -160,7 +160,7 @@ def test_cli_plugins_lists_probes_by_kind():
 
     from typer.testing import CliRunner
 
-    from tritongym.core.cli.app import app
+    from tritongym.cli.app import app
 
     result = CliRunner().invoke(app, ["plugins", "--json", "--kind", "probe", "--plugin", __name__])
     assert result.exit_code == 0, result.output

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tritongym
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 from tritongym.core.errors import ProblemNotFound
 from tritongym.core.problems import did_you_mean, load_problem, resolve_names, suite_names
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from importlib import import_module
 from pathlib import Path
 
 import tritongym
@@ -92,3 +95,32 @@ def test_a_plugin_needs_only_the_top_level_names(tmp_path, fast_config, monkeypa
         ("api-trials", str(plugin)),
         ("trloo", "tritongym.plugins.estimators.trloo"),
     } <= registered
+
+
+def test_the_api_package_lists_every_name_it_loads_on_first_use():
+    """`from tritongym.api import X` works for every name `__all__` promises, and for no other: the list
+    and the lazy map in `tritongym/api/__init__.py` cannot drift apart unseen."""
+    from tritongym import api
+
+    assert sorted(api.__all__) == sorted(api._LAZY)
+    for name in api.__all__:
+        assert getattr(api, name) is getattr(import_module(f"tritongym.api.{api._LAZY[name]}"), name), name
+    try:
+        api.no_such_function  # noqa: B018
+    except AttributeError as exc:
+        assert "tritongym.api" in str(exc)
+    else:
+        raise AssertionError("tritongym.api answered a name it does not define")
+
+
+def test_the_api_result_models_load_no_pipeline():
+    """The service's HTTP client returns `BestKernel`: importing the models must not import the evaluator,
+    the registry (sqlite-utils) or torch, as `tritongym.api`'s functions do."""
+    code = (
+        "import sys\nimport tritongym.api.results\n"
+        "heavy = ('tritongym.api.evaluation', 'tritongym.core.eval.evaluate', 'sqlite_utils', 'torch')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

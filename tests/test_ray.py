@@ -18,7 +18,7 @@ import torch
 from typer.testing import CliRunner
 
 from tests.conftest import RELU_KERNEL
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig, load_config
 from tritongym.core.errors import ConfigError
 from tritongym.core.eval.evaluate import Evaluator

@@ -25,7 +25,7 @@ import pytest
 from conftest import RELU_KERNEL
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 from tritongym.core.errors import RegistryError
 from tritongym.core.registry import Registry
 from tritongym.core.registry import sqlite as registry_sqlite

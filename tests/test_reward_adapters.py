@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import RELU_KERNEL
 from tritongym.adapters import verl
-from tritongym.adapters.client import NO_CODE, EvaluationClient, InProcessClient, ServiceClient
+from tritongym.adapters.scoring import NO_CODE, EvaluationClient, InProcessClient, ServiceClient
 from tritongym.adapters.trl import TritonGymReward, completion_text, prompt_rows
 from tritongym.core.errors import ConfigError
 

@@ -95,7 +95,7 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path):
 
 
 def test_set_overrides_take_toml_values_or_strings(tmp_path):
-    from tritongym.core.cli.train import parse_overrides
+    from tritongym.cli.train import parse_overrides
 
     overrides = parse_overrides(["optim.steps=3", "sampling.stop=['```']", "name=demo run", "optim.lr=1e-3"])
     assert overrides == {"optim.steps": 3, "sampling.stop": ["```"], "name": "demo run", "optim.lr": 1e-3}

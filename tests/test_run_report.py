@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tritongym.core.cli.app import app
+from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
 from tritongym.core.eval.evaluate import Evaluator

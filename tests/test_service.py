@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tritongym.core.errors import ConfigError, ServiceError
 from tritongym.core.problems import SUITE_DIR
-from tritongym.core.service.client import Client
-from tritongym.core.service.protocol import TaskState
+from tritongym.service.http_client import Client
+from tritongym.service.protocol import TaskState
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -277,7 +277,7 @@ def test_a_non_loopback_address_needs_a_token(tmp_path):
 
 
 def test_the_exposure_rule():
-    from tritongym.core.service.server import check_exposure, is_loopback, settings
+    from tritongym.service.server import check_exposure, is_loopback, settings
 
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "gpu-box.example.org"))
@@ -381,7 +381,7 @@ def test_a_killed_server_loses_no_accepted_task(tmp_path):
 def test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start(tmp_path, fast_config):
     from tritongym.core.eval.evaluate import Evaluator
     from tritongym.core.plugins import PluginHost
-    from tritongym.core.service.service import EvaluationService
+    from tritongym.service.service import EvaluationService
 
     def service() -> EvaluationService:
         evaluator = Evaluator(fast_config.model_copy(update={"trials": 1}), host=PluginHost(load_entry_points=False))
@@ -391,7 +391,7 @@ def test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start
 
     first = service()
     first.start()
-    from tritongym.core.service.protocol import Submission
+    from tritongym.service.protocol import Submission
 
     views = first.submit([first.prepare(Submission(source=relu_block(b), problem="relu")) for b in (128, 256, 512)])
     ids = [v.id for v in views]
@@ -431,7 +431,7 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
 
 def _hung_sandbox(served: Served, for_s: float = 3.0) -> int:
     """The pid of a sandbox of `served` that has been running for `for_s` seconds: the hung candidate's."""
-    from tritongym.core.service.sandboxes import sandbox_processes
+    from tritongym.service.sandboxes import sandbox_processes
 
     first_seen: dict[int, float] = {}
     deadline = time.monotonic() + 120
@@ -506,7 +506,7 @@ def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
 
 
 def test_kill_orphans_kills_a_sandbox_whose_parent_is_gone_and_spares_a_live_evaluators():
-    from tritongym.core.service import sandboxes
+    from tritongym.service import sandboxes
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.worker"]  # looks like one
     # its parent exits at once (and holds no pipe of ours open): an orphan
@@ -658,6 +658,33 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
     assert unknown.returncode == 2 and "no problem named 'nope'" in unknown.stderr
     unreachable = run_cli("health", "--url", "http://127.0.0.1:9", env=env)
     assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
+
+
+def test_the_client_cli_names_a_problem_as_eval_does(server, tmp_path):
+    """`client submit --problem` takes what `eval --problem` takes: a .py file or SOURCE#NAME here is read and its
+    reference sent with the candidate (the service has no copy); `client best FILE` finds the kernel under the
+    name the file gives it.  The old `--problem-file` still works, with a note, and is gone from --help."""
+    env = {"TRITONGYM_SERVICE_URL": server.url, "TRITONGYM_SERVICE_TOKEN": TOKEN}
+    kernel, source = tmp_path / "k.py", tmp_path / "kb"
+    kernel.write_text(relu_block(128))
+    source.mkdir()
+    # a computation of its own: the registry keys problems by their normalised source, so a copy of relu (or one
+    # with a comment more) would be stored as relu
+    (source / "cli_relu.py").write_text(RELU_REFERENCE + "\nCLIENT_COPY = True\n")
+
+    by_file = run_cli("submit", str(kernel), "--problem", str(source / "cli_relu.py"), "--json", env=env)
+    assert by_file.returncode == 0, by_file.stdout + by_file.stderr
+    assert json.loads(by_file.stdout)["result"]["problem_id"] == "cli_relu"
+    by_reference = run_cli("submit", str(kernel), "-p", f"{source}#cli_relu", "--json", env=env)
+    assert by_reference.returncode == 0 and json.loads(by_reference.stdout)["result"]["problem_id"] == "cli_relu"
+    old = run_cli("submit", str(kernel), "--problem-file", str(source / "cli_relu.py"), "--json", env=env)
+    assert old.returncode == 0 and json.loads(old.stdout)["result"]["problem_id"] == "cli_relu", old.stderr
+    assert "--problem-file is now --problem" in old.stderr
+    assert "--problem-file" not in run_cli("submit", "--help", env={**env, "COLUMNS": "300"}).stdout
+
+    best = run_cli("best", str(source / "cli_relu.py"), "--json", env=env)
+    assert best.returncode == 0 and json.loads(best.stdout)["problem_id"] == "cli_relu", best.stdout + best.stderr
+    assert run_cli("best", f"{source}#cli_relu", env=env).returncode == 0
 
 
 def test_a_served_process_evaluates_on_ray_actors(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.models import Status
 

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
-from tritongym.core import api  # noqa: E402
+from tritongym import api  # noqa: E402
 from tritongym.core.generation import TinyModelSpec  # noqa: E402
 from tritongym.core.learn.model_loading import build_tiny_model  # noqa: E402
 from tritongym.core.learn.run_config import RunConfig  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from tritongym.core import api  # noqa: E402
+from tritongym import api  # noqa: E402
 from tritongym.core.config import EvalConfig  # noqa: E402
 from tritongym.core.eval.evaluate import Evaluator  # noqa: E402
 from tritongym.core.generation import TinyModelSpec  # noqa: E402

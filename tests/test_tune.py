@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 import tritongym
-from tritongym.core import api
-from tritongym.core.cli.app import app
+from tritongym import api
+from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import NoKernelStored, PluginError
 from tritongym.core.learn.feedback import render_feedback

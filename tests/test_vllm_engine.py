@@ -271,7 +271,7 @@ def test_a_training_step_with_vllm_rollouts_reports_the_real_mismatch(tiny_spec,
     """The trainer with vLLM as its rollout engine: MRS compares vLLM's log-probs with the trainer's own on
     the same weights, so the reported mismatch is the two stacks' numerical difference (tiny, not zero), and
     the updated weights reach vLLM after the step."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.registry import Registry
 
     config = _run_config(
@@ -298,7 +298,7 @@ def test_a_training_step_with_vllm_rollouts_reports_the_real_mismatch(tiny_spec,
 def test_test_time_scaling_with_vllm(tiny_spec, tmp_path):
     """`tts` through the vllm engine: every turn stored with its run, the kernels in the prefill really judged
     by triton-cpu workers, and an identical second run answered by the registry alone."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.registry import Registry
 
     solution = (SUITE.parent / "solutions" / "relu.py").read_text()

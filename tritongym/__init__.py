@@ -19,9 +19,9 @@ from tritongym.core.hookspecs import hookimpl
 
 # public name -> the module that defines it
 _LAZY = {
-    "evaluate": "tritongym.core.api",
-    "run": "tritongym.core.api",
-    "best": "tritongym.core.api",
+    "evaluate": "tritongym.api",
+    "run": "tritongym.api",
+    "best": "tritongym.api",
     "Registry": "tritongym.core.registry",
     "Evaluator": "tritongym.core.eval.evaluate",
     "EvalConfig": "tritongym.core.config",
@@ -92,7 +92,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
-    from tritongym.core.api import best, evaluate, run
+    from tritongym.api import best, evaluate, run
     from tritongym.core.config import EvalConfig
     from tritongym.core.errors import TritonGymError
     from tritongym.core.eval.evaluate import Evaluator

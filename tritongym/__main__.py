@@ -1,3 +1,3 @@
-from tritongym.core.cli.app import main
+from tritongym.cli.app import main
 
 main()

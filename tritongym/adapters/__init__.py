@@ -5,7 +5,7 @@
   and `compute_score_batch` for verl's batch reward manager.
 
 Both extract the code of each completion exactly as tritongym's own rollouts do, judge it through a
-`client` (`client.EvaluationClient`: an in-process `Evaluator` by default, the HTTP service's client
-later) and report the verdict where the trainer logs it.  This package sits above `tritongym.core.api`
-and below the CLI; nothing in `core` imports it.
+`client` (`scoring.EvaluationClient`: an in-process `Evaluator` by default, or `scoring.ServiceClient`
+over the HTTP service's client) and report the verdict where the trainer logs it.  This package sits above
+`tritongym.api` and `tritongym.service`, below the CLI; nothing in `core` imports it.
 """

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritongym.adapters.client import NO_CODE, EvaluationClient, InProcessClient, Scored, score_completions
-from tritongym.core import api
+from tritongym import api
+from tritongym.adapters.scoring import NO_CODE, EvaluationClient, InProcessClient, Scored, score_completions
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
 from tritongym.core.eval.evaluate import Evaluator

@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from tritongym.adapters.client import EvaluationClient, InProcessClient, ServiceClient, score_completions
+from tritongym.adapters.scoring import EvaluationClient, InProcessClient, ServiceClient, score_completions
 
 _clients: dict[tuple, EvaluationClient] = {}
 _lock = threading.Lock()

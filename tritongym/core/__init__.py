@@ -1,4 +1,5 @@
-"""The core: the plugin kernel at this level, one subpackage per subsystem below it.
+"""The core: the plugin kernel at this level, one subpackage per subsystem below it; the faces (`tritongym.api`,
+`tritongym.service`, `tritongym.adapters`, `tritongym.cli`) live beside it, outside `core/`.
 
 The kernel (modules directly in `core/`) is what every subsystem and every plugin may import: the hook
 specs (`hookspecs`), the base classes plugins subclass (`interfaces`), the data that flows between the
@@ -31,14 +32,15 @@ included).  In that order, with what each imports besides the kernel:
 - `learn`         the model's side (conversation, generation, rollouts, RL and SFT trainers): `eval`,
                   `registry`, `tune` (tuning as feedback) and `reports` (the training-metrics table);
 - `scaling`       test-time scaling over rollouts and the registry: `learn`, `tune`, `registry`;
-- `api`           the Python API, one function per CLI command, over all of the above;
+- `tritongym.api` the Python API, one function per CLI command, over all of the above (a face of the
+                  package, beside `service`, `adapters` and `cli`, not part of the core);
 - `tritongym`     the package's top (`tritongym/__init__.py`): the public names, imported from `api`,
                   `eval` and `registry` on first use;
-- `service`       `tritongym serve` (an HTTP evaluation service) and its client: `api`, the `Evaluator` and
-                  executors of `eval`, the registry;
+- `tritongym.service` `tritongym serve` (an HTTP evaluation service) and its HTTP client: `api`, the
+                  `Evaluator` and executors of `eval`, the registry;
 - `tritongym.adapters` reward functions for other trainers (TRL, verl), over the API or the service's client,
                   with `eval`'s `Evaluator` and `learn`'s code extraction;
-- `cli`           the typer commands (one module per command group), over `api`, with the registry's browse
+- `tritongym.cli` the typer commands (one module per command group), over `api`, with the registry's browse
                   queries, `reports`' tables, `learn`'s run configurations and `service`;
 - `tritongym.__main__` `python -m tritongym`: the only module outside `cli` that imports it.
 
@@ -78,15 +80,15 @@ LAYERS: tuple[str, ...] = (
     # test-time scaling drives learn's rollouts and tune's search
     "tritongym.core.scaling",
     # one function per command, over every subsystem
-    "tritongym.core.api",
+    "tritongym.api",
     # the public names re-exported from the API and below (lazily), so the service, adapters and CLI may use them
     "tritongym",
     # the HTTP service runs the API's evaluation behind a queue
-    "tritongym.core.service",
+    "tritongym.service",
     # reward functions for other trainers, local (over the API) or remote (over the service's client)
     "tritongym.adapters",
     # the commands, over the API and the service; nothing but __main__ may import them
-    "tritongym.core.cli",
+    "tritongym.cli",
     # `python -m tritongym`: starts the CLI
     "tritongym.__main__",
 )

@@ -46,9 +46,9 @@ from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.problems import parse_problem
 from tritongym.core.registry import Registry
-from tritongym.core.service import kernelgym, sandboxes
-from tritongym.core.service.metrics import ServiceMetrics
-from tritongym.core.service.protocol import Health, Submission, TaskState, TaskView
+from tritongym.service import kernelgym, sandboxes
+from tritongym.service.metrics import ServiceMetrics
+from tritongym.service.protocol import Health, Submission, TaskState, TaskView
 
 log = logging.getLogger("tritongym.service")
 

@@ -39,11 +39,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.errors import TritonGymError
-from tritongym.core.service import kernelgym
-from tritongym.core.service.metrics import CONTENT_TYPE
-from tritongym.core.service.protocol import (
+from tritongym.service import kernelgym
+from tritongym.service.metrics import CONTENT_TYPE
+from tritongym.service.protocol import (
     Submission,
     SubmitRequest,
     SubmitResponse,
@@ -52,7 +52,7 @@ from tritongym.core.service.protocol import (
     WaitRequest,
     WaitResponse,
 )
-from tritongym.core.service.service import (
+from tritongym.service.service import (
     EvaluationService,
     Prepared,
     QueueFull,

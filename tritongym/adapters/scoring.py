@@ -1,4 +1,5 @@
-"""What the reward adapters judge with: one small protocol, and the in-process implementation of it.
+"""How the reward adapters score completions: one small protocol to judge with, its two implementations
+(in-process and over the HTTP service) and `score_completions`, which both adapters call.
 
 The seam is one method, so that a client of the HTTP service (`tritongym serve`) can stand in for the
 in-process Evaluator without the adapters changing:
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
 from tritongym.core.eval.evaluate import Evaluator
@@ -70,7 +71,7 @@ class InProcessClient:
 class ServiceClient:
     """A `tritongym serve` service as the adapters' client: the trainer's hosts send kernels over HTTP and
     the service's GPUs judge them (its registry is the one writer).  A problem spec is a name the service
-    serves, or a path to a KernelBench-format `.py` file here, whose text is sent as the reference.  A task
+    serves, or a KernelBench-format `.py` file or SOURCE#NAME here, whose reference is sent with the candidate.  A task
     the service could not judge at all (it gave up after restarts) raises `ServiceError` naming the task:
     that is an infrastructure failure, not a verdict on the kernel, so it is never turned into a reward."""
 
@@ -82,17 +83,17 @@ class ServiceClient:
         timeout_s: float | None = None,
         client=None,
     ) -> None:
-        from tritongym.core.service.client import Client  # httpx only where a service is used
+        from tritongym.service.http_client import Client  # httpx only where a service is used
 
         self.client = client or Client(url, token)
         self.timeout_s = timeout_s
 
     @staticmethod
     def submission(source: str, spec: str) -> dict:
-        path = Path(spec)
-        if spec.endswith(".py") and path.is_file():
-            return {"source": source, "problem_source": path.read_text(), "problem_name": path.stem, "origin": "reward"}
-        return {"source": source, "problem": spec, "origin": "reward adapter"}
+        """The candidate and its problem as `tritongym client submit --problem SPEC` sends them."""
+        from tritongym.service.protocol import problem_fields
+
+        return {"source": source, **problem_fields(spec), "origin": "reward adapter"}
 
     def evaluate_many(self, items: Sequence[tuple[str, str]]) -> list[EvaluationResult]:
         from tritongym.core.errors import ServiceError

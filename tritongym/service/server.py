@@ -24,13 +24,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tritongym.core import api
+from tritongym import api
 from tritongym.core.config import EvalConfig, validation_message
 from tritongym.core.errors import ConfigError, ServiceError
 from tritongym.core.problems import load_problems
 from tritongym.core.registry.store import default_registry_path
-from tritongym.core.service import sandboxes
-from tritongym.core.service.service import EvaluationService
+from tritongym.service import sandboxes
+from tritongym.service.service import EvaluationService
 
 TOKEN_ENV = "TRITONGYM_SERVICE_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -137,7 +137,7 @@ def serve(
     try:
         import uvicorn
 
-        from tritongym.core.service.app import create_app
+        from tritongym.service.app import create_app
     except ImportError as exc:
         raise ServiceError(
             f"tritongym serve needs FastAPI and uvicorn ({exc}): pip install 'tritongym[serve]'"

@@ -1,6 +1,6 @@
 """`Client`: the Python side of `tritongym serve`, for trainers and scripts on other machines.
 
-    from tritongym.core.service.client import Client
+    from tritongym.service.http_client import Client
 
     with Client("http://gpu-box:8000", token="...") as service:
         result = service.evaluate(source, problem="relu")         # submit, wait, the EvaluationResult
@@ -24,10 +24,10 @@ from typing import overload
 
 import httpx
 
-from tritongym.core.api import BestKernel
+from tritongym.api.results import BestKernel
 from tritongym.core.errors import ServiceError
 from tritongym.core.models import EvaluationResult
-from tritongym.core.service.protocol import Health, Submission, SubmitResponse, TaskState, TaskView, WaitResponse
+from tritongym.service.protocol import Health, Submission, SubmitResponse, TaskState, TaskView, WaitResponse
 
 URL_ENV = "TRITONGYM_SERVICE_URL"
 TOKEN_ENV = "TRITONGYM_SERVICE_TOKEN"

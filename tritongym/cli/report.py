@@ -11,7 +11,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from tritongym.core.cli.common import JsonOpt, RegistryOpt, _emit_json, command, out
+from tritongym.cli.common import JsonOpt, RegistryOpt, _emit_json, command, out
 from tritongym.core.errors import ConfigError
 
 if TYPE_CHECKING:  # pydantic models: loaded by the command, not by `tritongym --help`

@@ -8,10 +8,12 @@ their own models in `kernelgym.py`.
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym.core.models import EvaluationResult
+from tritongym.core.problems import load_problem, names_a_file
 
 TASK_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 
@@ -38,6 +40,17 @@ def utf8_text(model: BaseModel) -> None:
                     f"{name} is not valid Unicode text: character {exc.start} is a lone surrogate "
                     f"(U+{ord(value[exc.start]):04X}); send UTF-8 text, with every \\ud800-\\udfff escape paired"
                 ) from None
+
+
+def problem_fields(spec: str) -> dict[str, str]:
+    """A problem as `tritongym eval --problem` takes it, as the fields of a `Submission`: a name is sent as
+    a name the service serves (`problem`); a .py file or SOURCE#NAME is read here, with `load_problem` (eval's
+    own resolver), and its reference travels with the candidate (`problem_source`, `problem_name`), so the
+    service needs no copy of the file (a directory here is refused as eval refuses it: pick one with DIR#NAME)."""
+    if not names_a_file(spec) and not Path(spec).exists():
+        return {"problem": spec}
+    problem = load_problem(spec)
+    return {"problem_source": problem.source, "problem_name": problem.name}
 
 
 class Submission(BaseModel):

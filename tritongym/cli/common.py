@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import click
 import typer
@@ -16,7 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from tritongym.core.errors import ConfigError, TritonGymError
+from tritongym.core.errors import ConfigError, RegistryNotStored, TritonGymError
+
+if TYPE_CHECKING:  # the models load with the commands that print them
+    from tritongym.core.models import EvaluationResult
 
 # Off a terminal (pipes, CI logs) rich would wrap tables at 80 columns; results tables need more.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -24,7 +27,8 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _plain_help(command: click.Command) -> click.Command:
-    """`command` with its help, and its parameters' help, escaped for rich markup (once).
+    """`command` with its help, and its parameters' help, escaped for rich markup (once); hidden arguments left
+    out of its usage line.
 
     Typer renders help through rich markup, where `[ray]` or `[batch, seq, embed]` is a style tag and
     vanishes: `--ray`'s hint read `pip install 'tritongym'`.  Our help is plain text, brackets included."""
@@ -34,6 +38,9 @@ def _plain_help(command: click.Command) -> click.Command:
         for param in command.params:
             if getattr(param, "help", None):
                 param.help = escape(param.help)  # type: ignore[attr-defined]  # options and typer's arguments
+            if param.param_type_name == "argument" and getattr(param, "hidden", False):
+                # an old spelling kept for a release: typer leaves it out of the list, not out of the usage line
+                param.get_usage_pieces = lambda ctx: []  # type: ignore[method-assign]
         command._tritongym_plain_help = True  # type: ignore[attr-defined]
     return command
 
@@ -96,6 +103,14 @@ RayOpt = Annotated[
         "the cluster `ray start --head` runs here, or the head's address (pip install 'tritongym[ray]').",
     ),
 ]
+ProblemsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--problems", help="Problem source: the suite (default), a KernelBench directory, a .jsonl or .parquet file."
+    ),
+]
+"""The one spelling of a problem source (a set of problems) in every command that takes one; a single problem is
+`--problem` (or an argument) and takes what `load_problem` takes: a name, a .py file or SOURCE#NAME."""
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-j", help="Parallel sandboxes (default: CPUs).")]
 
 
@@ -157,3 +172,59 @@ def command(fn):
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
+
+
+def eval_config(config, **overrides):
+    """The EvalConfig of `--config` (or the defaults) with the flags given on the command line applied."""
+    from tritongym.core.config import load_config
+
+    return load_config(config, **overrides)
+
+
+STATUS_STYLE = {"ok": "green", "incorrect": "yellow", "hacked": "magenta", "rejected": "magenta"}
+
+
+def status_markup(result: EvaluationResult) -> str:
+    """A verdict's status, coloured for rich (green ok, yellow incorrect, magenta hacked or rejected, red else)."""
+    return f"[{STATUS_STYLE.get(result.status.value, 'red')}]{result.status.value}[/]"
+
+
+def fmt(value, spec: str = ".3g") -> str:
+    """A number for a table cell; `-` for a value that was not measured."""
+    return "-" if value is None else format(value, spec)
+
+
+def stored_fields(unstored: RegistryNotStored | None) -> dict:
+    """What `--json` adds to verdicts: whether the registry kept them and, when not, the error as every
+    failing command reports it (`error`, `error_type`, `exit_code`)."""
+    if unstored is None:
+        return {"stored": True}
+    return {"stored": False, "error": str(unstored), "error_type": type(unstored).__name__, "exit_code": 3}
+
+
+def say_not_stored(unstored: RegistryNotStored | None) -> None:
+    """Tell stderr that verdicts were reached but the registry did not keep them (and why)."""
+    if unstored is not None:
+        err.print(f"[bold red]Not stored:[/] {escape(str(unstored.reason))}", highlight=False, soft_wrap=True)
+
+
+def emit_record(record, as_json: bool, code: bool) -> bool:
+    """`--json` (the source included only with `--code`) or `--code` alone (the bare source, for a file or a
+    pipe) for a record with a `source`; whether either was asked for and written."""
+    if as_json:
+        _emit_json(record.model_dump(mode="json", exclude=set() if code else {"source"}))
+    elif code:
+        sys.stdout.write(record.source if record.source.endswith("\n") else record.source + "\n")
+    return as_json or code
+
+
+def one_spelling(value, flag: str, old_value, old_flag: str):
+    """The value of an option given under its spelling (`flag`) or under the old one it replaced (`old_flag`,
+    kept hidden for a release): the old one still works, with a note on stderr naming the new spelling; both at
+    once is bad input unless they agree."""
+    if old_value is None:
+        return value
+    err.print(f"{old_flag} is now {flag} (the old spelling goes in a later release)", highlight=False, markup=False)
+    if value is not None and value != old_value:
+        raise ConfigError(f"{flag} and {old_flag} (its old spelling) name different things: give {flag} only")
+    return old_value

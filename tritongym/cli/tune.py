@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.core.cli.common import (
+from tritongym.cli.common import (
     BackendOpt,
     ConfigOpt,
     GpusOpt,
@@ -159,7 +159,7 @@ def tune_command(
     """Tune launch configurations (tl.constexpr block sizes, num_warps, num_stages, @triton.autotune configs) of
     each PROBLEM's best stored kernel: every variant is judged like any candidate and recorded in the registry,
     so tuning again costs nothing. On triton-cpu nothing is timed: variants are checked, not ranked by speed."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.config import load_config
 
     cfg = load_config(

@@ -1,4 +1,4 @@
-"""`tritongym client ...`: talk to a running `tritongym serve` (core/service/client.py) from the shell.
+"""`tritongym client ...`: talk to a running `tritongym serve` (service/http_client.py) from the shell.
 
 Exit codes as `tritongym eval`: 0 the candidate(s) ok (or the query answered), 1 a verdict other than ok, a
 task the service could not evaluate, one not finished within --timeout, or no kernel stored; 2 bad input
@@ -13,7 +13,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from tritongym.core.cli.common import JsonOpt, PlainHelpGroup, _emit_json, command, err, out
+from tritongym.cli.common import JsonOpt, PlainHelpGroup, _emit_json, command, err, one_spelling, out
+from tritongym.core.errors import ConfigError
 
 client_app = typer.Typer(
     help="Talk to a running `tritongym serve`: submit, wait, best, health.", no_args_is_help=True, cls=PlainHelpGroup
@@ -36,7 +37,7 @@ def _client(url: str | None, token: str | None):
     from tritongym.core.errors import ServiceError
 
     try:
-        from tritongym.core.service.client import Client
+        from tritongym.service.http_client import Client
     except ImportError as exc:
         raise ServiceError(f"tritongym client needs httpx ({exc}): pip install 'tritongym[serve]'") from None
     return Client(url, token)
@@ -88,10 +89,16 @@ def health_command(url: UrlOpt = None, token: TokenOpt = None, as_json: JsonOpt 
 def submit_command(
     candidate: Annotated[Path, typer.Argument(help="Python file defining ModelNew with Triton kernels.")],
     problem: Annotated[
-        str | None, typer.Option("--problem", "-p", help="A problem the service serves, by name.")
+        str | None,
+        typer.Option(
+            "--problem",
+            "-p",
+            help="As eval --problem takes it: a name the service serves, or a .py file or SOURCE#NAME here, whose "
+            "reference is sent with the candidate.",
+        ),
     ] = None,
     problem_file: Annotated[
-        Path | None, typer.Option("--problem-file", help="Or a KernelBench reference file sent with the candidate.")
+        str | None, typer.Option("--problem-file", hidden=True, help="Old spelling of --problem FILE.py.")
     ] = None,
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="Wait for the verdict (default) or print the task.")
@@ -102,21 +109,15 @@ def submit_command(
     as_json: JsonOpt = False,
 ):
     """Submit one candidate file; with --wait (default) print its verdict and exit 0 only if it is ok."""
-    from tritongym.core.api import read_candidate
-    from tritongym.core.errors import ConfigError
+    from tritongym.api import read_candidate
+    from tritongym.service.protocol import problem_fields
 
-    if (problem is None) == (problem_file is None):
-        raise ConfigError("name the problem: --problem NAME (served by the service) or --problem-file REFERENCE.py")
+    spec = one_spelling(problem, "--problem", problem_file, "--problem-file")
+    if spec is None:
+        raise ConfigError("name the problem: --problem NAME (served by the service), FILE.py or SOURCE#NAME")
     source = read_candidate(candidate).source
-    reference = read_candidate(problem_file).source if problem_file is not None else None
     with _client(url, token) as service:
-        task = service.submit(
-            source,
-            problem,
-            problem_source=reference,
-            problem_name=problem_file.stem if problem_file is not None else None,
-            origin=str(candidate),
-        )
+        task = service.submit(source, **problem_fields(spec), origin=str(candidate))
         if wait:
             task = service.wait(task.id, timeout)
     if as_json:
@@ -151,7 +152,9 @@ def wait_command(
 @client_app.command("best")
 @command
 def best_command(
-    problem: Annotated[str, typer.Argument(help="Problem name.")],
+    problem: Annotated[
+        str, typer.Argument(help="As eval --problem takes it: a name, a .py file or SOURCE#NAME (named as stored).")
+    ],
     device: Annotated[str | None, typer.Option("--device", help="Device class, e.g. cpu.")] = None,
     backend: Annotated[str | None, typer.Option("--backend", "-b", help="Only kernels judged on this backend.")] = None,
     size: Annotated[str | None, typer.Option("--size", help="Problem size preset: cpu or gpu.")] = None,
@@ -162,8 +165,10 @@ def best_command(
     as_json: JsonOpt = False,
 ):
     """The fastest honest kernel the service's registry holds for PROBLEM; exit 1 if it holds none."""
+    from tritongym.core.problems import stored_name
+
     with _client(url, token) as service:
-        found = service.best(problem, device=device, backend=backend, size=size, by=by)
+        found = service.best(stored_name(problem), device=device, backend=backend, size=size, by=by)
     if found is None:
         if as_json:
             _emit_json({"error": f"no honest, correct kernel stored for '{problem}'", "exit_code": 1})

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from tritongym.core.cli.common import RegistryOpt, command, err
+from tritongym.cli.common import RegistryOpt, command, err
 from tritongym.core.registry.browse import (
     CANNED_QUERIES,
     DEFAULT_HOST,

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tritongym.core.cli.common import (
+from tritongym.cli.common import (
     JsonOpt,
     PluginOpt,
     RayOpt,
@@ -74,7 +74,7 @@ def rollouts_command(
     as_json: JsonOpt = False,
 ):
     """Generate and evaluate multi-turn trajectories without training; every turn goes to the registry."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
@@ -118,7 +118,7 @@ def train_command(
 
     Writes OUTPUT_DIR/metrics.jsonl (one line per step), metrics.png, checkpoints/ and the final model/.
     Several GPUs or nodes: `accelerate launch $(which tritongym) train CONFIG`."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.learn.run_config import load_run_config
     from tritongym.core.reports.metrics_report import step_line, step_table
 
@@ -172,7 +172,7 @@ def sft_command(
     as_json: JsonOpt = False,
 ):
     """Cold-start supervised fine-tuning on multi-turn trajectories; loss on assistant tokens only."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, parse_overrides(overrides))
@@ -204,7 +204,7 @@ def tts_command(
 ):
     """Test-time scaling: N samples x T turns per problem, the registry as memory; `tritongym report RUN_ID`
     shows last-turn and best-of-history Fast@p."""
-    from tritongym.core import api
+    from tritongym import api
     from tritongym.core.learn.run_config import load_run_config
 
     run_config = load_run_config(config, _with_ray(parse_overrides(overrides), ray))

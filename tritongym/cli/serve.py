@@ -1,4 +1,4 @@
-"""`tritongym serve`: the evaluation service over HTTP (core/service/).
+"""`tritongym serve`: the evaluation service over HTTP (service/).
 
 FastAPI and uvicorn are imported inside the command, so the rest of the CLI starts without them.  On
 SIGINT or SIGTERM it stops accepting, drains (see `--drain`) and exits by that signal, as uvicorn does;
@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from tritongym.core.cli.common import (
+from tritongym.cli.common import (
     BackendOpt,
     CompileRefOpt,
     ConfigOpt,
@@ -86,7 +86,7 @@ def serve_command(
     Prometheus GET /metrics.  Every accepted task is stored in the registry first, so a restart resumes
     what a stop or a crash left unfinished."""
     from tritongym.core.config import load_config
-    from tritongym.core.service import server
+    from tritongym.service import server
 
     if registry is not None and str(registry) in ("", ":memory:"):
         raise ConfigError("the service keeps its queue in the registry: give it a file (--registry PATH)")

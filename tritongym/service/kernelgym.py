@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tritongym.core.models import EvaluationResult, Status
-from tritongym.core.service.protocol import TASK_ID_PATTERN, Health, TaskState, TaskView, utf8_text
+from tritongym.service.protocol import TASK_ID_PATTERN, Health, TaskState, TaskView, utf8_text
 
 KERNELGYM_BACKENDS = ("triton", "cuda", "auto")  # KernelGYM's `Backend` enum, and "auto"
 MAX_CORRECT_TRIALS = 20  # KernelGYM's own bound on num_correct_trials

@@ -1,0 +1,171 @@
+"""Judging candidates: `tritongym eval`, `run`, `problems check` and `plugins`, and what every other API
+module builds on (the registry argument, the evaluator, reading a candidate file)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tritongym.core.config import EvalConfig, load_config
+from tritongym.core.errors import CandidateFileError, ProblemNotFound, RegistryNotStored
+from tritongym.core.eval.evaluate import Evaluator, trial_seeds
+from tritongym.core.models import Candidate, EvaluationResult, Problem
+from tritongym.core.plugins import Registered, get_host
+from tritongym.core.problems import load_problem, load_problems, select
+from tritongym.core.registry import Registry
+
+if TYPE_CHECKING:
+    from tritongym.core.eval.screen import ScreenResult
+
+
+MAX_CANDIDATE_BYTES = 1 << 20
+
+
+def read_candidate(path: str | Path) -> Candidate:
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_CANDIDATE_BYTES:
+            raise CandidateFileError(f"candidate {path} is larger than {MAX_CANDIDATE_BYTES >> 10} KiB")
+        return Candidate(source=path.read_text(encoding="utf-8"), origin=str(path))
+    except FileNotFoundError:
+        raise CandidateFileError(f"no such candidate file: {path}") from None
+    except UnicodeDecodeError:
+        raise CandidateFileError(f"candidate {path} is not UTF-8 text") from None
+    except IsADirectoryError:
+        raise CandidateFileError(f"candidate {path} is a directory, not a .py file") from None
+
+
+def _config(config: EvalConfig | str | Path | None) -> EvalConfig:
+    if isinstance(config, EvalConfig):
+        return config
+    return load_config(config)
+
+
+def plugins(extra_plugins: Sequence[str] = ()) -> list[Registered]:
+    """Every registered backend, check, reward, estimator, sample filter, engine and search strategy."""
+    return get_host(extra_plugins).all()
+
+
+RegistryArg = Registry | str | Path | bool | None
+"""A Registry, a path, None for the default (TRITONGYM_REGISTRY or ./registry.db), or False for none."""
+
+
+def open_registry(registry: RegistryArg) -> Registry | None:
+    if registry is False:
+        return None
+    if isinstance(registry, Registry):
+        return registry
+    return Registry(None if registry in (None, True) else registry)
+
+
+def make_evaluator(
+    config: EvalConfig | str | Path | None = None, registry: RegistryArg = None, extra_plugins: Sequence[str] = ()
+) -> Evaluator:
+    return Evaluator(_config(config), registry=open_registry(registry), host=get_host(extra_plugins))
+
+
+def evaluate(
+    candidate: str | Path | Candidate,
+    problem: str | Problem,
+    config: EvalConfig | str | Path | None = None,
+    registry: RegistryArg = None,
+    extra_plugins: Sequence[str] = (),
+) -> EvaluationResult:
+    """`tritongym eval`: judge one candidate (a file path, or a Candidate) on one problem."""
+    with make_evaluator(config, registry, extra_plugins) as evaluator:
+        if not isinstance(candidate, Candidate):
+            candidate = read_candidate(candidate)
+        if not isinstance(problem, Problem):
+            problem = load_problem(problem, evaluator.size)
+        with _keeping_verdicts(evaluator.registry) as kept:
+            kept.append(evaluator.evaluate(candidate, problem))
+        return kept[0]
+
+
+@contextmanager
+def _keeping_verdicts(reg: Registry | None):
+    """Evaluate with writes allowed to fail: verdicts reached are never lost to a registry that refuses
+    them (read-only, locked past the wait, damaged, full); the block appends its results to the list it is
+    given, and when a write failed they come back inside `RegistryNotStored` (exit 3) instead."""
+    results: list[EvaluationResult] = []
+    if reg is None:
+        yield results
+        return
+    with reg.writes_may_fail():
+        yield results
+    if reg.write_failure is not None:
+        raise RegistryNotStored(reg.write_failure, results)
+
+
+def pair_candidates(problems: list[Problem], candidates_dir: str | Path | None) -> list[tuple[Candidate, Problem]]:
+    """Pair each problem with its candidate: `DIR/<name>.py`, or the problem's shipped solution."""
+    pairs = []
+    for problem in problems:
+        if candidates_dir is not None:
+            path = Path(candidates_dir) / f"{problem.name}.py"
+            if path.exists():
+                pairs.append((read_candidate(path), problem))
+        elif problem.solution is not None:
+            pairs.append((Candidate(source=problem.solution, origin=f"solution:{problem.name}"), problem))
+    if not pairs:
+        where = f"in {candidates_dir} (files named <problem>.py)" if candidates_dir else "(these problems ship none)"
+        raise ProblemNotFound(f"no candidates found {where}; pass --candidates DIR")
+    return pairs
+
+
+def run(
+    problems: str | None = None,
+    candidates_dir: str | Path | None = None,
+    only: Sequence[str] = (),
+    config: EvalConfig | str | Path | None = None,
+    registry: RegistryArg = None,
+    extra_plugins: Sequence[str] = (),
+    on_result: Callable[[EvaluationResult], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
+) -> list[EvaluationResult]:
+    """`tritongym run`: evaluate many candidates in parallel sandboxes, recorded as one run in the registry."""
+    evaluator = make_evaluator(config, registry, extra_plugins)
+    selected = select(load_problems(problems, evaluator.size), only, problems)
+    pairs = pair_candidates(selected, candidates_dir)
+    if on_plan:
+        on_plan(len(pairs))
+    reg = evaluator.registry
+    with evaluator, _keeping_verdicts(reg) as results:
+        run_id = reg.start_run("eval", f"run {problems or 'suite'}", evaluator.config.model_dump()) if reg else None
+        results += evaluator.evaluate_many(pairs, on_result=on_result)
+        if reg is not None and run_id is not None:
+            for sample, result in enumerate(results):
+                reg.add_turn(run_id, result, sample=sample, turn=1)
+            reg.finish_run(run_id)
+    return results
+
+
+def check_problems(
+    problems: str | None = None,
+    only: Sequence[str] = (),
+    config: EvalConfig | str | Path | None = None,
+    extra_plugins: Sequence[str] = (),
+    on_result: Callable[[ScreenResult], None] | None = None,
+) -> list[ScreenResult]:
+    """`tritongym problems check`: run the negative controls on every problem, in parallel."""
+    from tritongym.core.eval.screen import screen_problem
+
+    evaluator = make_evaluator(config, False, extra_plugins)
+    selected = select(load_problems(problems, evaluator.size), only, problems)
+    seeds = trial_seeds(evaluator.config)
+
+    def one(problem: Problem) -> ScreenResult:
+        result = screen_problem(
+            problem, evaluator.backend, evaluator.device, evaluator.limits, evaluator.tolerances, seeds
+        )
+        if on_result:
+            on_result(result)
+        return result
+
+    workers = evaluator.config.workers or os.cpu_count() or 1
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(selected) or 1))) as pool:
+        return list(pool.map(one, selected))

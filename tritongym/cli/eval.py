@@ -1,0 +1,118 @@
+"""`tritongym eval`: one candidate judged against one problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from tritongym.cli.common import (
+    BackendOpt,
+    CompileRefOpt,
+    ConfigOpt,
+    GpusOpt,
+    JsonOpt,
+    NoCacheOpt,
+    PluginOpt,
+    RayOpt,
+    RegistryOpt,
+    ShapesOpt,
+    SizeOpt,
+    SkipCheckOpt,
+    TimeoutOpt,
+    TrialsOpt,
+    _emit_json,
+    _gpu_list,
+    command,
+    err,
+    eval_config,
+    fmt,
+    out,
+    say_not_stored,
+    status_markup,
+    stored_fields,
+    with_ray,
+)
+from tritongym.core.errors import RegistryNotStored
+
+if TYPE_CHECKING:  # the models load with the command that prints them: `--help` stays fast
+    from tritongym.core.models import EvaluationResult
+
+
+def _print_result(result: EvaluationResult) -> None:
+    out.print(
+        f"{status_markup(result)}  {escape(result.problem_id)}  kernel {result.kernel_id}  "
+        + escape(f"[{result.backend} on {result.device}]")
+        + ("  (cached)" if result.cached else "")
+    )
+    out.print(result.message, highlight=False, soft_wrap=True, markup=False)
+    if result.runtime_ms is not None:
+        out.print(
+            f"runtime {result.runtime_ms:.4g} ms, reference {fmt(result.ref_runtime_ms, '.4g')} ms, "
+            f"speedup {fmt(result.speedup)}, PR {fmt(result.pr)}"
+            + (
+                f"; torch.compile reference {fmt(result.compile_ref_runtime_ms, '.4g')} ms, "
+                f"speedup {fmt(result.compile_speedup)}"
+                if result.compile_ref_runtime_ms is not None
+                else ""
+            )
+        )
+    for choice in result.autotune:
+        out.print(f"autotune: {choice.describe()}", highlight=False, markup=False)
+    out.print(f"reward {result.reward.describe()}", highlight=False, markup=False)
+    if result.error and result.error.traceback and result.status != "timeout":
+        err.print(result.error.traceback.rstrip(), highlight=False, markup=False)
+
+
+def eval_command(
+    candidate: Annotated[Path, typer.Argument(help="Python file defining ModelNew with Triton kernels.")],
+    problem: Annotated[str, typer.Option("--problem", "-p", help="Suite name, .py file, or SOURCE#NAME.")],
+    backend: BackendOpt = None,
+    size: SizeOpt = None,
+    trials: TrialsOpt = None,
+    timeout: TimeoutOpt = None,
+    gpus: GpusOpt = None,
+    skip_check: SkipCheckOpt = None,
+    no_cache: NoCacheOpt = False,
+    compile_reference: CompileRefOpt = False,
+    shapes: ShapesOpt = None,
+    ray: RayOpt = None,
+    config: ConfigOpt = None,
+    registry: RegistryOpt = None,
+    plugin: PluginOpt = None,
+    as_json: JsonOpt = False,
+):
+    """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
+    from tritongym import api
+
+    cfg = eval_config(
+        config,
+        backend=backend,
+        size=size,
+        trials=trials,
+        timeout_s=timeout,
+        gpus=_gpu_list(gpus),
+        skip_checks=skip_check or None,
+        use_cache=False if no_cache else None,
+        compile_reference=True if compile_reference else None,
+        shapes=shapes,
+    )
+    cfg = with_ray(cfg, ray)
+    try:
+        result, unstored = api.evaluate(candidate, problem, cfg, registry, plugin or ()), None
+    except RegistryNotStored as exc:  # the verdict stands; only its row is missing
+        result, unstored = exc.results[0], exc
+    if as_json:
+        stored = stored_fields(unstored) if not result.unjudged else {"stored": False}
+        _emit_json({**result.model_dump(mode="json"), **stored})
+    else:
+        _print_result(result)
+        say_not_stored(unstored)
+    # an unjudged verdict (a check could not run) is incomplete: never stored, never an exit 0
+    raise typer.Exit(unstored.exit_code if unstored else 0 if result.honest_and_correct else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(command(eval_command))
