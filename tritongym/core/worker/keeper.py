@@ -33,6 +33,7 @@ from collections import OrderedDict
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
 from tritongym.core.worker import frames, trusted
 from tritongym.core.worker.stages import StageError, error_info
+from tritongym.core.worker.task_runner import configure_precision
 from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()
@@ -73,7 +74,6 @@ class ReferenceRecord:
         from tritongym.core.worker.probes import reference_probe_outputs
         from tritongym.core.worker.task_runner import (
             build_reference,
-            configure_precision,
             degenerate_probes,
             ghost_seed,
             load_reference,
@@ -276,6 +276,7 @@ class Keeper:
         timing = TimingReport(precision=task.precision)
         if not (self.cuda and task.timing.enabled):
             return {"timing": timing.model_dump_json()}
+        configure_precision(task)  # timed in the policy's class; the keeper serves every policy in turn
         from tritongym.core.worker.timing import measure_copy_bandwidth
 
         params = list(record.ref_model.parameters()) + list(record.ref_model.buffers())
@@ -293,6 +294,7 @@ class Keeper:
         work on the GPU that slows others down."""
         state = self._state(json.loads(payload))
         task, record = state["task"], state["record"]
+        configure_precision(task)
         stats, _ = self.timer.time_forward(
             self._forward(record), record.trial_inputs, task.timing, task.timing.check_ms
         )
