@@ -475,7 +475,7 @@ def children_output_to(path: Path):
 def bundled_candidates(size: str) -> list[tuple[str, str, str]]:
     """(problem, "solution", source) for each pair `tritongym run` evaluates by default, in a fixed shuffle
     (so a prefix of the anchor's run mixes light and heavy problems)."""
-    from tritongym.core.api import pair_candidates
+    from tritongym.api import pair_candidates
     from tritongym.core.problems import load_problems
 
     cands = [(p.name, "solution", c.source) for c, p in pair_candidates(load_problems(None, size), None)]

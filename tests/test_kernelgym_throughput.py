@@ -155,7 +155,7 @@ def test_the_workloads_are_the_bundled_pairs_and_16_problems_by_8_variants():
         from candidate_set import VARIANTS
     finally:
         sys.path.remove(str(BENCHMARKS))
-    from tritongym.core.api import pair_candidates
+    from tritongym.api import pair_candidates
     from tritongym.core.problems import load_problems
 
     bundled = kt.bundled_candidates("cpu")
