@@ -347,6 +347,9 @@ class Keeper:
             if not matches:
                 lent.append(None)
                 continue
+            state["lent_bytes"] = state.get("lent_bytes", 0) + ref.numel() * ref.element_size()
+            if state["lent_bytes"] > 4 * record.nbytes + (64 << 20):
+                raise ValueError("the worker asked for more handouts than the reference has outputs to compare")
             self.handout_ids += 1
             ident = self.handout_ids
             if self.cuda and ref.numel():
