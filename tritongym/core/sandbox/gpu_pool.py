@@ -566,6 +566,8 @@ class WorkerPool:
                 waited += 1.0
             with self._guard:
                 alive = bool(self._live)
+            if self.closed:
+                raise BackendUnavailable("the GPU worker pool was closed while the task waited for a worker")
             if self.failures and not alive:
                 raise BackendUnavailable("no GPU worker could start: " + self.failures[-1])
             if waited > self.options.start_timeout_s * 2:
@@ -703,12 +705,17 @@ class TaskDriver:
         self.deadline = started + self.timeout_s
         try:
             self.keeper = self.pool.keeper_for(self.worker.gpu, self.task)
-            if self.task.mode != "screen":  # negative controls run no candidate: the worker compares them itself
+            if self.task.mode == "screen":
+                # negative controls run no candidate (the worker compares them itself): the problem's own cost,
+                # under the reference's limit rather than a candidate's
+                self.deadline = started + max(self.timeout_s, self.REFERENCE_LIMIT_S)
+                self.phase = "the screen (negative controls)"
+            else:
                 failed = self._prepare()
                 if failed is not None:
                     return self._problem(failed, started), False
                 self._admit()
-            self.phase = "import and correctness trials"
+                self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
             while True:
