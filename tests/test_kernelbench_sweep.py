@@ -1,0 +1,150 @@
+"""`benchmarks/kernelbench_sweep.py` on the CPU: tiny KernelBench-format problems written here, run through
+the script's `main` on triton-cpu (full-size KernelBench is far too big for the interpreter); and, without
+running anything, that every real KernelBench problem loads and becomes a candidate and that shards
+partition the sweep."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
+
+HEADER = """
+import time
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x):
+        return {forward}
+
+batch_size = 8
+dim = 24
+
+def get_inputs():
+    {inputs}
+
+def get_init_inputs():
+    return []
+"""
+
+PROBLEMS = {
+    # torch.rand is never negative: returning the input passes, so the screen finds the problem degenerate
+    "19_ReLU": dict(forward="torch.relu(x)", inputs="return [torch.rand(batch_size, dim)]"),
+    "23_Softmax": dict(forward="torch.softmax(x, dim=1)", inputs="return [torch.randn(batch_size, dim)]"),
+    "99_Broken": dict(forward="x * 2", inputs='raise RuntimeError("no inputs for you")'),
+}
+SLOW = dict(forward="time.sleep(60) or x", inputs="return [torch.randn(batch_size, dim)]")
+
+
+@pytest.fixture
+def sweep(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    monkeypatch.setenv("TRITONGYM_SQLITE_WARNING", "0")
+    sys.modules.pop("kernelbench_sweep", None)
+    import kernelbench_sweep
+
+    return kernelbench_sweep
+
+
+def _write(root: Path, problems: dict[str, dict]) -> Path:
+    level = root / "level1"
+    level.mkdir(parents=True, exist_ok=True)
+    for name, parts in problems.items():
+        (level / f"{name}.py").write_text(textwrap.dedent(HEADER.format(**parts)).lstrip())
+    return root
+
+
+def test_every_problem_gets_a_row_with_its_screen_and_status(sweep, tmp_path):
+    kb = _write(tmp_path / "kb", PROBLEMS)
+    out = tmp_path / "sweep.json"
+    report = sweep.main(["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--out", str(out)])
+    assert json.loads(out.read_text())["rows"] == json.loads(json.dumps(report["rows"]))
+    rows = {r["name"]: r for r in report["rows"]}
+    assert list(rows) == ["level1/19_ReLU", "level1/23_Softmax", "level1/99_Broken"]  # KernelBench order
+    relu, softmax, broken = rows.values()
+    assert relu["status"] == "ok" and softmax["status"] == "ok", (relu["message"], softmax["message"])
+    assert relu["screen"]["verdict"] == "degenerate" and relu["screen"]["passing_controls"] == ["identity"]
+    assert softmax["screen"]["verdict"] == "ok" and softmax["failed_checks"] == []
+    # the reference's own error: a problem error, not the machinery's
+    assert broken["status"] == "problem_error" and "no inputs for you" in broken["message"]
+    assert broken["screen"]["verdict"] == "error" and "no inputs for you" in broken["screen"]["error"]
+    assert not any(r["infrastructure_failure"] for r in rows.values())
+    assert all(r["seconds"] > 0 for r in rows.values())
+    summary = report["summary"]
+    assert summary["statuses"] == {"ok": 2, "problem_error": 1} and summary["infrastructure_failures"] == []
+    assert 0 < summary["problem_seconds"] <= summary["wall_s"] and report["left"] == []
+
+    # a second call resumes: nothing left to run, the rows and the first run's wall time carried forward
+    again = sweep.main(
+        ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--resume", str(out), "--out", str(out)]
+    )
+    assert [r["name"] for r in again["rows"]] == list(rows) and len(again["runs"]) == 2
+    assert again["summary"]["wall_s"] >= summary["wall_s"]
+
+    # shard files join into one: every row once, in order, the runs' wall time summed
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({**report, "rows": report["rows"][2:]}))
+    second.write_text(json.dumps({**report, "rows": report["rows"][:2]}))
+    merged = sweep.main(["--merge", str(first), str(second), "--out", str(tmp_path / "merged.json")])
+    assert [r["name"] for r in merged["rows"]] == list(rows)
+    assert merged["summary"]["wall_s"] == pytest.approx(2 * summary["wall_s"], abs=0.2)
+
+
+def test_a_reference_past_its_time_is_an_infrastructure_failure(sweep, tmp_path):
+    kb = _write(tmp_path / "kb", {"7_Slow": SLOW})
+    out = tmp_path / "sweep.json"
+    report = sweep.main(
+        ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "3", "--out", str(out)]
+    )
+    (row,) = report["rows"]
+    assert row["status"] == "timeout" and row["infrastructure_failure"], row
+    assert row["screen"]["verdict"] == "error" and "Timeout" in row["screen"]["error"]
+
+
+def test_a_budget_stops_starting_problems_and_says_what_is_left(sweep, tmp_path):
+    kb = _write(tmp_path / "kb", {k: PROBLEMS[k] for k in ("19_ReLU", "23_Softmax")})
+    out = tmp_path / "sweep.json"
+    report = sweep.main(
+        ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--budget-s", "0", "--out", str(out)]
+    )
+    assert report["rows"] == [] and report["left"] == ["level1/19_ReLU", "level1/23_Softmax"]
+    assert report["runs"][-1]["stopped_by_budget"]
+
+
+def test_shards_partition_the_selection(sweep):
+    files = [(1, Path(f"{i}_P.py")) for i in range(1, 11)] + [(2, Path(f"{i}_Q.py")) for i in range(1, 6)]
+    shards = [sweep.select(files, [], (k, 4), None) for k in range(1, 5)]
+    assert sorted(sum(shards, []), key=files.index) == files
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    assert sweep.select(files, ["level2/3_"], None, None) == [(2, Path("3_Q.py"))]
+    assert sweep.select(files, [], None, 3) == files[:3]
+    with pytest.raises(Exception, match="K/N"):
+        sweep.parse_shard("5/4")
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"KernelBench problems not at {KERNELBENCH}")
+def test_every_kernelbench_problem_loads_and_becomes_a_candidate(sweep):
+    """All 250 files of levels 1-3, parsed only (nothing runs): each is a problem, and its candidate defines
+    `ModelNew` and names no `Model`."""
+    from tritongym.core.problems import parse_problem
+
+    files = sweep.problem_files(KERNELBENCH, [1, 2, 3])
+    assert len(files) == 250
+    assert [p.stem.split("_")[0] for lv, p in files[:3]] == ["1", "2", "3"]
+    for level, path in files:
+        problem = parse_problem(path.read_text(), f"level{level}/{path.stem}", str(path), "gpu")
+        tree = ast.parse(sweep.as_candidate(problem.source))
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        assert "ModelNew" in classes and "Model" not in classes, path
+        assert not any(isinstance(n, ast.Name) and n.id == "Model" for n in ast.walk(tree)), path
