@@ -61,6 +61,9 @@ DEFAULT_OUT = ROOT / "benchmarks" / "results" / "kernelbench_sweep.json"
 TORCH_ONLY_REFUSED = ("structure", "launches", "ghost")
 """The checks that refuse a forward without Triton whatever it computes: off for the reference as candidate."""
 
+STOP_GRACE_S = 30.0
+"""How long a problem stopped at `--problem-limit-s` is given to unwind before the next one starts."""
+
 INFRASTRUCTURE_STATUSES = {Status.timeout, Status.crashed}
 INFRASTRUCTURE_HINTS = (
     "out of memory",
@@ -143,20 +146,44 @@ def screen_fields(screen: ScreenResult | None, seconds: float) -> dict:
     }
 
 
-def sweep_one(evaluator: Evaluator, level: int, path: Path, size: str) -> dict:
-    """One problem's row: its screen, then the reference as candidate through a full evaluation."""
-    name = f"level{level}/{path.stem}"
-    row: dict = {"name": name, "level": level, "file": path.name}
+def empty_row(level: int, path: Path) -> dict:
+    """A row with every field, before anything is known."""
+    return {
+        "name": f"level{level}/{path.stem}",
+        "level": level,
+        "file": path.name,
+        "status": None,
+        "screen": screen_fields(None, 0.0),
+        "reference_peak_mb": None,
+        "ref_runtime_ms": None,
+        "runtime_ms": None,
+        "reference_s": None,
+        "failed_checks": [],
+        "phases": {},
+        "error_kind": None,
+        "seconds": 0.0,
+        "infrastructure_failure": False,
+        "message": None,
+    }
+
+
+def sweep_one(evaluator: Evaluator, level: int, path: Path, size: str, after_screen_failure: bool = False) -> dict:
+    """One problem's row: its screen, then the reference as candidate through a full evaluation.
+
+    A screen that failed for the machinery's reason (a timeout, memory, a dead worker) ends the problem
+    there unless `after_screen_failure`: the evaluation would run the same screen again first (a failed
+    screen is never held) and most likely fail the same way, at the same cost."""
+    row = empty_row(level, path)
     began = time.perf_counter()
     try:
-        problem: Problem = parse_problem(path.read_text(), name, str(path), size)
+        problem: Problem = parse_problem(path.read_text(), row["name"], str(path), size)
     except ProblemFormatError as exc:
-        return {**row, "status": "problem_error", "message": str(exc), "infrastructure_failure": False, "seconds": 0.0}
-    screen, screen_s = None, 0.0
+        row.update(status="problem_error", message=str(exc), seconds=round(time.perf_counter() - began, 3))
+        return row
+    screen, screen_s, result = None, None, None
     try:
         # the screen an evaluation computes first (`Evaluator._screens`), asked for here so its verdict and its
-        # cost are seen: the evaluation below finds it held and does not run it again (one whose reference
-        # failed is not held: the evaluation runs it again, as any evaluation would)
+        # cost are seen: the evaluation below finds it held and does not run it again
         screen = cached_screens(
             [problem],
             evaluator.backend,
@@ -167,33 +194,23 @@ def sweep_one(evaluator: Evaluator, level: int, path: Path, size: str) -> dict:
             evaluator.registry,
         ).get(problem.key)
         screen_s = time.perf_counter() - began
-        result = evaluator.evaluate(as_candidate(problem.source), problem)
+        if screen is not None and is_infrastructure(screen.error) and not after_screen_failure:
+            status, message, infrastructure = "screen_failed", screen.error, True
+        else:
+            result = evaluator.evaluate(as_candidate(problem.source), problem)
+            status, message = result.status.value, result.message
+            infrastructure = result.status in INFRASTRUCTURE_STATUSES or is_infrastructure(
+                result.error.message if result.error else None
+            )
     except (BackendUnavailable, PluginError) as exc:
-        status, message, infrastructure, result = "backend_error", f"{type(exc).__name__}: {exc}", True, None
+        status, message, infrastructure = "backend_error", f"{type(exc).__name__}: {exc}", True
     except ProblemFormatError as exc:  # the reference failed in the keeper: the problem's error, or memory/time
-        status, message, result = "problem_error", str(exc), None
+        status, message = "problem_error", str(exc)
         infrastructure = is_infrastructure(message)
     except Exception as exc:  # a bug in the pipeline is infrastructure too: the problem deserved a verdict
-        status, result = "sweep_error", None
-        message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+        status, message = "sweep_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         infrastructure = True
-    else:
-        status, message = result.status.value, result.message
-        infrastructure = result.status in INFRASTRUCTURE_STATUSES or is_infrastructure(
-            result.error.message if result.error else None
-        )
-    if screen_s == 0.0:
-        screen_s = time.perf_counter() - began
-    row.update(
-        status=status,
-        screen=screen_fields(screen, screen_s),
-        reference_peak_mb=None,
-        ref_runtime_ms=None,
-        runtime_ms=None,
-        reference_s=None,
-        failed_checks=[],
-        phases={},
-    )
+    row["screen"] = screen_fields(screen, screen_s if screen_s is not None else time.perf_counter() - began)
     if result is not None:
         phases = dict(result.phases)
         row.update(
@@ -205,10 +222,25 @@ def sweep_one(evaluator: Evaluator, level: int, path: Path, size: str) -> dict:
             phases={k: round(v, 4) for k, v in phases.items()},
             error_kind=result.error.kind if result.error else None,
         )
-    screen_broke = screen is not None and is_infrastructure(screen.error)
-    row["seconds"] = round(time.perf_counter() - began, 3)
-    row["infrastructure_failure"] = bool(infrastructure or screen_broke)
-    row["message"] = None if status == "ok" else message
+    row.update(
+        status=status,
+        seconds=round(time.perf_counter() - began, 3),
+        infrastructure_failure=bool(infrastructure or (screen is not None and is_infrastructure(screen.error))),
+        message=None if status == "ok" else message,
+    )
+    return row
+
+
+def past_limit(level: int, path: Path, limit_s: float) -> dict:
+    """The row of a problem the sweep itself gave up on: no verdict from the pipeline within `limit_s`."""
+    row = empty_row(level, path)
+    row.update(
+        status="sweep_limit",
+        seconds=round(limit_s, 3),
+        infrastructure_failure=True,
+        message=f"no verdict within the sweep's own limit of {limit_s:g} s (--problem-limit-s); the evaluator's "
+        "workers and keeper were stopped so the next problem starts on fresh ones",
+    )
     return row
 
 
@@ -384,7 +416,27 @@ def run(args) -> dict:
                     level, path = pending.get_nowait()
                 except queue.Empty:
                     return
-                finish(sweep_one(view, level, path, evaluator.size))
+                if args.problem_limit_s is None:
+                    finish(sweep_one(view, level, path, evaluator.size, args.evaluate_after_screen_failure))
+                else:
+                    finish(within_limit(view, level, path))
+
+        def within_limit(view: Evaluator, level: int, path: Path) -> dict:
+            """`sweep_one` with the sweep's own deadline: past it, the evaluator's workers and keeper are stopped
+            (the evaluation then fails, and its row is dropped) and the next problem gets fresh ones."""
+            box: dict = {}
+
+            def work() -> None:
+                box["row"] = sweep_one(view, level, path, evaluator.size, args.evaluate_after_screen_failure)
+
+            thread = threading.Thread(target=work, daemon=True)
+            thread.start()
+            thread.join(args.problem_limit_s)
+            if "row" in box:
+                return box["row"]
+            evaluator.close()
+            thread.join(STOP_GRACE_S)
+            return past_limit(level, path, args.problem_limit_s)
 
         try:
             if args.jobs == 1:
@@ -442,6 +494,19 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--timeout-s", type=float, default=120.0, help="EvalConfig.timeout_s: the time limit's floor")
     parser.add_argument("--workers-per-gpu", type=int, default=None, help="backend option (default: the backend's)")
     parser.add_argument("--jobs", type=int, default=1, help="problems evaluated at once (1: per-problem times clean)")
+    parser.add_argument(
+        "--problem-limit-s",
+        type=float,
+        default=None,
+        help="the sweep's own deadline per problem (off by default): past it the problem is recorded as "
+        "sweep_limit and the workers are restarted, so one stuck problem cannot eat a device call (--jobs 1 only)",
+    )
+    parser.add_argument(
+        "--evaluate-after-screen-failure",
+        action="store_true",
+        help="evaluate even when the screen failed for time or memory (by default the problem ends there: the "
+        "evaluation would rerun that screen first)",
+    )
     parser.add_argument("--registry", default=None, help="keep the registry here (default: a temporary one)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--merge", type=Path, nargs="+", default=None, help="join these sweep JSONs into --out")
@@ -451,6 +516,8 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         if args.jobs < 1:
             parser.error("--jobs must be at least 1")
+        if args.jobs > 1 and args.problem_limit_s is not None:
+            parser.error("--problem-limit-s needs --jobs 1: stopping the workers would stop the other lanes' problems")
         report = run(args)
     report_end(report, args.out)
     return report

@@ -103,13 +103,32 @@ def test_every_problem_gets_a_row_with_its_screen_and_status(sweep, tmp_path):
 
 def test_a_reference_past_its_time_is_an_infrastructure_failure(sweep, tmp_path):
     kb = _write(tmp_path / "kb", {"7_Slow": SLOW})
-    out = tmp_path / "sweep.json"
-    report = sweep.main(
-        ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "3", "--out", str(out)]
-    )
+    argv = ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "3"]
+    # the screen times out first: the problem ends there (the evaluation would run that screen again)
+    report = sweep.main([*argv, "--out", str(tmp_path / "a.json")])
+    (row,) = report["rows"]
+    assert row["status"] == "screen_failed" and row["infrastructure_failure"], row
+    assert row["screen"]["verdict"] == "error" and "Timeout" in row["screen"]["error"]
+    assert row["seconds"] < 20
+    # asked to, the evaluation runs anyway, and times out in its turn
+    report = sweep.main([*argv, "--evaluate-after-screen-failure", "--out", str(tmp_path / "b.json")])
     (row,) = report["rows"]
     assert row["status"] == "timeout" and row["infrastructure_failure"], row
-    assert row["screen"]["verdict"] == "error" and "Timeout" in row["screen"]["error"]
+    assert row["error_kind"] == "Timeout"
+
+
+def test_the_sweeps_own_limit_records_the_problem(sweep, tmp_path):
+    """Past `--problem-limit-s` the problem gets a row of its own (the pipeline's verdict, were it to come,
+    is dropped).  On the CPU nothing is stopped (the interpreter's sandbox ends at its own timeout); on a GPU
+    the evaluator's workers and keeper are, so the next problem starts on fresh ones."""
+    kb = _write(tmp_path / "kb", {"7_Slow": SLOW})
+    argv = ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "8"]
+    report = sweep.main([*argv, "--problem-limit-s", "2", "--out", str(tmp_path / "sweep.json")])
+    (slow,) = report["rows"]
+    assert slow["status"] == "sweep_limit" and slow["infrastructure_failure"] and "--problem-limit-s" in slow["message"]
+    assert report["left"] == [] and json.loads((tmp_path / "sweep.json").read_text())["rows"] == [slow]
+    with pytest.raises(SystemExit):
+        sweep.main([*argv, "--problem-limit-s", "1", "--jobs", "2"])
 
 
 def test_a_budget_stops_starting_problems_and_says_what_is_left(sweep, tmp_path):
