@@ -326,6 +326,14 @@ def progress_line(done: int, total: int, row: dict, elapsed: float) -> str:
     return " ".join(parts)
 
 
+def names(files: list[tuple[int, Path]]) -> list[str]:
+    return [f"level{lv}/{p.stem}" for lv, p in files]
+
+
+def row_order(row: dict) -> tuple:
+    return (row["level"], _number(Path(row["file"])), row["file"])
+
+
 def merge(paths: list[Path], out: Path) -> dict:
     """Shard files joined: rows by name (a later file's row wins), the runs and their wall time summed."""
     rows: dict[str, dict] = {}
@@ -337,7 +345,8 @@ def merge(paths: list[Path], out: Path) -> dict:
         runs += report.get("runs", [])
         for row in report.get("rows", []):
             rows[row["name"]] = row
-    ordered = sorted(rows.values(), key=lambda r: (r["level"], _number(Path(r["file"])), r["file"]))
+    ordered = sorted(rows.values(), key=row_order)
+    runs = list({json.dumps(r, sort_keys=True): r for r in runs}.values())  # a resumed file repeats its runs
     wall_s = sum(r.get("wall_s") or 0.0 for r in runs)
     report = {**first, "rows": ordered, "runs": runs, "merged_from": [str(p) for p in paths]}
     report["summary"] = summary_of(ordered, wall_s)
@@ -352,9 +361,10 @@ def run(args) -> dict:
     previous: dict = {}
     if args.resume:
         previous = json.loads(Path(args.resume).read_text())
-    done_names = {r["name"] for r in previous.get("rows", [])}
+    kept = [r for r in previous.get("rows", []) if not (args.retry_infrastructure and r.get("infrastructure_failure"))]
+    done_names = {r["name"] for r in kept}
     todo = [(lv, p) for lv, p in files if f"level{lv}/{p.stem}" not in done_names]
-    rows: list[dict] = list(previous.get("rows", []))
+    rows: list[dict] = kept
     runs: list[dict] = list(previous.get("runs", []))
     resumed = f", {len(files) - len(todo)} of them already in {args.resume}" if args.resume else ""
     shard = f", shard {args.shard[0]}/{args.shard[1]}" if args.shard else ""
@@ -369,7 +379,7 @@ def run(args) -> dict:
         setup_s = time.perf_counter() - started
         this_run = {
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "argv": sys.argv[1:],
+            "argv": args.argv,
             "shard": args.shard,
             "setup_s": round(setup_s, 2),
             "problems": 0,
@@ -402,6 +412,8 @@ def run(args) -> dict:
         def finish(row: dict) -> None:
             with lock:
                 rows.append(row)
+                rows.sort(key=row_order)
+                report["left"] = [n for n in names(todo) if n not in {r["name"] for r in rows}]
                 this_run["problems"] += 1
                 this_run["wall_s"] = round(time.perf_counter() - started, 2)
                 report["summary"] = summary_of(rows, sum(r["wall_s"] for r in runs))
@@ -453,7 +465,7 @@ def run(args) -> dict:
             registry.close()
         this_run["wall_s"] = round(time.perf_counter() - started, 2)
         report["summary"] = summary_of(rows, sum(r["wall_s"] for r in runs))
-        left = [f"level{lv}/{p.stem}" for lv, p in todo if f"level{lv}/{p.stem}" not in {r["name"] for r in rows}]
+        left = [n for n in names(todo) if n not in {r["name"] for r in rows}]
         report["left"] = left
         this_run["stopped_by_budget"] = bool(left)
         write_json(args.out, report)
@@ -486,6 +498,11 @@ def main(argv: list[str] | None = None) -> dict:
         "--shard", type=parse_shard, default=None, help="K/N: every N-th selected problem from the K-th"
     )
     parser.add_argument("--resume", default=None, help="a previous run's JSON: skip its problems, keep its rows")
+    parser.add_argument(
+        "--retry-infrastructure",
+        action="store_true",
+        help="with --resume: run again the problems whose row there is an infrastructure failure",
+    )
     parser.add_argument("--budget-s", type=float, default=None, help="start no problem after this many seconds")
     parser.add_argument("--backend", default="triton-cuda", help="triton-cuda (default), or triton-cpu for tests")
     parser.add_argument(
@@ -511,6 +528,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--merge", type=Path, nargs="+", default=None, help="join these sweep JSONs into --out")
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.merge:
         report = merge(args.merge, args.out)
     else:

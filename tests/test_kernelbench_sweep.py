@@ -92,13 +92,16 @@ def test_every_problem_gets_a_row_with_its_screen_and_status(sweep, tmp_path):
     assert [r["name"] for r in again["rows"]] == list(rows) and len(again["runs"]) == 2
     assert again["summary"]["wall_s"] >= summary["wall_s"]
 
-    # shard files join into one: every row once, in order, the runs' wall time summed
+    # shard files join into one: every row once, in order, the runs' wall time summed; the resumed file
+    # repeats the first run, counted once
+    (run,) = report["runs"]
+    other = {**run, "started_at": "later", "wall_s": 100.0}
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     first.write_text(json.dumps({**report, "rows": report["rows"][2:]}))
-    second.write_text(json.dumps({**report, "rows": report["rows"][:2]}))
+    second.write_text(json.dumps({**report, "rows": report["rows"][:2], "runs": [run, other]}))
     merged = sweep.main(["--merge", str(first), str(second), "--out", str(tmp_path / "merged.json")])
-    assert [r["name"] for r in merged["rows"]] == list(rows)
-    assert merged["summary"]["wall_s"] == pytest.approx(2 * summary["wall_s"], abs=0.2)
+    assert [r["name"] for r in merged["rows"]] == list(rows) and len(merged["runs"]) == 2
+    assert merged["summary"]["wall_s"] == pytest.approx(run["wall_s"] + 100.0, abs=0.2)
 
 
 def test_a_reference_past_its_time_is_an_infrastructure_failure(sweep, tmp_path):
@@ -110,11 +113,13 @@ def test_a_reference_past_its_time_is_an_infrastructure_failure(sweep, tmp_path)
     assert row["status"] == "screen_failed" and row["infrastructure_failure"], row
     assert row["screen"]["verdict"] == "error" and "Timeout" in row["screen"]["error"]
     assert row["seconds"] < 20
-    # asked to, the evaluation runs anyway, and times out in its turn
-    report = sweep.main([*argv, "--evaluate-after-screen-failure", "--out", str(tmp_path / "b.json")])
+    # resumed with the infrastructure failures run again, and asked to evaluate after a failed screen: the
+    # evaluation runs, and times out in its turn; its row replaces the first
+    again = [*argv, "--resume", str(tmp_path / "a.json"), "--retry-infrastructure", "--evaluate-after-screen-failure"]
+    report = sweep.main([*again, "--out", str(tmp_path / "b.json")])
     (row,) = report["rows"]
     assert row["status"] == "timeout" and row["infrastructure_failure"], row
-    assert row["error_kind"] == "Timeout"
+    assert row["error_kind"] == "Timeout" and len(report["runs"]) == 2
 
 
 def test_the_sweeps_own_limit_records_the_problem(sweep, tmp_path):
