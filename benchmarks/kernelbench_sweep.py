@@ -36,6 +36,7 @@ import os
 import platform
 import queue
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -146,6 +147,65 @@ def screen_fields(screen: ScreenResult | None, seconds: float) -> dict:
     }
 
 
+def gpu_total_mb() -> float | None:
+    """The first visible GPU's memory, from nvidia-smi (no CUDA context in this process); None without one."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    index = int(visible) if visible.isdigit() else 0
+    return float(out[index]) if len(out) > index and out[index].replace(".", "").isdigit() else None
+
+
+def _megabytes(values) -> float:
+    import torch
+
+    flat = values if isinstance(values, (tuple, list)) else [values]
+    return sum(v.numel() * v.element_size() / 2**20 for v in flat if isinstance(v, torch.Tensor))
+
+
+def footprint(problem: Problem, path: Path, level: int, gpu_mb: float | None) -> dict:
+    """What one forward of the reference holds at its full size, on torch's meta device (no memory, no GPU,
+    nothing computed): its inputs, parameters and outputs, in MiB.  Intermediates are not counted, so
+    `forward_fits_gpu` false says the reference cannot run on the GPU at all; true says it might.  Level 3's
+    outputs are not weighed: its recurrent models take up to a minute through the meta device.  Runs the
+    problem's file in this process (KernelBench's own code, trusted as the reference is)."""
+    import importlib.util
+    import warnings
+
+    import torch
+
+    found: dict = {"inputs_mb": None, "params_mb": None, "outputs_mb": None, "forward_mb": None}
+    name = "kernelbench_sweep_" + re.sub(r"\W", "_", problem.name)
+    try:
+        with warnings.catch_warnings(), torch.device("meta"):
+            warnings.simplefilter("ignore")
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            vars(module).update(problem.sizes)
+            inputs = module.get_inputs()
+            model = module.Model(*module.get_init_inputs())
+            found["inputs_mb"] = round(_megabytes(inputs), 2)
+            found["params_mb"] = round(_megabytes(list(model.parameters()) + list(model.buffers())), 2)
+            if level < 3:
+                with torch.no_grad():
+                    found["outputs_mb"] = round(_megabytes(model(*inputs)), 2)
+    except Exception as exc:  # noqa: BLE001 - an op without a meta kernel: the sizes known so far stay
+        found["footprint_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    known = [v for k, v in found.items() if k.endswith("_mb") and v is not None]
+    found["forward_mb"] = round(sum(known), 2) if known else None
+    fits = None if gpu_mb is None or found["forward_mb"] is None else found["forward_mb"] <= gpu_mb
+    found["forward_fits_gpu"] = fits
+    return found
+
+
 def empty_row(level: int, path: Path) -> dict:
     """A row with every field, before anything is known."""
     return {
@@ -161,13 +221,26 @@ def empty_row(level: int, path: Path) -> dict:
         "failed_checks": [],
         "phases": {},
         "error_kind": None,
+        "inputs_mb": None,
+        "params_mb": None,
+        "outputs_mb": None,
+        "forward_mb": None,
+        "forward_fits_gpu": None,
+        "footprint_error": None,
         "seconds": 0.0,
         "infrastructure_failure": False,
         "message": None,
     }
 
 
-def sweep_one(evaluator: Evaluator, level: int, path: Path, size: str, after_screen_failure: bool = False) -> dict:
+def sweep_one(
+    evaluator: Evaluator,
+    level: int,
+    path: Path,
+    size: str,
+    after_screen_failure: bool = False,
+    gpu_mb: float | None = None,
+) -> dict:
     """One problem's row: its screen, then the reference as candidate through a full evaluation.
 
     A screen that failed for the machinery's reason (a timeout, memory, a dead worker) ends the problem
@@ -180,6 +253,8 @@ def sweep_one(evaluator: Evaluator, level: int, path: Path, size: str, after_scr
     except ProblemFormatError as exc:
         row.update(status="problem_error", message=str(exc), seconds=round(time.perf_counter() - began, 3))
         return row
+    row.update(footprint(problem, path, level, gpu_mb))
+    began = time.perf_counter()  # the footprint is not the evaluation's time
     screen, screen_s, result = None, None, None
     try:
         # the screen an evaluation computes first (`Evaluator._screens`), asked for here so its verdict and its
@@ -282,7 +357,7 @@ def write_json(path: Path, report: dict) -> None:
 
 
 def print_rows(rows: list[dict], title: str) -> None:
-    headers = ["problem", "status", "screen", "peak MB", "ref ms", "ref side s", "wall s", "infra", "message"]
+    headers = ["problem", "status", "screen", "fwd MB", "peak MB", "ref ms", "ref side s", "wall s", "infra", "message"]
     table = []
     for r in rows:
         screen = r.get("screen") or {}
@@ -294,6 +369,7 @@ def print_rows(rows: list[dict], title: str) -> None:
                 r["name"],
                 r["status"],
                 verdict,
+                fmt(r.get("forward_mb")),
                 fmt(r.get("reference_peak_mb")),
                 fmt(r.get("ref_runtime_ms")),
                 fmt(r.get("reference_s")),
@@ -315,6 +391,7 @@ def progress_line(done: int, total: int, row: dict, elapsed: float) -> str:
         row["name"],
         row["status"],
         f"screen={verdict}",
+        f"fwd={fmt(row.get('forward_mb'))}MB",
         f"peak={fmt(row.get('reference_peak_mb'))}MB",
         f"ref={fmt(row.get('ref_runtime_ms'))}ms",
         f"{row.get('seconds', 0):.1f}s",
@@ -376,6 +453,7 @@ def run(args) -> dict:
         db = Path(args.registry) if args.registry else Path(tmp) / "registry.db"
         registry = Registry(db)
         evaluator = build_evaluator(args, registry)
+        gpu_mb = gpu_total_mb() if evaluator.backend.device_type == "cuda" else None
         setup_s = time.perf_counter() - started
         this_run = {
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -394,6 +472,7 @@ def run(args) -> dict:
             "backend": evaluator.backend_name,
             "device": evaluator.device,
             "device_class": evaluator.device_class,
+            "gpu_total_mb": gpu_mb,
             "host": platform.node(),
             "config": evaluator.config.model_dump(mode="json"),
             "skipped_checks": list(TORCH_ONLY_REFUSED),
@@ -429,7 +508,7 @@ def run(args) -> dict:
                 except queue.Empty:
                     return
                 if args.problem_limit_s is None:
-                    finish(sweep_one(view, level, path, evaluator.size, args.evaluate_after_screen_failure))
+                    finish(sweep_one(view, level, path, evaluator.size, args.evaluate_after_screen_failure, gpu_mb))
                 else:
                     finish(within_limit(view, level, path))
 
@@ -439,7 +518,7 @@ def run(args) -> dict:
             box: dict = {}
 
             def work() -> None:
-                box["row"] = sweep_one(view, level, path, evaluator.size, args.evaluate_after_screen_failure)
+                box["row"] = sweep_one(view, level, path, evaluator.size, args.evaluate_after_screen_failure, gpu_mb)
 
             thread = threading.Thread(target=work, daemon=True)
             thread.start()

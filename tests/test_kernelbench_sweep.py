@@ -44,7 +44,10 @@ PROBLEMS = {
     "23_Softmax": dict(forward="torch.softmax(x, dim=1)", inputs="return [torch.randn(batch_size, dim)]"),
     "99_Broken": dict(forward="x * 2", inputs='raise RuntimeError("no inputs for you")'),
 }
-SLOW = dict(forward="time.sleep(60) or x", inputs="return [torch.randn(batch_size, dim)]")
+# slow where it runs, not where the sweep weighs it (torch's meta device computes nothing)
+SLOW = dict(
+    forward='x if x.device.type == "meta" else time.sleep(60) or x', inputs="return [torch.randn(batch_size, dim)]"
+)
 
 
 @pytest.fixture
@@ -76,6 +79,9 @@ def test_every_problem_gets_a_row_with_its_screen_and_status(sweep, tmp_path):
     assert relu["status"] == "ok" and softmax["status"] == "ok", (relu["message"], softmax["message"])
     assert relu["screen"]["verdict"] == "degenerate" and relu["screen"]["passing_controls"] == ["identity"]
     assert softmax["screen"]["verdict"] == "ok" and softmax["failed_checks"] == []
+    # one forward's size from the meta device: 8 x 24 float32 in and out; no GPU to fit on the CPU
+    assert softmax["inputs_mb"] == softmax["outputs_mb"] == round(8 * 24 * 4 / 2**20, 2)
+    assert softmax["params_mb"] == 0 and softmax["forward_fits_gpu"] is None
     # the reference's own error: a problem error, not the machinery's
     assert broken["status"] == "problem_error" and "no inputs for you" in broken["message"]
     assert broken["screen"]["verdict"] == "error" and "no inputs for you" in broken["screen"]["error"]
@@ -172,3 +178,21 @@ def test_every_kernelbench_problem_loads_and_becomes_a_candidate(sweep):
         classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         assert "ModelNew" in classes and "Model" not in classes, path
         assert not any(isinstance(n, ast.Name) and n.id == "Model" for n in ast.walk(tree)), path
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"KernelBench problems not at {KERNELBENCH}")
+def test_a_forward_is_weighed_on_the_meta_device(sweep):
+    """Full-size KernelBench, weighed without memory: ReLU's 4096 x 393216 float32 in and out (6 GiB each),
+    a tall-skinny matmul's small inputs and 4 GiB output; whether that fits the GPU's memory."""
+    from tritongym.core.problems import parse_problem
+
+    def weigh(level: int, stem: str, gpu_mb):
+        path = KERNELBENCH / f"level{level}" / f"{stem}.py"
+        problem = parse_problem(path.read_text(), f"level{level}/{stem}", str(path), "gpu")
+        return sweep.footprint(problem, path, level, gpu_mb)
+
+    relu = weigh(1, "19_ReLU", 81559.0)
+    assert relu["inputs_mb"] == relu["outputs_mb"] == 6144.0 and relu["forward_mb"] == 12288.0
+    assert relu["forward_fits_gpu"] is True and weigh(1, "19_ReLU", 10000.0)["forward_fits_gpu"] is False
+    skinny = weigh(1, "9_Tall_skinny_matrix_multiplication_", None)
+    assert skinny["inputs_mb"] < 10 and skinny["outputs_mb"] == 4096.0 and skinny["forward_fits_gpu"] is None
