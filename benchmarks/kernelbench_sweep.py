@@ -11,18 +11,26 @@ something about the problem or the pipeline, not about the missing Triton.
 
 Per problem: the status, the screen verdict (ok, degenerate and its passing controls, or the screen's
 error), the reference's peak GPU memory (`reference_peak_mb`, measured in the keeper), its time
-(`ref_runtime_ms`), the wall seconds, the message when not ok, and `infrastructure_failure`: a timeout, a
-crash, out-of-memory text, or a backend error, as against the problem's own error (its reference raising).
+(`ref_runtime_ms`), the wall seconds, the message when not ok, one forward's inputs, parameters and outputs
+weighed on torch's meta device (`forward_mb`, and `forward_fits_gpu`: whether that much fits the GPU at
+all), and `infrastructure_failure`: a timeout, a crash, out-of-memory text, or a backend error, as against
+the problem's own error (its reference raising).  Statuses besides the Evaluator's: `problem_error` (the
+reference failed in the keeper), `screen_failed` (the screen failed for time or memory: the problem ends
+there unless `--evaluate-after-screen-failure`), `backend_error`, `sweep_limit` (past the sweep's own
+`--problem-limit-s`: the workers are restarted and the sweep goes on), `sweep_error` (a bug).
 Prints a line per problem as it finishes and the table at the end; the JSON (default
 benchmarks/results/kernelbench_sweep.json) is rewritten after every problem, so a killed run keeps what it did.
 
 A device call lasts at most 10 minutes, so a sweep is split over calls, either statically with
 `--shard K/N` (every N-th problem from the K-th) or by time: `--budget-s S` starts no problem after S
-seconds and `--resume JSON` skips the problems a previous run's JSON holds and carries its rows and wall
-time forward.  `--merge A.json B.json ...` joins shard files into one (rows and wall time).
+seconds and `--resume JSON` skips the problems a previous run's JSON holds (`--retry-infrastructure`: but
+those that failed for the machinery) and carries its rows and wall time forward.  `--merge A.json B.json ...`
+joins shard files into one (rows, and the wall time of every run once).  `--jobs N` evaluates N problems at
+once (per-problem seconds then overlap; the total wall time is what counts).
 
     python benchmarks/kernelbench_sweep.py --levels 1 2 --shard 1/8 --out $OUT/sweep-1.json
-    python benchmarks/kernelbench_sweep.py --budget-s 420 --out $OUT/sweep.json [--resume sweep.json]
+    python benchmarks/kernelbench_sweep.py --budget-s 300 --problem-limit-s 240 --out $OUT/sweep.json \\
+        [--resume sweep.json]
     python benchmarks/kernelbench_sweep.py --merge sweep-*.json --out benchmarks/results/kernelbench_sweep.json
     # on the CPU, tiny problems only (full-size KernelBench is far too big for the interpreter):
     python benchmarks/kernelbench_sweep.py --backend triton-cpu --kernelbench DIR_WITH_level1 --levels 1
