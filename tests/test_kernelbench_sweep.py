@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS = REPO / "benchmarks"
+# where the script looks by default: beside the repository, else inside it (the device machine's copy)
+KERNELBENCH = next(
+    (p for p in (REPO.parent / "shared" / "kernelbench", REPO / "shared" / "kernelbench") if p.is_dir()),
+    REPO.parent / "shared" / "kernelbench",
+)
 
 HEADER = """
 import time
