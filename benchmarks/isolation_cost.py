@@ -53,8 +53,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=PluginHost())
         started = time.perf_counter()
+        done: list = []
+
+        def progress(result) -> None:  # a line per evaluation, so a call cut off by its limit still shows costs
+            done.append(result)
+            shown = {k: round(result.phases.get(k, 0.0), 3) for k in ISOLATION + ("reference", "reference_cached")}
+            print(f"[{len(done)}/{len(pairs)}] {result.problem_id} {result.status.value} {shown}", flush=True)
+
         try:
-            results = evaluator.evaluate_many(pairs)
+            results = evaluator.evaluate_many(pairs, on_result=progress)
         finally:
             evaluator.close()
         wall_s = time.perf_counter() - started
