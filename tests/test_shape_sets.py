@@ -215,3 +215,52 @@ def test_on_triton_cuda_shape_sets_and_the_late_trial_are_judged_alike():
     assert late.reward.total == 0
     assert honest.status == Status.ok and honest.runtime_ms, honest.message
     assert "2 more shape sets and in the late trial" in honest.message
+
+
+DIVIDED = """
+import torch
+import torch.nn as nn
+
+TOTAL = 4096
+DIVISOR = 64
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(TOTAL // DIVISOR, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_derived_shape_set_larger_than_the_main_one_is_skipped(tmp_path):
+    """Issue 27 item 1: halving a constant that divides a size doubles the input; a derived set must never be
+    what makes a problem run out of memory, so one whose inputs outweigh the main shape's is left out (TOTAL
+    halved shrinks the input, DIVISOR halved grows it: only sets that shrink it are kept)."""
+    from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
+    from tritongym.core.worker.trial_plan import plan_extra_trials
+    from tritongym.core.worker_task import WorkerTask
+
+    sizes = {"TOTAL": 4096, "DIVISOR": 64}
+    derived = [{"TOTAL": 2048}, {"DIVISOR": 32}, {"TOTAL": 3073}, {"DIVISOR": 49}]
+    task = WorkerTask(
+        problem_name="divided",
+        problem_source=DIVIDED,
+        sizes=sizes,
+        extra_sizes=derived,
+        extra_sizes_optional=True,
+        late_trial=False,
+    )
+    reference = load_reference(task, str(tmp_path))
+    main = make_inputs(reference, 0, "cpu")
+    planned = plan_extra_trials(task, reference, "cpu", make_inputs, build_reference, main)
+    kept = [p.sizes for p in planned]
+    assert kept == [{"TOTAL": 2048}, {"TOTAL": 3073}]  # the two that grow the input (DIVISOR 32, 49) are skipped
+    declared = task.model_copy(update={"extra_sizes_optional": False})
+    assert len(plan_extra_trials(declared, reference, "cpu", make_inputs, build_reference, main)) == 4

@@ -256,7 +256,7 @@ class GPUWorker:
         with self.channel.gpu(exclusive=False, needed=self.cuda):
             ref_model, init_inputs = build_reference(task, reference, self.device)
             trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
-            extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference)
+            extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference, trial_inputs[0])
             if task.kept_trials is not None:  # the keeper judges only the shape sets the reference could run
                 extra = [trial for trial in extra if trial.seed in task.kept_trials]
             ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)

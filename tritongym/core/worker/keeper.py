@@ -113,7 +113,9 @@ class ReferenceRecord:
         ]
         del model64
         self.planned: list[dict] = [{"seed": seed} for seed in task.seeds]
-        for trial in plan_extra_trials(task, self.reference, device, make_inputs, build_reference):
+        for trial in plan_extra_trials(
+            task, self.reference, device, make_inputs, build_reference, self.trial_inputs[0]
+        ):
             with exact_reference():
                 outs = reference_outputs(task, self.reference, self.ref_model, trial)
             if outs is not None:

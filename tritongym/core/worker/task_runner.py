@@ -138,7 +138,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     trial_inputs = [make_inputs(reference, seed, device) for seed in task.seeds]
     ghost_inputs = make_inputs(reference, ghost_seed(task), device)
     precomputed_inputs = make_inputs(reference, precomputed_seed(task), device)
-    extra = plan_extra_trials(task, reference, device, make_inputs, build_reference)
+    extra = plan_extra_trials(task, reference, device, make_inputs, build_reference, trial_inputs[0])
     degenerate = degenerate_probes(task, reference, device)
     evidence.stage = "import"
     report, why = fork_candidate(

@@ -83,16 +83,28 @@ def shape_seed(task, k: int) -> int:
     return (task.seeds[0] + 104729 * (k + 1)) % (2**31)
 
 
-def plan_extra_trials(task, reference: ModuleType, device, make_inputs, build_reference) -> list[PlannedTrial]:
-    """The shape-set trials then the late trial, each with its inputs (and models), made before the import."""
+def plan_extra_trials(
+    task, reference: ModuleType, device, make_inputs, build_reference, main_inputs: list | None = None
+) -> list[PlannedTrial]:
+    """The shape-set trials then the late trial, each with its inputs (and models), made before the import.
+
+    A *derived* shape set whose inputs would be larger than `main_inputs` (a constant the derivation took for a
+    size divides one: halving it doubles the input) is skipped: a derived set checks that the kernel does not
+    assume the sizes, and must never be what makes a problem run out of memory (issue 27 item 1)."""
     from tritongym.core.worker.stages import StageError, error_info
 
+    main_bytes = _bytes(main_inputs) if main_inputs is not None else None
     planned: list[PlannedTrial] = []
     for k, overrides in enumerate(task.extra_sizes):
         sizes = {**task.sizes, **overrides}
         seed = shape_seed(task, k)
         try:
             with sizes_applied(reference, sizes):
+                if task.extra_sizes_optional and main_bytes is not None:
+                    weight = _meta_bytes(reference)
+                    if weight is not None and weight > main_bytes:
+                        skip(overrides, f"its inputs ({weight} bytes) are larger than the main shape's ({main_bytes})")
+                        continue
                 ref_model, init_inputs = build_reference(task, reference, device)
                 inputs = make_inputs(reference, seed, device)
                 if task.extra_sizes_optional:
@@ -121,6 +133,24 @@ def plan_extra_trials(task, reference: ModuleType, device, make_inputs, build_re
         inputs = make_inputs(reference, late_seed(task), device)
         planned.append(PlannedTrial(seed=late_seed(task), inputs=inputs, late=True, input_shapes=_shapes(inputs)))
     return planned
+
+
+def _meta_bytes(reference: ModuleType) -> int | None:
+    """The bytes of `get_inputs()` under the module's current globals, weighed on the meta device (nothing is
+    allocated); None when the inputs cannot be made there (an op without a meta kernel)."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            return _bytes(reference.get_inputs())
+    except Exception:  # noqa: BLE001 - unknown weight: the set is tried as before
+        return None
+
+
+def _bytes(values: list) -> int:
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def _runs(ref_model, other_inputs: list) -> None:
