@@ -453,13 +453,15 @@ def test_a_need_beyond_the_gpu_runs_alone():
     alone.start()
     alone.join(timeout=0.5)
     assert alone.is_alive() and not granted  # 30 is held: the GPU is not idle
+    small = threading.Thread(target=lambda: granted.append(budget.reserve(10.0)))
+    small.start()
+    small.join(timeout=0.5)
+    assert small.is_alive() and not granted  # 30 + 10 fits, but nobody goes ahead of the task waiting for the GPU
     budget.release(first)
     alone.join(timeout=5)
     assert granted == [100.0] and budget.holders == 1  # all of it, and nobody beside it
-    late = threading.Thread(target=lambda: granted.append(budget.reserve(1.0)))
-    late.start()
-    late.join(timeout=0.5)
-    assert late.is_alive()  # even 1 MiB waits while the large one runs
+    small.join(timeout=0.5)
+    assert small.is_alive()  # even 10 MiB waits while the large one runs
     budget.release(100.0)
-    late.join(timeout=5)
-    assert granted == [100.0, 1.0]
+    small.join(timeout=5)
+    assert granted == [100.0, 10.0]

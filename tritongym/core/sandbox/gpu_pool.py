@@ -125,13 +125,24 @@ class MemoryBudget:
         self.capacity_mb = capacity_mb
         self.reserved_mb = 0.0
         self.holders = 0
+        self.waiting_alone = 0  # tasks that need the whole GPU and wait for it: nobody new goes ahead of them
         self.cond = threading.Condition()
 
     def reserve(self, need_mb: float) -> float:
         """Block until `need_mb` fits (or the GPU is idle, for a need beyond the budget); the MiB granted."""
+        alone = need_mb >= self.capacity_mb
         grant = min(need_mb, self.capacity_mb)
         with self.cond:
-            self.cond.wait_for(lambda: self.holders == 0 or self.reserved_mb + grant <= self.capacity_mb)
+            if alone:
+                self.waiting_alone += 1
+                self.cond.wait_for(lambda: self.holders == 0)
+                self.waiting_alone -= 1
+            else:
+                self.cond.wait_for(
+                    lambda: (
+                        self.holders == 0 or (not self.waiting_alone and self.reserved_mb + grant <= self.capacity_mb)
+                    )
+                )
             self.reserved_mb += grant
             self.holders += 1
         return grant
