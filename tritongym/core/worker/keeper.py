@@ -34,6 +34,7 @@ from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
 from tritongym.core.worker import frames, trusted
 from tritongym.core.worker.stages import StageError, error_info
 from tritongym.core.worker.task_runner import configure_precision
+from tritongym.core.worker.tensors import tensor_bytes
 from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()
@@ -54,12 +55,6 @@ def record_key(task: WorkerTask) -> str:
         task.precision,
     ]
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def tensor_bytes(values) -> int:
-    import torch
-
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 class ReferenceRecord:

@@ -35,6 +35,13 @@ def same_value(a, b) -> bool:
     return True
 
 
+def tensor_bytes(values) -> int:
+    """Bytes held by the tensors among `values` (anything else weighs nothing)."""
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
 def plain_output(value):
     """A tensor output as sent to the judge; anything else only by the name of its type."""
     import torch

@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from tritongym.core.models import describe_sizes
+from tritongym.core.worker.tensors import tensor_bytes
 
 
 @dataclass
@@ -93,7 +94,7 @@ def plan_extra_trials(
     assume the sizes, and must never be what makes a problem run out of memory (issue 27 item 1)."""
     from tritongym.core.worker.stages import StageError, error_info
 
-    main_bytes = _bytes(main_inputs) if main_inputs is not None else None
+    main_bytes = tensor_bytes(main_inputs) if main_inputs is not None else None
     planned: list[PlannedTrial] = []
     for k, overrides in enumerate(task.extra_sizes):
         sizes = {**task.sizes, **overrides}
@@ -142,15 +143,9 @@ def _meta_bytes(reference: ModuleType) -> int | None:
 
     try:
         with torch.device("meta"):
-            return _bytes(reference.get_inputs())
+            return tensor_bytes(reference.get_inputs())
     except Exception:  # noqa: BLE001 - unknown weight: the set is tried as before
         return None
-
-
-def _bytes(values: list) -> int:
-    import torch
-
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def _runs(ref_model, other_inputs: list) -> None:
