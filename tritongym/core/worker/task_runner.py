@@ -119,6 +119,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.worker.candidate_runner import fork_candidate
     from tritongym.core.worker.compare import compare_output, flatten_outputs
     from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+    from tritongym.core.worker.input_source import InputSource
     from tritongym.core.worker.launches import LaunchRecorder
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.plugin_probes import probe_results
@@ -141,20 +142,8 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     extra = plan_extra_trials(task, reference, device, make_inputs, build_reference, trial_inputs[0])
     degenerate = degenerate_probes(task, reference, device)
     evidence.stage = "import"
-    report, why = fork_candidate(
-        task,
-        workdir,
-        recorder,
-        ref_model,
-        init_inputs,
-        trial_inputs,
-        device,
-        private_fds,
-        ghost_inputs,
-        extra,
-        [(name, inputs) for name, _, inputs, _ in degenerate],
-        precomputed_inputs,
-    )
+    source = InputSource.held(trial_inputs, ghost_inputs, precomputed_inputs, degenerate)
+    report, why = fork_candidate(task, workdir, recorder, ref_model, init_inputs, source, device, private_fds, extra)
     if report is None:
         evidence.stage = "run"
         raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
@@ -182,7 +171,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             main_sent.append(sent)
     try:
         with exact_reference():
-            probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate, precomputed_inputs)
+            probe_refs = reference_probe_outputs(ref_model, source)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
