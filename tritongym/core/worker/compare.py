@@ -8,6 +8,9 @@ access or comparison: lazy tensors that compute on comparison are a known hack).
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import torch
 
 from tritongym.core.models import OutputComparison
@@ -55,22 +58,65 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
         result.ref_tf32_err, result.ref_half_err = gold.ref_tf32_err, gold.ref_half_err
         result.ref_tf32_trunc_err = gold.ref_tf32_trunc_err
-    a, b = out.detach().double(), ref.detach().double()
+    flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
+    parts = [_errors(flat_out[i : i + CHUNK], flat_ref[i : i + CHUNK], tol) for i in range(0, ref.numel(), CHUNK)]
+    result.mismatched = sum(p.mismatched for p in parts)
+    finite = [p for p in parts if p.count]
+    if len(finite) == 1:
+        only = finite[0]
+        result.max_abs_err, result.mean_abs_err = only.max_abs, only.mean_abs
+        result.rel_norm_err = only.norm_diff / max(only.norm_ref, 1e-30)
+    elif finite:
+        count = sum(p.count for p in finite)
+        result.max_abs_err = max(p.max_abs for p in finite)
+        result.mean_abs_err = sum(p.mean_abs * p.count for p in finite) / count
+        norm_diff = math.sqrt(sum(p.norm_diff**2 for p in finite))
+        result.rel_norm_err = norm_diff / max(math.sqrt(sum(p.norm_ref**2 for p in finite)), 1e-30)
+    if any(p.nan_differs for p in parts):
+        result.note = "NaN where the reference has a number (or the reverse)"
+    return result
+
+
+CHUNK = 1 << 24
+"""Elements compared at a time: a float64 temporary of a chunk is 128 MiB, where one of a whole 6 GiB float32
+output was 12 GiB, several of them at once (issue 27 item 1)."""
+
+
+@dataclass
+class _Part:
+    """One chunk's errors: mismatches, and over its finite positions their count, max and mean absolute error
+    and the norms of the difference and of the reference."""
+
+    mismatched: int
+    count: int
+    max_abs: float | None
+    mean_abs: float | None
+    norm_diff: float
+    norm_ref: float
+    nan_differs: bool
+
+
+def _errors(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> _Part:
+    a, b = out.double(), ref.double()
     a_nan, b_nan = torch.isnan(a), torch.isnan(b)
     same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
     diff = (a - b).abs()
     ok = (diff <= tol.atol + tol.rtol * b.abs()) | same_special
-    result.mismatched = int((~ok).sum())
+    mismatched = int((~ok).sum())
     finite = torch.isfinite(a) & torch.isfinite(b)
-    if bool(finite.any()):
-        d = diff[finite]
-        result.max_abs_err = float(d.max())
-        result.mean_abs_err = float(d.mean())
-        ref_norm = float(b[finite].norm())
-        result.rel_norm_err = float(d.norm()) / max(ref_norm, 1e-30)
-    if bool((a_nan != b_nan).any()):
-        result.note = "NaN where the reference has a number (or the reverse)"
-    return result
+    nan_differs = bool((a_nan != b_nan).any())
+    if not bool(finite.any()):
+        return _Part(mismatched, 0, None, None, 0.0, 0.0, nan_differs)
+    d = diff[finite]
+    return _Part(
+        mismatched,
+        int(d.numel()),
+        float(d.max()),
+        float(d.mean()),
+        float(d.norm()),
+        float(b[finite].norm()),
+        nan_differs,
+    )
 
 
 def rel_err(values, gold) -> float | None:
