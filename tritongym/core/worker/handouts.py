@@ -6,8 +6,9 @@ memory the candidate names (a forged handle or size would make the trusted proce
 Instead the keeper allocates one *handout* per output whose shape and dtype match the reference's, each a
 device allocation of its own (`cuMemAlloc`, outside torch's caching allocator, so the mapping the
 candidate's process opens holds that buffer and nothing else), filled with 0xFF bytes (NaN in every float
-format: whatever the driver recycled into it is gone), and exported as a CUDA IPC handle.  The candidate's
-worker opens each handle, copies its output in, synchronises and closes it.  A candidate that knows any
+format: whatever the driver recycled into it is gone), and exported as a CUDA IPC handle; the keeper waits for
+the fill to finish (`synchronize`) before it sends a handle, or the fill could land after the candidate's copy.
+The candidate's worker opens each handle, copies its output in, synchronises and closes it.  A candidate that knows any
 address of the keeper still maps nothing but the buffers it was handed.
 
 On the CPU (the pool's test device) there is no second address space to map: the worker sends the

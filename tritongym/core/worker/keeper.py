@@ -375,6 +375,7 @@ class Keeper:
         judged from their description alone): a handle per output, or None."""
         import torch
 
+        from tritongym.core.worker import handouts
         from tritongym.core.worker.handouts import Handout
         from tritongym.core.worker.parking import Parked
 
@@ -411,6 +412,10 @@ class Keeper:
             else:  # the CPU (or an empty output): the values come as bytes (`HDAT`), or there are none
                 state["handouts"][ident] = torch.empty(shape, dtype=dtype, device=self.device)
                 lent.append({"id": ident, "handle": None, "nbytes": 0})
+        if self.cuda and any(grant and grant["handle"] for grant in lent):
+            # `cuMemsetD8` is asynchronous to the host: unfinished, it could overwrite the candidate's copy with
+            # 0xFF after the handle was sent (all NaN: a correct kernel judged incorrect, seen once on an H100)
+            handouts.synchronize()
         return {"lent": lent}
 
     def receive(self, payload: bytes) -> dict:

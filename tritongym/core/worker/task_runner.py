@@ -58,9 +58,24 @@ def load_reference(task: WorkerTask, workdir: str) -> ModuleType:
 
 
 def make_inputs(reference: ModuleType, seed: int, device):
+    """One input set from `seed`, made on `device`.
+
+    On a GPU, `get_inputs` runs under `torch.device(device)`, so KernelBench's `torch.rand(...)` draws on the
+    GPU: a full-size input (1.5 G elements) takes milliseconds there and seconds on the host, and the keeper
+    and the candidate's worker draw every trial's and probe's set.  Both draw the same way on the same GPU, so
+    the sets agree.  A `get_inputs` that cannot run there (a CPU generator passed explicitly) draws on the host
+    and is copied, as before."""
     import torch
 
     torch.manual_seed(seed)
+    if getattr(device, "type", str(device)) == "cuda":
+        try:
+            with torch.device(device):
+                return [to_device(v, device) for v in reference.get_inputs()]
+        except torch.OutOfMemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - drawn on the host instead, from the same seed
+            torch.manual_seed(seed)
     return [to_device(v, device) for v in reference.get_inputs()]
 
 
