@@ -18,14 +18,10 @@ This relies on `os.fork`, which suits the CPU backend.  CUDA does not survive a 
 (`gpu_worker`) calls `run_candidate` in its own process instead, a process that never computes a reference
 output: those live in the GPU's reference keeper (`keeper.py`), which judges the outputs lent to it.
 
-What is held when: every call takes a fresh input set from an `input_source.InputSource` when it comes.  The
-forked child's source clones sets its parent made up front, and every trial's outputs and inputs after the
-call stay in the report for the parent.  The GPU worker streams instead (`on_outputs`): its source makes each
-set again from its seed, and each call's outputs leave for the keeper as soon as the call is done, so about
-one call's inputs and outputs are held at a time (issue 27 item 1).  A trial's inputs are dropped before the
-next trial's are made; only the last trial's stay, for the `refresh` probe, which refills them in place.
-(So a later trial may get a recycled address: a cache keyed on pointers then serves a stale answer in that
-trial and fails it as incorrect, where holding every set left it to the `refresh` probe to name.)
+What is held when: each call takes a fresh input set (`input_source.py`) when it comes.  The forked child keeps
+every output for its parent; the GPU worker streams (`on_outputs`: each call's outputs leave for the keeper
+when it ends), holding about one call at a time (issue 27 item 1).  Its trials' inputs are dropped in turn (the
+last trial's stay for `refresh`), so a pointer-keyed cache may meet a recycled address and fail a trial.
 """
 
 from __future__ import annotations
@@ -66,13 +62,10 @@ def run_candidate(
     late trial's fresh inputs.  Report `trials` holds the main trials then the extra ones, in order; it stops
     at the first that raises.
 
-    Streaming (`on_outputs`, the GPU worker): after each trial and each probe the device is synchronised, the
-    trial's side-work snapshot compared with its final outputs, and `on_outputs(where, record)` called with
-    `where = ["trial", t]` or `["probe", name, trial]`; the callback hands the outputs out (replacing them in
-    `record`, in place) and, for a trial, turns `record["inputs_after"]` into `record["mutated"]`.  So at most
-    one call's inputs and outputs are held at a time.  Without it (the CPU task runner's forked child) every
-    record keeps its outputs and `inputs_after` for the trusted parent, and the snapshots are compared once,
-    after all calls."""
+    Streaming (`on_outputs`, the GPU worker): after each call the device is synchronised, a trial's side-work
+    snapshot compared, and `on_outputs(where, record)` called (`where`: `["trial", t]` or `["probe", name,
+    trial]`) to hand the outputs out in place and turn a trial's `inputs_after` into `mutated`.  Without it
+    every record keeps its outputs and `inputs_after`, and the snapshots are compared after all calls."""
     import torch
 
     from tritongym.core.worker import plugin_probes, probes, trusted

@@ -9,7 +9,6 @@ access or comparison: lazy tensors that compute on comparison are a known hack).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
@@ -60,63 +59,38 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         result.ref_tf32_trunc_err = gold.ref_tf32_trunc_err
     flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
     parts = [_errors(flat_out[i : i + CHUNK], flat_ref[i : i + CHUNK], tol) for i in range(0, ref.numel(), CHUNK)]
-    result.mismatched = sum(p.mismatched for p in parts)
-    finite = [p for p in parts if p.count]
-    if len(finite) == 1:
-        only = finite[0]
-        result.max_abs_err, result.mean_abs_err = only.max_abs, only.mean_abs
-        result.rel_norm_err = only.norm_diff / max(only.norm_ref, 1e-30)
-    elif finite:
-        count = sum(p.count for p in finite)
-        result.max_abs_err = max(p.max_abs for p in finite)
-        result.mean_abs_err = sum(p.mean_abs * p.count for p in finite) / count
-        norm_diff = math.sqrt(sum(p.norm_diff**2 for p in finite))
-        result.rel_norm_err = norm_diff / max(math.sqrt(sum(p.norm_ref**2 for p in finite)), 1e-30)
-    if any(p.nan_differs for p in parts):
+    result.mismatched = sum(p[0] for p in parts)
+    finite = [p for p in parts if p[1]]  # (mismatched, count, max, mean, norm of the difference, of the ref, NaN)
+    if finite:
+        count = sum(p[1] for p in finite)
+        result.max_abs_err = max(p[2] for p in finite)
+        result.mean_abs_err = finite[0][3] if len(finite) == 1 else sum(p[3] * p[1] for p in finite) / count
+        norms = [math.sqrt(sum(p[k] ** 2 for p in finite)) if len(finite) > 1 else finite[0][k] for k in (4, 5)]
+        result.rel_norm_err = norms[0] / max(norms[1], 1e-30)
+    if any(p[6] for p in parts):
         result.note = "NaN where the reference has a number (or the reverse)"
     return result
 
 
 CHUNK = 1 << 24
-"""Elements compared at a time: a float64 temporary of a chunk is 128 MiB, where one of a whole 6 GiB float32
-output was 12 GiB, several of them at once (issue 27 item 1)."""
+"""Elements compared at a time: float64 temporaries of 128 MiB, where a whole 6 GiB float32 output made several of
+12 GiB at once (issue 27 item 1)."""
 
 
-@dataclass
-class _Part:
-    """One chunk's errors: mismatches, and over its finite positions their count, max and mean absolute error
-    and the norms of the difference and of the reference."""
-
-    mismatched: int
-    count: int
-    max_abs: float | None
-    mean_abs: float | None
-    norm_diff: float
-    norm_ref: float
-    nan_differs: bool
-
-
-def _errors(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> _Part:
+def _errors(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple:
+    """One chunk: mismatches, then over its finite positions their count, max and mean absolute error and the norms
+    of the difference and of the reference, then whether NaN differs somewhere."""
     a, b = out.double(), ref.double()
     a_nan, b_nan = torch.isnan(a), torch.isnan(b)
     same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
     diff = (a - b).abs()
     ok = (diff <= tol.atol + tol.rtol * b.abs()) | same_special
-    mismatched = int((~ok).sum())
     finite = torch.isfinite(a) & torch.isfinite(b)
-    nan_differs = bool((a_nan != b_nan).any())
-    if not bool(finite.any()):
-        return _Part(mismatched, 0, None, None, 0.0, 0.0, nan_differs)
     d = diff[finite]
-    return _Part(
-        mismatched,
-        int(d.numel()),
-        float(d.max()),
-        float(d.mean()),
-        float(d.norm()),
-        float(b[finite].norm()),
-        nan_differs,
-    )
+    if not d.numel():
+        return int((~ok).sum()), 0, None, None, 0.0, 0.0, bool((a_nan != b_nan).any())
+    stats = float(d.max()), float(d.mean()), float(d.norm()), float(b[finite].norm())
+    return int((~ok).sum()), int(d.numel()), *stats, bool((a_nan != b_nan).any())
 
 
 def rel_err(values, gold) -> float | None:

@@ -10,22 +10,16 @@ the pool asks before handing this worker the task.  Per task (protocol of DESIGN
    calls planned with the same seeds as the keeper's (the shape sets the keeper kept, `kept_trials`); no
    reference output is ever computed here;
 2. the candidate is imported, built, bound and run on every trial and probe
-   (`candidate_runner.run_candidate`), streaming: each call gets a fresh input set made from its seed when it
-   comes (`input_source.py`), and as soon as it returns (device synchronised, its side-work snapshot
-   compared) its outputs are lent to the keeper (one `HOUT` per call, answered `HAND`: CUDA IPC handles of
-   buffers the keeper allocated, copied into here; on the CPU the values travel as `HDAT`) and dropped; a
-   trial's inputs after the call are compared with a pristine set made again from its seed (`mutated`).  So
-   this process holds about one call's inputs and outputs at a time (two input sets for a trial's mutation
-   check; timing a few, bounded by bytes), not every set of the task (issue 27 item 1).  The report, outputs
+   (`candidate_runner.run_candidate`), streaming: each call gets a fresh input set made from its seed
+   (`input_source.py`), and once it returns (synchronised) its outputs are lent to the keeper (one `HOUT` per
+   call, answered `HAND`: CUDA IPC handles of buffers the keeper allocated, copied into here; on the CPU the
+   values travel as `HDAT`) and dropped; a trial's inputs after the call are compared with a set made again
+   from its seed (`mutated`).  So about one call is held at a time (issue 27 item 1).  The report, outputs
    replaced by handout numbers, goes to the parent (`CAND`), which has the keeper judge it.  The parent
    answers `TIME` only if everything matched;
 3. under the GPU lock the candidate is timed and a few forwards profiled; the timed calls' outputs are lent
    like the trials' and the timing sent (`TIMD`); the keeper then re-times the reference briefly;
 4. `DONE` carries the rest of the evidence (stage, error).
-
-The mutation check and the input sets are this process's account, made after the candidate was imported: a
-candidate that patched torch's random functions to change them is named by the environment check, and its
-outputs are judged against the keeper's inputs, which it never touched.
 
 Everything this process sends comes from a process the candidate has run in, which is why the judging
 happens in the keeper, and why the pool gives every candidate a fresh worker by default.
@@ -264,7 +258,7 @@ class GPUWorker:
         # set is held: each is made from its seed when its call comes (`input_source.py`)
         with self.channel.gpu(exclusive=False, needed=self.cuda):
             ref_model, init_inputs = build_reference(task, reference, self.device)
-            source = InputSource.seeded(task, reference, self.device)
+            source = InputSource.seeded(task, reference, self.device, make_inputs)
             main = source.trial(0)
             extra = plan_extra_trials(
                 task, reference, self.device, make_inputs, build_reference, main, keep_inputs=False

@@ -1,21 +1,12 @@
-"""Where the calls of an evaluation get their inputs: each set made when it is needed, not all held at once.
+"""Where the calls of an evaluation get their inputs: each set made when its call comes, not all held at once.
 
-A KernelBench problem at full size can take 6 to 16 GiB for one forward's inputs and outputs; an evaluation
-calls the forward on a dozen input sets (the trials, the probes' ghost, precomputed and degeneracy inputs),
-so holding every set for the whole task ran an 80 GB GPU out of memory on problems whose one forward fits
-easily (issue 27 item 1).  An `InputSource` hands out one set at a time instead, each a fresh set the caller
-owns (the candidate may mutate it):
-
-* `InputSource.seeded` makes each set again from its seed when asked (`task_runner.make_inputs` is
-  deterministic per seed and device): the keeper and the GPU worker hold no set between calls;
-* `InputSource.held` clones sets made once up front: the CPU task runner's forked candidate, whose trusted
-  parent keeps its own copies to judge with (nothing changes there).
-
-Seeds and transforms are the ones `task_runner` defines (`ghost_seed`, `precomputed_seed`,
-`degenerate_seed`), so the keeper's reference and the worker's candidate see the same values.  In the worker
-a set is made after the candidate was imported; a candidate that replaces `torch.manual_seed` or a random
-function to change what it is called on is named by the environment check (`probes.environment_changes`),
-and its outputs are judged against the keeper's inputs, which it never touched.
+At full size one forward's inputs and outputs take 6-16 GiB and an evaluation makes a dozen calls, so holding
+every set for the whole task ran an 80 GB GPU out of memory (issue 27 item 1).  An `InputSource` hands out
+a fresh set per call, owned by the caller (the candidate may mutate it): `seeded` makes it again from its seed
+(`task_runner.make_inputs` is deterministic per seed and device; the keeper and the GPU worker), `held`
+clones sets made up front (the CPU task runner's forked child, whose parent judges with its own copies).
+In the worker a set is made after the candidate's import: a candidate that patches torch's random functions
+is named by the environment check, and is judged against the keeper's inputs, which it never touched.
 """
 
 from __future__ import annotations
@@ -23,7 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tritongym.core.worker_task import WorkerTask
+
 Make = Callable[[], list]
+
+
+def ghost_seed(task: WorkerTask) -> int:
+    """Seed of the ghost probe's inputs: secret (derived from the init seed) and unlike any trial's."""
+    return (task.init_seed * 2654435761 + 0x6057) % (2**31)
+
+
+def precomputed_seed(task: WorkerTask) -> int:
+    """Seed of the `precomputed` probe's inputs: secret, unlike any trial's, the ghost's or the late trial's."""
+    return (task.init_seed * 1103515245 + 0x9C0D) % (2**31)
+
+
+def degenerate_seed(task: WorkerTask, k: int) -> int:
+    """Seed of the k-th degeneracy probe's inputs: secret, like the ghost's, and unlike it."""
+    return (task.init_seed * 69069 + 0xD6E + 7 * k) % (2**31)
 
 
 @dataclass
@@ -39,7 +47,7 @@ class DegenerateInputs:
 
 @dataclass
 class InputSource:
-    """Fresh input sets on demand: the main trials by index, the ghost, precomputed and degeneracy probes'."""
+    """Fresh input sets on demand: the main trials by index, the ghost's, precomputed's and degeneracy probes'."""
 
     trials: list[Make]
     ghost: Make | None = None
@@ -55,11 +63,10 @@ class InputSource:
         return self.trials[k]()
 
     @classmethod
-    def seeded(cls, task, reference, device) -> InputSource:
-        """Every set made again from its seed each time it is asked for (nothing is held)."""
+    def seeded(cls, task, reference, device, make_inputs) -> InputSource:
+        """Every set made again from its seed (by `task_runner.make_inputs`) each time it is asked for."""
         from tritongym.core.worker.controls import OTHER_SEED_OFFSET, transform_inputs
         from tritongym.core.worker.stages import StageError, error_info
-        from tritongym.core.worker.task_runner import degenerate_seed, ghost_seed, make_inputs, precomputed_seed
 
         def seeded(seed: int) -> Make:
             return lambda: make_inputs(reference, seed, device)
@@ -97,7 +104,7 @@ class InputSource:
         precomputed: list | None = None,
         degenerate: list[tuple[str, str, list, list]] | None = None,
     ) -> InputSource:
-        """Sets made once (`degenerate` as `task_runner.degenerate_probes` gives them); each call clones one."""
+        """Sets made once (`degenerate`: (name, control, inputs, the other seed's inputs)); each call clones one."""
         from tritongym.core.worker.tensors import clone_all
 
         def cloned(values: list | None) -> Make | None:

@@ -9,15 +9,11 @@ the same secret seeds but never computes an answer; its outputs come here throug
 (`handouts.py`) and are compared here, so a candidate that walks its frames, its heap or the caching
 allocator finds no reference output in its own process, and cannot map one of this process's.
 
-What is held when (issue 27 item 1: a full-size problem's one forward can take 6-16 GiB, a dozen of them do
-not fit the GPU): a record is built one call at a time (inputs made from their seed, the reference run, the
-gold sampled, the outputs parked, the inputs dropped), and keeps no input set: timing makes the sets it
-needs again from their seeds, a few at a time (`tensors.timing_inputs`).  Every tensor of at least
-`parking.PARK_BYTES` (64 MiB; `TRITONGYM_PARK_BYTES`) is parked in host memory once computed: the
-reference's outputs and the probes' references, and each large handout once the worker has filled it (when
-the task's next request arrives, its IPC buffer is copied out and freed).  A comparison brings the one pair
-it compares back to the device and drops it after.  So the GPU holds weights, gold samples, small outputs and
-one call's large outputs at a time.
+What is held when (issue 27 item 1): a record is built one call at a time and keeps no input set (timing
+makes a few again from their seeds); every tensor from `parking.PARK_BYTES` up is parked in host memory once
+computed (reference outputs, probe references, and each large handout at the task's next request, its IPC
+buffer freed); a comparison brings back one pair at a time.  So the GPU holds weights, gold samples, small
+outputs and one call's large outputs.
 
 Records are kept per problem, shape sets, seeds and precision (least recently used first out), so the
 candidates of one problem (an RL batch's samples) share one computation of the reference's outputs, gold and
@@ -71,12 +67,9 @@ def record_key(task: WorkerTask) -> str:
 
 
 class ReferenceRecord:
-    """The reference's side of one problem, shape sets, seeds and precision, computed before any candidate.
-
-    Built one call at a time, so the GPU holds one forward's inputs and outputs at a time: per main trial its
-    inputs are made from the seed, the reference run, the gold sampled, the outputs parked (`parking.py`: host
-    memory from `PARK_BYTES` up) and the inputs dropped; then each shape set and the late trial, then each
-    probe.  No input set is kept: timing makes the sets it needs again from their seeds (`self.source`)."""
+    """The reference's side of one problem, shape sets, seeds and precision, computed before any candidate, one
+    call at a time: per trial the inputs made from the seed, the reference run, the gold sampled, the outputs
+    parked (`parking.py`), the inputs dropped; then the shape sets and late trial, then the probes."""
 
     def __init__(self, task: WorkerTask, workdir: str, device) -> None:
         import torch
@@ -99,7 +92,7 @@ class ReferenceRecord:
         configure_precision(task)
         self.reference = load_reference(task, workdir)
         self.ref_model, _ = build_reference(task, self.reference, device)
-        self.source = InputSource.seeded(task, self.reference, device)
+        self.source = InputSource.seeded(task, self.reference, device, make_inputs)
         self.ref_outputs: list[list] = []
         self.golds: list[list] = []
         self.torch_ops: dict = {}
@@ -156,17 +149,10 @@ class ReferenceRecord:
         """(bytes held on the keeper's device, bytes parked in host memory): weights, outputs, gold samples."""
         from tritongym.core.worker.parking import split_bytes
 
-        golds = [
-            v
-            for trial in self.golds
-            for sample in trial
-            if sample is not None
-            for v in (sample.positions, sample.values)
-        ]
+        golds = [v for trial in self.golds for s in trial if s is not None for v in (s.positions, s.values)]
         outputs = [o for outs in self.ref_outputs for o in outs] + [o for v in self.probe_refs.values() for o in v]
         params = list(self.ref_model.parameters()) + list(self.ref_model.buffers())
-        device, host = split_bytes(outputs + golds + params)
-        return device, host
+        return split_bytes(outputs + golds + params)
 
     @property
     def nbytes(self) -> int:
