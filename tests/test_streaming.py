@@ -142,7 +142,10 @@ def _task(problem, source: str) -> WorkerTask:
 
 @pytest.fixture(scope="module")
 def pools():
-    plain = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    from tritongym.core.worker.parking import PARK_BYTES
+
+    default = {"TRITONGYM_PARK_BYTES": str(PARK_BYTES)}  # also when the suite runs with TRITONGYM_PARK_BYTES set
+    plain = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, extra_env=default))
     parked = WorkerPool(
         PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, extra_env={"TRITONGYM_PARK_BYTES": "1"})
     )

@@ -410,14 +410,19 @@ class KeeperProcess(Worker):
     def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, share: float = 1.0) -> None:
         self.share = share  # of the GPU's record cache (KEEPER_CACHE_SHARE): the GPU's keepers split it
         self.host_share = share / max(len(options.gpus), 1)  # of the host's: every GPU's keepers split it
+        self.extra_env = options.extra_env
         super().__init__(gpu, options, zygote)
         self.calls = threading.Lock()
         self.dead = ""
 
     def role_env(self) -> dict[str, str]:
+        # the parent's parking threshold (worker/parking.py), when set and not the pool's: a test suite can run
+        # under tiny parking
+        parking = {k: os.environ[k] for k in ("TRITONGYM_PARK_BYTES",) if k in os.environ and k not in self.extra_env}
         return {
             "TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}",
             "TRITONGYM_KEEPER_HOST_CACHE_SHARE": f"{KEEPER_HOST_CACHE_SHARE * self.host_share:.4f}",
+            **parking,
         }
 
     def start(self, timeout: float) -> None:
