@@ -256,7 +256,14 @@ class Keeper:
             self.builds += 1
             os.makedirs(workdir, exist_ok=True)
             record = self._build(task, workdir)
-        self.tasks[data["task_id"]] = {"task": task, "record": record, "key": key, "handouts": {}, "unparked": []}
+        self.tasks[data["task_id"]] = {
+            "task": task,
+            "record": record,
+            "key": key,
+            "handouts": {},
+            "pending": [],
+            "judged": {},
+        }
         return {
             "planned": record.planned,
             "output_counts": [len(outs) for outs in record.ref_outputs],
@@ -367,7 +374,7 @@ class Keeper:
 
         data = json.loads(payload)
         state = self._state(data)
-        self._park_filled(state)
+        self._judge_pending(state)
         record: ReferenceRecord = state["record"]
         lent = []
         for item in data["outputs"]:
@@ -390,7 +397,7 @@ class Keeper:
                 raise ValueError("the worker asked for more handouts than the reference has outputs to compare")
             self.handout_ids += 1
             ident = self.handout_ids
-            state["unparked"].append(ident)
+            state["pending"].append((ident, list(item["where"]), index))
             if self.cuda and nbytes:
                 handout = Handout(dtype, shape)
                 state["handouts"][ident] = handout
@@ -419,37 +426,53 @@ class Keeper:
             lent.copy_(value)
         return {}
 
-    def _park_filled(self, state: dict) -> None:
-        """The handouts lent before this request, filled by now (the worker sends its next request only after
-        its copies finished, or sent the values themselves), parked in host memory when large: a handout's
-        device buffer is copied out and freed, so one call's outputs at a time take the GPU's memory."""
-        import torch
-
+    def _judge_pending(self, state: dict) -> None:
+        """The outputs lent before this request, filled by now (the worker sends its next request only after its
+        copies finished, or sent the values themselves), judged at once and their handouts freed: the keeper
+        never holds more than one call's outputs of a candidate.  Each is compared, on the keeper's device, with
+        the reference its group named (a parked one brought back for that comparison only), with gold for a
+        main trial judged before `JUDG`, and for a degeneracy probe also with the control's answer; `JUDG` and
+        `JTIM` then check that the report names each handout where it was lent."""
+        from tritongym.core.worker.compare import compare_output
         from tritongym.core.worker.handouts import Handout
-        from tritongym.core.worker.parking import Parked, park, park_threshold
+        from tritongym.core.worker.parking import fetch
 
-        for ident in state["unparked"]:
-            lent = state["handouts"].get(ident)
-            if isinstance(lent, Handout) and lent.nbytes >= park_threshold():
-                state["handouts"][ident] = Parked(lent.tensor.to("cpu"))
+        task, record = state["task"], state["record"]
+        for ident, where, index in state["pending"]:
+            lent = state["handouts"].pop(ident)
+            out = lent.tensor if isinstance(lent, Handout) else lent
+            t = int(where[1]) if where[0] == "trial" and not state.get("timed") else -1
+            golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
+            gold = golds[index] if index < len(golds) else None
+            ref = fetch(record.refs_for(where)[index], self.device)
+            comparison = compare_output(index, out, ref, task.tolerances, gold)
+            del ref
+            control = None
+            answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []
+            if index < len(answer) and _is_ref(answer[index]):
+                control = compare_output(index, out, fetch(answer[index], self.device), task.tolerances)
+            state["judged"][ident] = (where, index, comparison, control)
+            if isinstance(lent, Handout):
                 lent.free()
-            elif type(lent) is torch.Tensor:
-                state["handouts"][ident] = park(lent)
-        state["unparked"].clear()
+            del out, lent
+        state["pending"].clear()
 
-    def _output(self, state: dict, entry):
-        """A report's output entry as `compare_output` takes it: the handout's tensor, a stand-in of the
-        described shape (no memory: it differs from the reference's, so only its description is judged),
-        or the name of a type that is not a tensor."""
+    def _output(self, state: dict, entry, where: list, index: int):
+        """A report's output entry as the comparison takes it: a handout's judgement (`_Judged`, when the report
+        names it where it was lent), a stand-in of the described shape (no memory: it differs from the
+        reference's, so only its description is judged), or the name of a type that is not a tensor."""
         import torch
-
-        from tritongym.core.worker.handouts import Handout
 
         if isinstance(entry, dict) and "handout" in entry:
-            lent = state["handouts"].get(int(entry["handout"]))
-            if lent is None:
+            judged = state["judged"].get(int(entry["handout"]))
+            if judged is None:
                 raise ValueError(f"the report names handout {entry['handout']}, which was not lent")
-            return lent.tensor if isinstance(lent, Handout) else lent
+            if judged[:2] != (where, index):
+                raise ValueError(
+                    f"the report names handout {entry['handout']} as output {index} of {where}; "
+                    f"it was lent for output {judged[1]} of {judged[0]}"
+                )
+            return _Judged(*judged[2:])
         if isinstance(entry, dict) and "stand_in" in entry:
             d = entry["stand_in"]
             stand_in = torch.empty(_shape(d["shape"]), dtype=_dtype(d["dtype"]), device="meta")
@@ -459,47 +482,47 @@ class Keeper:
             return {"not_a_tensor": str(entry["not_a_tensor"])[:200]}
         return {"not_a_tensor": "unknown"}
 
-    def _compared(self, outs: list, refs: list, tolerances, golds: list | None = None) -> list[OutputComparison]:
-        """Each output against its reference, pair by pair on the keeper's device (a parked one is brought back
-        for its comparison only, then dropped)."""
+    def _compare(self, tolerances):
+        """`probes.compare_probes`'s comparison: a handout's judgement, or an unlent output (a stand-in, a type's
+        name) compared with its reference's description."""
         from tritongym.core.worker.compare import compare_output
         from tritongym.core.worker.parking import fetch
 
-        golds = golds or []
-        comparisons = []
-        for i, (out, stored) in enumerate(zip(outs, refs)):
-            ref, value = fetch(stored, self.device), fetch(out, self.device)
-            gold = golds[i] if i < len(golds) else None
-            comparisons.append(_described(compare_output(i, value, ref, tolerances, gold), out))
-            del ref, value
-        return comparisons
+        def compare(i: int, out, stored, against_control: bool = False, gold=None):
+            if isinstance(out, _Judged):
+                return out.control if against_control else out.comparison
+            if not _is_ref(stored):
+                return None
+            return _described(compare_output(i, out, fetch(stored, self.device), tolerances, gold), out)
+
+        return compare
 
     def judge(self, payload: bytes) -> dict:
         """The candidate's report (outputs as handouts) compared with the record: per trial the output
         comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
-        from tritongym.core.worker.parking import fetch, on_host
+        from tritongym.core.worker.parking import on_host
         from tritongym.core.worker.probes import compare_probes, prior_answers
 
         data = frames.tensors_from_bytes(payload)
         state = self._state(data)
-        self._park_filled(state)
+        self._judge_pending(state)
         task, record = state["task"], state["record"]
         report = data["report"]
+        compare = self._compare(task.tolerances)
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
             golds = record.golds[t] if t < len(record.golds) else []
-            outs = [self._output(state, e) for e in sent["outputs"]]
-            trials.append(self._compared(outs, record.ref_outputs[t], task.tolerances, golds))
+            outs = [self._output(state, e, ["trial", t], i) for i, e in enumerate(sent["outputs"])]
+            pairs = enumerate(zip(outs, record.ref_outputs[t]))
+            found = [compare(i, out, ref, gold=golds[i] if i < len(golds) else None) for i, (out, ref) in pairs]
+            trials.append([c for c in found if c is not None])
         records = []
         for probe in report["probes"]:
-            outs = [self._output(state, e) for e in probe["outputs"]]
+            where = ["probe", probe["probe"], probe["trial"]]
+            outs = [self._output(state, e, where, i) for i, e in enumerate(probe["outputs"])]
             records.append({**probe, "outputs": outs})
         calls = compare_probes(
-            records,
-            record.probe_refs,
-            record.ref_outputs[: len(task.seeds)],
-            task.tolerances,
-            fetch=lambda value: fetch(value, self.device),
+            records, record.probe_refs, record.ref_outputs[: len(task.seeds)], task.tolerances, compare
         )
         for call, rec in zip(calls, records):
             for comparison in call.outputs + call.control_outputs:
@@ -508,6 +531,7 @@ class Keeper:
         precomputed = [on_host(r) for r in record.probe_refs.get("precomputed", [])]
         found = prior_answers(prior, precomputed, task.tolerances) if prior else []
         self._give_back(state)
+        state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
         return {
             "trials": [[c.model_dump(mode="json") for c in cs] for cs in trials],
             "probes": [c.model_dump(mode="json") for c in calls],
@@ -517,12 +541,14 @@ class Keeper:
     def judge_timed(self, payload: bytes) -> dict:
         data = frames.tensors_from_bytes(payload)
         state = self._state(data)
-        self._park_filled(state)
+        self._judge_pending(state)
         task, record = state["task"], state["record"]
+        compare = self._compare(task.tolerances)
         judged = []
         for trial, n_outputs, entries in data["timed"]:
-            outs = [self._output(state, e) for e in entries]
-            comparisons = self._compared(outs, record.ref_outputs[int(trial)], task.tolerances)
+            outs = [self._output(state, e, ["trial", int(trial)], i) for i, e in enumerate(entries)]
+            found = [compare(i, o, r) for i, (o, r) in enumerate(zip(outs, record.ref_outputs[int(trial)]))]
+            comparisons = [c for c in found if c is not None]
             judged.append([int(trial), int(n_outputs), [c.model_dump(mode="json") for c in comparisons]])
         self._give_back(state)
         return {"timed": judged}
@@ -534,7 +560,8 @@ class Keeper:
             if isinstance(lent, Handout):
                 lent.free()
         state["handouts"].clear()
-        state["unparked"].clear()
+        state["pending"].clear()
+        state["judged"].clear()
 
     def free(self, payload: bytes) -> dict:
         """The task is over: its handouts go back, its record stays if the cache has room for it."""
@@ -555,6 +582,23 @@ class Keeper:
 
             torch.cuda.empty_cache()
         return {"cached_records": len(self.records)}
+
+
+class _Judged:
+    """A lent output's judgement, made when the next request came: against its reference and, for a degeneracy
+    probe, against the control's answer (None: no such answer)."""
+
+    def __init__(self, comparison: OutputComparison, control: OutputComparison | None) -> None:
+        self.comparison, self.control = comparison, control
+
+
+def _is_ref(value) -> bool:
+    """A stored reference that is a tensor (on the device, or parked)."""
+    import torch
+
+    from tritongym.core.worker.parking import Parked
+
+    return type(value) is torch.Tensor or isinstance(value, Parked)
 
 
 def _described(comparison: OutputComparison, out) -> OutputComparison:

@@ -199,15 +199,19 @@ def _refill(buffers: list, values: list) -> bool:
 
 
 def compare_probes(
-    records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances, fetch=None
+    records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances, compare=None
 ) -> list:
     """`ProbeCall`s: each probe's outputs compared with its reference.
 
-    `fetch`, when given, turns a stored reference or output into the tensor to compare, one pair at a time
-    (the keeper brings a parked one back to its device for that comparison only)."""
+    `compare(i, output, stored reference, against_control)`, when given, makes each comparison (None where
+    the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked."""
     from tritongym.core.models import LaunchRecord, ProbeCall
+    from tritongym.core.worker.compare import compare_output
 
-    fetch = fetch or (lambda value: value)
+    def plain(i: int, out, ref, against_control: bool = False):
+        return compare_output(i, out, ref, tolerances) if _is_tensor(ref) else None
+
+    compare = compare or plain
     calls = []
     for record in records:
         name = record["probe"]
@@ -221,29 +225,22 @@ def compare_probes(
             ProbeCall(
                 probe=name,
                 trial=record["trial"],
-                outputs=_compared(outputs, refs, tolerances, fetch),
+                outputs=_compared(outputs, refs, compare, False),
                 n_outputs=len(outputs),
                 ref_n_outputs=len(refs),
                 launches=[LaunchRecord.model_validate(x) for x in record["launches"]],
                 error=record["error"],
                 control=name.removeprefix("degenerate:") if control else "",
-                control_outputs=_compared(outputs, control, tolerances, fetch),
+                control_outputs=_compared(outputs, control, compare, True),
             )
         )
     return calls
 
 
-def _compared(outputs: list, refs: list, tolerances, fetch) -> list:
-    """Each output compared with its reference where that is a tensor, fetched pair by pair."""
-    from tritongym.core.worker.compare import compare_output
-
-    comparisons = []
-    for i, (out, stored) in enumerate(zip(outputs, refs)):
-        ref = fetch(stored)
-        if _is_tensor(ref):
-            comparisons.append(compare_output(i, fetch(out), ref, tolerances))
-        del ref
-    return comparisons
+def _compared(outputs: list, refs: list, compare, against_control: bool) -> list:
+    """Each output compared with its reference where that is a tensor, one pair at a time."""
+    found = [compare(i, out, ref, against_control) for i, (out, ref) in enumerate(zip(outputs, refs))]
+    return [c for c in found if c is not None]
 
 
 class PriorAnswerWatch:
