@@ -177,9 +177,9 @@ CASES = [
 
 @pytest.mark.parametrize("problem_name, candidate, finding, exact", CASES, ids=[c[1] or "solution" for c in CASES])
 def test_a_keeper_that_parks_every_tensor_judges_the_same(pools, problem_name, candidate, finding, exact):
-    """With `TRITONGYM_PARK_BYTES=1` every reference output, probe reference and lent output is parked (on the
-    CPU: wrapped, so every comparison goes through `parking.fetch`); the keeper's judgement is the same, to the
-    last field, as a keeper that parks nothing, and it still sees what the candidate did."""
+    """With `TRITONGYM_PARK_BYTES=1` every reference output and probe reference is parked (on the CPU: wrapped, so
+    every comparison goes through `parking.fetch`); the keeper's judgement is the same, to the last field, as a
+    keeper that parks nothing, and it still sees what the candidate did."""
     problem = load_problem(problem_name)
     if candidate is None:
         source = problem.solution

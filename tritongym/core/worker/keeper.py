@@ -10,10 +10,10 @@ the same secret seeds but never computes an answer; its outputs come here throug
 allocator finds no reference output in its own process, and cannot map one of this process's.
 
 What is held when (issue 27 item 1): a record is built one call at a time and keeps no input set (timing
-makes a few again from their seeds); every tensor from `parking.PARK_BYTES` up is parked in host memory once
-computed (reference outputs, probe references, and each large handout at the task's next request, its IPC
-buffer freed); a comparison brings back one pair at a time.  So the GPU holds weights, gold samples, small
-outputs and one call's large outputs.
+makes a few again from their seeds); every reference output from `parking.PARK_BYTES` up is parked in host
+memory once computed, and brought back one at a time to be compared.  A candidate's outputs are judged when
+the task's next request arrives and their handouts freed (`_judge_pending`).  So the GPU holds weights, gold
+samples, small outputs and one call's large outputs, the host the parked reference outputs.
 
 Records are kept per problem, shape sets, seeds and precision (least recently used first out), so the
 candidates of one problem (an RL batch's samples) share one computation of the reference's outputs, gold and

@@ -1,10 +1,10 @@
 """Large tensors of the reference keeper parked in host memory, brought back to the device one at a time.
 
-The keeper holds the reference's outputs for every trial, shape set and probe, and a candidate's lent outputs
-until they are judged: at full size each takes GiBs, and none is needed on the GPU before its comparison
-(issue 27 item 1).  So a tensor of at least `PARK_BYTES` (`TRITONGYM_PARK_BYTES` overrides it; tests set it
-tiny) is copied to host memory as soon as it exists (`park`), and a comparison brings back only the pair it
-compares (`fetch`).  On the CPU backend parking wraps the tensor without a copy, so the same paths run there.
+The keeper holds the reference's outputs for every trial, shape set and probe: at full size each takes GiBs,
+and none is needed on the GPU before its comparison (issue 27 item 1).  So a tensor of at least `PARK_BYTES`
+(`TRITONGYM_PARK_BYTES` overrides it; tests set it tiny) is copied to host memory as soon as it exists
+(`park`), and a comparison brings back only the one it compares (`fetch`).  On the CPU backend parking wraps
+the tensor without a copy, so the same paths run there.
 """
 
 from __future__ import annotations
