@@ -6,7 +6,8 @@ That costs, per evaluation: the handouts (`hand_out` for the trials and probes, 
 calls: allocation in the keeper, IPC open and copy in the worker) and the judging in the keeper (`pool_compare`,
 which the single-process worker did beside the candidate before; `keeper_work` is the keeper's own time over all
 of a task's requests, `keeper_queue` the rest of their time: waiting for the keeper to finish other tasks'
-requests).  The keeper also builds a problem's reference side once for all its candidates (`reference_cached`), which the single-process worker redid per candidate.
+requests).  The keeper also builds a problem's reference side once for all its candidates (`reference_cached`),
+which the single-process worker redid per candidate.
 
 Every bundled suite solution, then every one again with `--repeats` more copies (the copies reuse the keeper's
 records: an RL batch's samples of one problem), through one `Evaluator.evaluate_many` with the cache off.  Printed:
