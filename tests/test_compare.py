@@ -39,3 +39,14 @@ def test_nothing_finite_leaves_the_errors_unset():
     result = compare_output(0, out, ref, TOL)
     assert result.mismatched == 1  # NaN against NaN matches; NaN against inf does not
     assert result.max_abs_err is None and result.mean_abs_err is None
+
+
+def test_the_error_against_gold_is_a_norm_ratio_over_finite_positions():
+    from tritongym.core.worker.compare import rel_err
+
+    values = torch.tensor([1.0, 2.0, float("nan"), 4.0])
+    gold = torch.tensor([1.0, 2.5, 3.0, 4.0], dtype=torch.float64)
+    assert rel_err(values, gold) == pytest.approx(0.5 / math.sqrt(1 + 6.25 + 16))
+    assert rel_err(torch.zeros(2), torch.zeros(2, dtype=torch.float64)) is None
+    assert rel_err(torch.ones(2), torch.zeros(2, dtype=torch.float64)) == float("inf")
+    assert rel_err(torch.tensor([float("nan")]), torch.tensor([1.0], dtype=torch.float64)) is None
