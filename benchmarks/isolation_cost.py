@@ -4,8 +4,10 @@ On a GPU the reference's outputs, gold and probes live in the GPU's reference ke
 context); each candidate's outputs are lent to it through CUDA IPC handouts and judged there (issue 26 item 5).
 That costs, per evaluation: the handouts (`hand_out` for the trials and probes, `hand_out_timed` for the timed
 calls: allocation in the keeper, IPC open and copy in the worker) and the judging in the keeper (`pool_compare`,
-which the single-process worker did beside the candidate before).  The keeper also builds a problem's reference
-side once for all its candidates (`reference_cached`), which the single-process worker redid per candidate.
+which the single-process worker did beside the candidate before; `keeper_work` is the keeper's own time over all
+of a task's requests, `keeper_queue` the rest of their time: waiting for the keeper to finish other tasks'
+requests).  The keeper also builds a problem's reference side once for all its candidates (`reference_cached`),
+which the single-process worker redid per candidate.
 
 Every bundled suite solution, then every one again with `--repeats` more copies (the copies reuse the keeper's
 records: an RL batch's samples of one problem), through one `Evaluator.evaluate_many` with the cache off.  Printed:
@@ -48,7 +50,9 @@ def main() -> None:
     args = parser.parse_args()
 
     problems = suite_problems(args.size)[: args.limit]
-    pairs = [(Candidate(source=p.solution), p) for p in problems for _ in range(1 + args.repeats)]
+    # each copy a distinct source (a comment apart): `evaluate_many` runs one kernel once per batch and copies its
+    # result, which would hide both the copies' cost and the keeper's reuse of the reference side
+    pairs = [(Candidate(source=f"{p.solution}\n# copy {k}\n"), p) for p in problems for k in range(1 + args.repeats)]
     config = EvalConfig(backend=args.backend, size=args.size, use_cache=False)
     with tempfile.TemporaryDirectory() as tmp:
         evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=PluginHost())
@@ -66,7 +70,8 @@ def main() -> None:
             evaluator.close()
         wall_s = time.perf_counter() - started
     rows, summary = [], {}
-    for phase in ISOLATION + ("reference", "candidate", "time_candidate"):
+    shown = ISOLATION + ("keeper_work", "keeper_queue", "gpu_lock_wait", "reference", "candidate", "time_candidate")
+    for phase in shown:
         values = [r.phases.get(phase, 0.0) for r in results]
         summary[phase] = {"median_s": statistics.median(values), "total_s": sum(values)}
         rows.append([phase, f"{statistics.median(values) * 1000:.1f}", f"{sum(values):.2f}"])

@@ -96,6 +96,9 @@ def test_the_time_budget_grows_with_what_the_reference_costs(pool, relu_problem)
     evidence = pool.run(task, timeout_s=4)
     assert evidence.error is None and evidence.stage == "done", evidence.error
     assert evidence.phases["reference"] > 8 * SLOW_CALL_S  # the keeper's calls: trials, shape sets, probes
+    # the keeper's own time says where its requests went: the slow build is work, not waiting (one task alone)
+    assert evidence.phases["keeper_work"] >= evidence.phases["reference"]
+    assert evidence.phases["keeper_queue"] < evidence.phases["keeper_work"] / 4
     assert evidence.worker_s > 4  # past the floor, within the budget
     hang = task.model_copy(update={"candidate_source": "while True:\n    pass\n"})
     evidence = pool.run(hang, timeout_s=4)

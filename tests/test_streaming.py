@@ -199,25 +199,3 @@ def test_a_keeper_that_parks_every_tensor_judges_the_same(pools, problem_name, c
     assert moved.phases["hand_outs"] == calls and calls > 10
     assert {"degenerate:zeros", "degenerate:other_seed_output"} <= {p.probe for p in moved.probes}
 
-
-def test_a_large_output_is_compared_in_chunks_with_the_same_numbers(monkeypatch):
-    """`compare_output` works through an output `CHUNK` elements at a time (float64 temporaries of one chunk, not
-    of a whole multi-GiB output); chunked or whole, the numbers agree."""
-    import torch
-
-    from tritongym.core.worker import compare
-
-    torch.manual_seed(0)
-    ref = torch.randn(1000, 37)
-    out = ref + 1e-3 * torch.randn_like(ref)
-    out[3, :5] = float("nan")  # NaN where the reference has a number
-    ref[7, 2] = out[7, 2] = float("inf")  # the same infinity: not a mismatch
-    out[9, 9] = 50.0
-    tolerances = tolerances_for("ieee", {})
-    whole = compare.compare_output(0, out, ref, tolerances)
-    monkeypatch.setattr(compare, "CHUNK", 997)
-    chunked = compare.compare_output(0, out, ref, tolerances)
-    assert whole.mismatched == chunked.mismatched > 5 and chunked.note == whole.note != ""
-    assert chunked.max_abs_err == whole.max_abs_err
-    assert chunked.mean_abs_err == pytest.approx(whole.mean_abs_err, rel=1e-12)
-    assert chunked.rel_norm_err == pytest.approx(whole.rel_norm_err, rel=1e-12)

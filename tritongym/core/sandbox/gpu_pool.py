@@ -674,6 +674,9 @@ class TaskDriver:
         self.profile: list[ProfileEntry] = []
         self.compare_s = 0.0
         self.lock_wait_s = 0.0
+        # the keeper's requests: its own work, and the rest (waiting for it to finish others' requests, frames)
+        self.keeper_work_s = 0.0
+        self.keeper_queue_s = 0.0
         self.phase = "the reference's side"
         self.granted_mb: float | None = None
         self.memory_wait_s = 0.0
@@ -704,6 +707,7 @@ class TaskDriver:
         if exclusive is not None or had is None:
             self._acquire(exclusive=bool(exclusive))
         limit = self.REFERENCE_LIMIT_S if kind in ("PREP", "RTIM") else max(self.deadline - time.monotonic(), 1.0)
+        began = time.monotonic()
         try:
             ok, answer = self.keeper.call(kind, payload, limit)
         except KeeperUnavailable as exc:
@@ -717,7 +721,11 @@ class TaskDriver:
                 self._release()
                 if had is not None:  # the worker's own hold, taken back
                     self._acquire(exclusive=had == "exclusive", resume=had == "shared")
-        return ok, json.loads(answer)
+        answer = json.loads(answer)
+        work = float(answer.pop("_keeper_s", 0.0)) if isinstance(answer, dict) else 0.0
+        self.keeper_work_s += work
+        self.keeper_queue_s += max(time.monotonic() - began - work, 0.0)
+        return ok, answer
 
     def drive(self) -> tuple[Evidence, bool]:
         """(evidence, whether the worker or the keeper died without finishing)."""
@@ -1002,6 +1010,8 @@ class TaskDriver:
         evidence.phases["pool_compare"] = round(self.compare_s, 4)
         evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
         evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
+        evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
+        evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
         return evidence
 
     def _phases(self, evidence: Evidence) -> None:

@@ -57,54 +57,66 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
         result.ref_tf32_err, result.ref_half_err = gold.ref_tf32_err, gold.ref_half_err
         result.ref_tf32_trunc_err = gold.ref_tf32_trunc_err
-    flat_out, flat_ref = out.detach().reshape(-1), ref.detach().reshape(-1)
-    parts = [_errors(flat_out[i : i + CHUNK], flat_ref[i : i + CHUNK], tol) for i in range(0, ref.numel(), CHUNK)]
-    result.mismatched = sum(p[0] for p in parts)
-    finite = [p for p in parts if p[1]]  # (mismatched, count, max, mean, norm of the difference, of the ref, NaN)
-    if finite:
-        count = sum(p[1] for p in finite)
-        result.max_abs_err = max(p[2] for p in finite)
-        result.mean_abs_err = finite[0][3] if len(finite) == 1 else sum(p[3] * p[1] for p in finite) / count
-        norms = [math.sqrt(sum(p[k] ** 2 for p in finite)) if len(finite) > 1 else finite[0][k] for k in (4, 5)]
-        result.rel_norm_err = norms[0] / max(norms[1], 1e-30)
-    if any(p[6] for p in parts):
+    stats = _float_stats(out, ref, tol)
+    result.mismatched = int(stats["mismatched"])
+    if stats["finite"]:
+        result.max_abs_err = stats["max_abs"]
+        result.mean_abs_err = stats["sum_abs"] / stats["finite"]
+        result.rel_norm_err = math.sqrt(stats["sum_sq"]) / max(math.sqrt(stats["ref_sq"]), 1e-30)
+    if stats["nan_differs"]:
         result.note = "NaN where the reference has a number (or the reverse)"
     return result
 
 
-CHUNK = 1 << 24
-"""Elements compared at a time: float64 temporaries of 128 MiB, where a whole 6 GiB float32 output made several of
-12 GiB at once (issue 27 item 1)."""
+CHUNK_ELEMENTS = 1 << 25
+"""Elements compared per pass: the float64 temporaries of one pass stay near 1 GiB whatever the output's size
+(a full-size KernelBench output is 1.5 G elements: 12 GiB per float64 copy, and a comparison makes several)."""
 
 
-def _errors(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple:
-    """One chunk: mismatches, then over its finite positions their count, max and mean absolute error and the norms
-    of the difference and of the reference, then whether NaN differs somewhere."""
-    a, b = out.double(), ref.double()
-    a_nan, b_nan = torch.isnan(a), torch.isnan(b)
-    same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
-    diff = (a - b).abs()
-    ok = (diff <= tol.atol + tol.rtol * b.abs()) | same_special
-    finite = torch.isfinite(a) & torch.isfinite(b)
-    d = diff[finite]
-    if not d.numel():
-        return int((~ok).sum()), 0, None, None, 0.0, 0.0, bool((a_nan != b_nan).any())
-    stats = float(d.max()), float(d.mean()), float(d.norm()), float(b[finite].norm())
-    return int((~ok).sum()), int(d.numel()), *stats, bool((a_nan != b_nan).any())
+def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[str, float]:
+    """The comparison's sums in float64, chunk by chunk, read back with one synchronisation.
+
+    A comparison used to read each number as it went (a dozen host syncs per output); in the GPU's keeper,
+    sharing the GPU with busy workers, each sync can wait for the keeper's next time slice, so the numbers
+    are kept on the device until the end."""
+    a_all, b_all = out.detach().reshape(-1), ref.detach().reshape(-1)
+    zero = torch.zeros((), dtype=torch.float64, device=ref.device)
+    mismatched, finite_n, nan_differs = zero.clone(), zero.clone(), zero.clone()
+    max_abs, sum_abs, sum_sq, ref_sq = zero.clone(), zero.clone(), zero.clone(), zero.clone()
+    for start in range(0, b_all.numel(), CHUNK_ELEMENTS):
+        a, b = a_all[start : start + CHUNK_ELEMENTS].double(), b_all[start : start + CHUNK_ELEMENTS].double()
+        a_nan, b_nan = torch.isnan(a), torch.isnan(b)
+        same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
+        diff = (a - b).abs()
+        ok = (diff <= tol.atol + tol.rtol * b.abs()) | same_special
+        mismatched += (~ok).sum()
+        finite = torch.isfinite(a) & torch.isfinite(b)
+        finite_n += finite.sum()
+        d = torch.where(finite, diff, 0.0)
+        max_abs = torch.maximum(max_abs, d.max())
+        sum_abs += d.sum()
+        sum_sq += d.square().sum()
+        ref_sq += torch.where(finite, b, 0.0).square().sum()
+        nan_differs += (a_nan != b_nan).sum()
+    names = ("mismatched", "finite", "nan_differs", "max_abs", "sum_abs", "sum_sq", "ref_sq")
+    values = torch.stack([mismatched, finite_n, nan_differs, max_abs, sum_abs, sum_sq, ref_sq]).tolist()
+    return dict(zip(names, values))
 
 
 def rel_err(values, gold) -> float | None:
-    """||values - gold|| / ||gold|| over the positions where both are finite; None when gold is all zero."""
+    """||values - gold|| / ||gold|| over the positions where both are finite; None when gold is all zero.
+    The sums stay on the device until one read (see `_float_stats`)."""
     import torch
 
     a, g = values.double(), gold.double()
     finite = torch.isfinite(a) & torch.isfinite(g)
-    if not bool(finite.any()):
+    sums = [finite.sum().double()] + [torch.where(finite, v, 0.0).square().sum() for v in (g, a, a - g)]
+    count, gold_sq, values_sq, diff_sq = torch.stack(sums).tolist()
+    if not count:
         return None
-    norm = float(g[finite].norm())
-    if norm == 0.0:
-        return None if float(a[finite].norm()) == 0.0 else float("inf")
-    return float((a[finite] - g[finite]).norm()) / norm
+    if gold_sq == 0.0:
+        return None if values_sq == 0.0 else float("inf")
+    return math.sqrt(diff_sq) / math.sqrt(gold_sq)
 
 
 def candidate_err(out, sample) -> float | None:

@@ -644,10 +644,13 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
             os._exit(0)
         kind, payload = frame
         handler = HANDLERS.get(kind)
+        began = time.perf_counter()
         try:
             if handler is None:
                 raise ValueError(f"the keeper does not know request {kind}")
             answer = handler(keeper, payload)
+            # its own time, so the pool can tell work here from waiting for this keeper (phase `keeper_queue`)
+            answer["_keeper_s"] = round(time.perf_counter() - began, 6)
             frames.send(out_fd, "OKAY", json.dumps(answer).encode())
         except StageError as exc:
             frames.send(out_fd, "FAIL", json.dumps({"stage": exc.stage, "error": exc.info.model_dump()}).encode())
