@@ -198,4 +198,3 @@ def test_a_keeper_that_parks_every_tensor_judges_the_same(pools, problem_name, c
     calls = len(moved.trials) + sum(1 for p in moved.probes if p.n_outputs)
     assert moved.phases["hand_outs"] == calls and calls > 10
     assert {"degenerate:zeros", "degenerate:other_seed_output"} <= {p.probe for p in moved.probes}
-
