@@ -52,8 +52,8 @@ def run_candidate(
     """Import the candidate, bind weights, run every trial, then the probes, then the `extra` trials of
     `trial_plan.py` (shape sets, the late trial); returns the report (never raises).
 
-    Every call gets a fresh input set from `source` (an `input_source.InputSource`; an extra trial's from
-    `PlannedTrial.fresh_inputs`), made when the call comes.  `keep`, when given, receives the bound model and
+    Every call gets a fresh input set from `source` (`input_source.py`; an extra trial from
+    `PlannedTrial.fresh_inputs`).  `keep`, when given, receives the bound model and
     the environment snapshot (the GPU worker times the model afterwards and checks the environment again).
     With `probes_on` the probes of `probes.py` run after the trials (the `precomputed` one when `source` has
     its inputs, its samples to report `prior`), then the registered probes `task.probes` names
@@ -311,9 +311,8 @@ def _where(info, where: str):
 
 
 def _collect() -> None:
-    """Cyclic garbage of the call just made, collected at once (young generations only: ~10 ms), so a streamed
-    call's memory is free before the next: Triton's interpreter leaves its host copies of every launch's tensors
-    in reference cycles, a call's worth of memory each, which the collector would reach only calls later."""
+    """A streamed call's cyclic garbage collected at once (young generations: ~10 ms): Triton's interpreter leaves
+    its host copies of a launch's tensors in reference cycles, a call's worth of memory each."""
     import gc
 
     gc.collect(1)

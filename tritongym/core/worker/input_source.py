@@ -36,8 +36,7 @@ def degenerate_seed(task: WorkerTask, k: int) -> int:
 
 @dataclass
 class DegenerateInputs:
-    """One degeneracy probe: its name, its control, its transformed inputs (None: the transform does not apply
-    to this problem, and there is no such probe) and, for the reference's side, the other seed's inputs."""
+    """A degeneracy probe: name, control, its inputs (None: the transform does not apply) and the other seed's."""
 
     name: str
     control: str
@@ -59,7 +58,6 @@ class InputSource:
         return len(self.trials)
 
     def trial(self, k: int) -> list:
-        """A fresh set of main trial `k`'s inputs."""
         return self.trials[k]()
 
     @classmethod

@@ -9,11 +9,9 @@ the same secret seeds but never computes an answer; its outputs come here throug
 (`handouts.py`) and are compared here, so a candidate that walks its frames, its heap or the caching
 allocator finds no reference output in its own process, and cannot map one of this process's.
 
-What is held when (issue 27 item 1): a record is built one call at a time and keeps no input set (timing
-makes a few again from their seeds); every reference output from `parking.PARK_BYTES` up is parked in host
-memory once computed, and brought back one at a time to be compared.  A candidate's outputs are judged when
-the task's next request arrives and their handouts freed (`_judge_pending`).  So the GPU holds weights, gold
-samples, small outputs and one call's large outputs, the host the parked reference outputs.
+What is held when (issue 27 item 1): a record is built one call at a time, keeps no input set (timing remakes
+a few from their seeds) and parks reference outputs from `parking.PARK_BYTES` up in host memory; a candidate's
+outputs are judged at the task's next request and their handouts freed (`_judge_pending`).
 
 Records are kept per problem, shape sets, seeds and precision (least recently used first out), so the
 candidates of one problem (an RL batch's samples) share one computation of the reference's outputs, gold and
@@ -40,6 +38,7 @@ from collections import OrderedDict
 
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
 from tritongym.core.worker import frames, trusted
+from tritongym.core.worker.parking import Parked, fetch, on_host, park_all, split_bytes
 from tritongym.core.worker.stages import StageError, error_info
 from tritongym.core.worker.task_runner import configure_precision
 from tritongym.core.worker.tensors import tensor_bytes
@@ -78,7 +77,6 @@ class ReferenceRecord:
         from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
-        from tritongym.core.worker.parking import park_all
         from tritongym.core.worker.probes import reference_probe_outputs
         from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
         from tritongym.core.worker.tensors import clone_all
@@ -119,7 +117,7 @@ class ReferenceRecord:
         del model64
         self.planned: list[dict] = [{"seed": seed} for seed in task.seeds]
         extra = plan_extra_trials(
-            task, self.reference, device, make_inputs, build_reference, main_bytes=self.input_bytes, keep_inputs=False
+            task, self.reference, device, make_inputs, build_reference, self.input_bytes, keep_inputs=False
         )
         for trial in extra:
             with exact_reference():
@@ -147,8 +145,6 @@ class ReferenceRecord:
 
     def _bytes(self) -> tuple[int, int]:
         """(bytes held on the keeper's device, bytes parked in host memory): weights, outputs, gold samples."""
-        from tritongym.core.worker.parking import split_bytes
-
         golds = [v for trial in self.golds for s in trial if s is not None for v in (s.positions, s.values)]
         outputs = [o for outs in self.ref_outputs for o in outs] + [o for v in self.probe_refs.values() for o in v]
         params = list(self.ref_model.parameters()) + list(self.ref_model.buffers())
@@ -157,11 +153,6 @@ class ReferenceRecord:
     @property
     def nbytes(self) -> int:
         return self.device_bytes + self.host_bytes
-
-    def output_bytes(self, trial: int) -> int:
-        from tritongym.core.worker.parking import split_bytes
-
-        return sum(split_bytes(self.ref_outputs[trial]))
 
     def timing_inputs(self) -> list[list]:
         """The pristine sets timing refreshes from, made again from their seeds (bounded by bytes)."""
@@ -315,7 +306,7 @@ class Keeper:
         from tritongym.core.worker.timing import measure_copy_bandwidth
 
         params = list(record.ref_model.parameters()) + list(record.ref_model.buffers())
-        timing.bytes_moved = record.input_bytes + tensor_bytes(params) + record.output_bytes(0)
+        timing.bytes_moved = record.input_bytes + tensor_bytes(params) + sum(split_bytes(record.ref_outputs[0]))
         timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
         rep = task.timing.check_ms if task.cached_reference else None
         inputs = record.timing_inputs()
@@ -347,7 +338,6 @@ class Keeper:
 
     def _time_compiled(self, task: WorkerTask, record: ReferenceRecord, timing: TimingReport) -> None:
         from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
-        from tritongym.core.worker.parking import fetch
 
         def trials():  # one trial's inputs and outputs on the device at a time
             for t in range(record.source.n_main):
@@ -370,7 +360,6 @@ class Keeper:
 
         from tritongym.core.worker import handouts
         from tritongym.core.worker.handouts import Handout
-        from tritongym.core.worker.parking import Parked
 
         data = json.loads(payload)
         state = self._state(data)
@@ -383,7 +372,7 @@ class Keeper:
             ref = refs[index] if index < len(refs) else None
             shape, dtype = _shape(item["shape"]), _dtype(item["dtype"])
             matches = (
-                (type(ref) is torch.Tensor or isinstance(ref, Parked))
+                _is_ref(ref)
                 and list(ref.shape) == shape
                 and ref.dtype == dtype
                 and str(item["device"]).split(":")[0] == self.device.type
@@ -391,7 +380,7 @@ class Keeper:
             if not matches:
                 lent.append(None)
                 continue
-            nbytes = ref.nbytes if isinstance(ref, Parked) else ref.numel() * ref.element_size()
+            nbytes = sum(split_bytes([ref]))
             state["lent_bytes"] = state.get("lent_bytes", 0) + nbytes
             if state["lent_bytes"] > 4 * record.nbytes + (64 << 20):
                 raise ValueError("the worker asked for more handouts than the reference has outputs to compare")
@@ -427,15 +416,11 @@ class Keeper:
         return {}
 
     def _judge_pending(self, state: dict) -> None:
-        """The outputs lent before this request, filled by now (the worker sends its next request only after its
-        copies finished, or sent the values themselves), judged at once and their handouts freed: the keeper
-        never holds more than one call's outputs of a candidate.  Each is compared, on the keeper's device, with
-        the reference its group named (a parked one brought back for that comparison only), with gold for a
-        main trial judged before `JUDG`, and for a degeneracy probe also with the control's answer; `JUDG` and
-        `JTIM` then check that the report names each handout where it was lent."""
+        """The outputs lent before this request (filled by now: the worker asks again only once its copies are
+        done) judged at once against the reference their group named (gold for a main trial before `JUDG`; a
+        degeneracy probe's also against the control's answer), and their handouts freed."""
         from tritongym.core.worker.compare import compare_output
         from tritongym.core.worker.handouts import Handout
-        from tritongym.core.worker.parking import fetch
 
         task, record = state["task"], state["record"]
         for ident, where, index in state["pending"]:
@@ -458,9 +443,8 @@ class Keeper:
         state["pending"].clear()
 
     def _output(self, state: dict, entry, where: list, index: int):
-        """A report's output entry as the comparison takes it: a handout's judgement (`_Judged`, when the report
-        names it where it was lent), a stand-in of the described shape (no memory: it differs from the
-        reference's, so only its description is judged), or the name of a type that is not a tensor."""
+        """A report's entry as compared: a handout's judgement (named where it was lent), a stand-in of the
+        described shape (no memory: only its description is judged), or the name of a type that is no tensor."""
         import torch
 
         if isinstance(entry, dict) and "handout" in entry:
@@ -483,10 +467,8 @@ class Keeper:
         return {"not_a_tensor": "unknown"}
 
     def _compare(self, tolerances):
-        """`probes.compare_probes`'s comparison: a handout's judgement, or an unlent output (a stand-in, a type's
-        name) compared with its reference's description."""
+        """A handout's judgement, or an unlent output (stand-in, type name) compared with its reference."""
         from tritongym.core.worker.compare import compare_output
-        from tritongym.core.worker.parking import fetch
 
         def compare(i: int, out, stored, against_control: bool = False, gold=None):
             if isinstance(out, _Judged):
@@ -500,7 +482,6 @@ class Keeper:
     def judge(self, payload: bytes) -> dict:
         """The candidate's report (outputs as handouts) compared with the record: per trial the output
         comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
-        from tritongym.core.worker.parking import on_host
         from tritongym.core.worker.probes import compare_probes, prior_answers
 
         data = frames.tensors_from_bytes(payload)
@@ -585,8 +566,7 @@ class Keeper:
 
 
 class _Judged:
-    """A lent output's judgement, made when the next request came: against its reference and, for a degeneracy
-    probe, against the control's answer (None: no such answer)."""
+    """A lent output's comparisons: with its reference and (or None) with the control's answer."""
 
     def __init__(self, comparison: OutputComparison, control: OutputComparison | None) -> None:
         self.comparison, self.control = comparison, control
@@ -595,8 +575,6 @@ class _Judged:
 def _is_ref(value) -> bool:
     """A stored reference that is a tensor (on the device, or parked)."""
     import torch
-
-    from tritongym.core.worker.parking import Parked
 
     return type(value) is torch.Tensor or isinstance(value, Parked)
 

@@ -55,9 +55,8 @@ def mode_probe_name(grad: bool, train: bool) -> str:
 def reference_probe_outputs(ref_model, source, keep=None) -> dict[str, list]:
     """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
     reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
-    `NAME#control`.  `source` (an `input_source.InputSource`) makes each probe's inputs when its call comes;
-    `keep`, when given, takes each probe's outputs as soon as they exist and returns what to hold instead
-    (the keeper parks large ones in host memory)."""
+    `NAME#control`.  `source` (`input_source.py`) makes each probe's inputs when needed; `keep` turns each
+    probe's outputs into what is held (the keeper parks large ones in host memory)."""
     import torch
 
     from tritongym.core.worker.compare import flatten_outputs
@@ -111,10 +110,9 @@ def run_probes(
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
 
-    `source` (an `input_source.InputSource`) makes each call's inputs when it comes: the trials', the ghost's,
-    the `precomputed` probe's (run under `watch`, whose samples stay in `watch.records`) and the degeneracy
-    probes' (called last).  `on_outputs(where, record)`, when given, is called after each probe with
-    `where = ["probe", name, trial]`, so the caller can hand the outputs out and drop them before the next."""
+    `source` (`input_source.py`) makes each call's inputs when it comes; the `precomputed` call runs under
+    `watch` (samples in `watch.records`), the degeneracy probes last.  `on_outputs(["probe", name, trial],
+    record)`, when given, follows each call: the caller hands the outputs out before the next."""
     import torch
 
     from tritongym.core.worker.compare import flatten_outputs

@@ -51,14 +51,12 @@ def plain_output(value):
     return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
 
 
-TIMING_INPUT_BYTES = 4 << 30
-"""What the pristine input sets handed to timing may weigh together (`timing_inputs`)."""
+TIMING_INPUT_BYTES = 4 << 30  # what timing's pristine input sets may weigh together
 
 
 def timing_inputs(make, n: int, budget: int = TIMING_INPUT_BYTES) -> list[list]:
-    """The pristine sets a timing refreshes its buffers from: main trials 0, 1, ... (`make(k)` gives a fresh
-    set of trial k's inputs), as many as fit `budget`, and two whenever there are two trials: between samples
-    every buffer is refilled with another trial's values, which a pointer-keyed cache must not survive."""
+    """Timing's pristine sets, main trials 0, 1, ... (`make(k)`), as many as fit `budget` but two when there are:
+    between samples every buffer is refilled with another trial's values (a pointer-keyed cache goes stale)."""
     sets = [make(0)]
     per_set = max(tensor_bytes(sets[0]), 1)
     want = min(n, max(2, budget // per_set))

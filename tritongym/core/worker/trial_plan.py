@@ -95,27 +95,18 @@ def shape_seed(task, k: int) -> int:
 
 
 def plan_extra_trials(
-    task,
-    reference: ModuleType,
-    device,
-    make_inputs,
-    build_reference,
-    main_inputs: list | None = None,
-    *,
-    main_bytes: int | None = None,
-    keep_inputs: bool = True,
+    task, reference: ModuleType, device, make_inputs, build_reference, main_inputs=None, keep_inputs: bool = True
 ) -> list[PlannedTrial]:
     """The shape-set trials then the late trial, each with its inputs (and models), made before the import.
 
-    A *derived* shape set whose inputs would be larger than `main_inputs` (or `main_bytes`: a constant the
+    A *derived* shape set whose inputs would be larger than `main_inputs` (or that many bytes: a constant the
     derivation took for a size divides one: halving it doubles the input) is skipped: a derived set checks that
     the kernel does not assume the sizes, and must never be what makes a problem run out of memory (issue 27
     item 1).  Without `keep_inputs` each trial's inputs are made once for their shapes, then dropped and made
     again from the seed when the trial runs (`PlannedTrial.fresh_inputs`)."""
     from tritongym.core.worker.stages import StageError, error_info
 
-    if main_inputs is not None:
-        main_bytes = tensor_bytes(main_inputs)
+    main_bytes = main_inputs if isinstance(main_inputs, int) or main_inputs is None else tensor_bytes(main_inputs)
     planned: list[PlannedTrial] = []
     for k, overrides in enumerate(task.extra_sizes):
         sizes = {**task.sizes, **overrides}
