@@ -53,17 +53,17 @@ def _trials(model, n: int = 2):
 def test_compiled_reference_agrees_with_eager_or_says_why_not():
     model = Softmax()
     inputs, outputs = _trials(model)
-    forward = compile_reference(model, inputs, outputs, TOLERANCES)
+    forward = compile_reference(model, zip(inputs, outputs), TOLERANCES)
     assert torch.allclose(forward(inputs[1]), outputs[1][0], atol=1e-6)
 
     wrong = [[out[0] * 3] for out in outputs]  # as if Inductor computed another function
     with pytest.raises(CompiledReferenceUnavailable, match="disagrees with eager: trial 0 .* outside tolerance"):
-        compile_reference(model, inputs, wrong, TOLERANCES)
+        compile_reference(model, zip(inputs, wrong), TOLERANCES)
 
     broken = RefusesToCompile()
     inputs, outputs = _trials(broken, 1)
     with pytest.raises(CompiledReferenceUnavailable, match="torch.compile failed: .*fake tensor"):
-        compile_reference(broken, inputs, outputs, TOLERANCES)
+        compile_reference(broken, zip(inputs, outputs), TOLERANCES)
 
 
 def stats(ms: float) -> TimingStats:

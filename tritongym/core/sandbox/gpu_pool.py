@@ -60,6 +60,7 @@ _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABIL
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 CONTEXT_MB = 600.0  # a CUDA context with torch's and Triton's modules loaded, per process
 KEEPER_CACHE_SHARE = 0.25  # of the GPU, for all its keepers' records together (keeper.py's cache_mb)
+KEEPER_HOST_CACHE_SHARE = 0.25  # of the host's memory, for all keepers' parked outputs together (keeper.py)
 
 
 @dataclass
@@ -408,12 +409,21 @@ class KeeperProcess(Worker):
 
     def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, share: float = 1.0) -> None:
         self.share = share  # of the GPU's record cache (KEEPER_CACHE_SHARE): the GPU's keepers split it
+        self.host_share = share / max(len(options.gpus), 1)  # of the host's: every GPU's keepers split it
+        self.extra_env = options.extra_env
         super().__init__(gpu, options, zygote)
         self.calls = threading.Lock()
         self.dead = ""
 
     def role_env(self) -> dict[str, str]:
-        return {"TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}"}
+        # the parent's parking threshold (worker/parking.py), when set and not the pool's: a test suite can run
+        # under tiny parking
+        parking = {k: os.environ[k] for k in ("TRITONGYM_PARK_BYTES",) if k in os.environ and k not in self.extra_env}
+        return {
+            "TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}",
+            "TRITONGYM_KEEPER_HOST_CACHE_SHARE": f"{KEEPER_HOST_CACHE_SHARE * self.host_share:.4f}",
+            **parking,
+        }
 
     def start(self, timeout: float) -> None:
         """Wait for `REDY`; raises `KeeperUnavailable` with the keeper's words when it does not come."""
@@ -1009,6 +1019,7 @@ class TaskDriver:
         if self.prep:
             evidence.phases["reference"] = 0.0 if self.prep.get("cached") else float(self.prep.get("compute_s", 0.0))
             evidence.phases["reference_cached"] = 1.0 if self.prep.get("cached") else 0.0
+            evidence.phases["reference_host_mb"] = float(self.prep.get("record_host_mb") or 0.0)  # parked outputs
             evidence.reference_peak_mb = self.prep.get("peak_mb")
             if evidence.reference_peak_mb is not None:
                 evidence.phases["reference_peak_mb"] = float(evidence.reference_peak_mb)

@@ -17,6 +17,11 @@ candidate also cannot read the reference's freed output memory.
 This relies on `os.fork`, which suits the CPU backend.  CUDA does not survive a fork, so the GPU worker
 (`gpu_worker`) calls `run_candidate` in its own process instead, a process that never computes a reference
 output: those live in the GPU's reference keeper (`keeper.py`), which judges the outputs lent to it.
+
+What is held when: each call takes a fresh input set (`input_source.py`) when it comes.  The forked child keeps
+every output for its parent; the GPU worker streams (`on_outputs`: each call's outputs leave for the keeper
+when it ends), holding about one call at a time (issue 27 item 1).  Its trials' inputs are dropped in turn (the
+last trial's stay for `refresh`), so a pointer-keyed cache may meet a recycled address and fail a trial.
 """
 
 from __future__ import annotations
@@ -37,34 +42,40 @@ def run_candidate(
     recorder,
     ref_model,
     init_inputs,
-    trial_inputs,
+    source,
     device,
     keep: dict | None = None,
-    ghost_inputs: list | None = None,
     extra: list | None = None,
-    degenerate_inputs: list | None = None,
-    precomputed_inputs: list | None = None,
+    probes_on: bool = True,
+    on_outputs=None,
 ) -> dict:
     """Import the candidate, bind weights, run every trial, then the probes, then the `extra` trials of
     `trial_plan.py` (shape sets, the late trial); returns the report (never raises).
 
-    `keep`, when given, receives the bound model and the environment snapshot (the GPU worker times the
-    model afterwards and checks the environment again).  With `ghost_inputs` the probes of `probes.py`
-    run after the trials (with `degenerate_inputs`, (probe name, inputs) pairs, the degeneracy probes too;
-    with `precomputed_inputs`, the `precomputed` probe, whose samples go to report `prior`), then the registered
-    probes `task.probes` names (`plugin_probes.py`, into report `probe_results`).  Before the late
-    trial the forward is called on trial inputs until it has been called `LATE_CALL` times, so a cache that
-    starts after a dozen calls meets the late trial's fresh inputs.  Report `trials` holds the main trials
-    then the extra ones, in order; it stops at the first that raises."""
+    Every call gets a fresh input set from `source` (`input_source.py`; an extra trial from
+    `PlannedTrial.fresh_inputs`).  `keep`, when given, receives the bound model and
+    the environment snapshot (the GPU worker times the model afterwards and checks the environment again).
+    With `probes_on` the probes of `probes.py` run after the trials (the `precomputed` one when `source` has
+    its inputs, its samples to report `prior`), then the registered probes `task.probes` names
+    (`plugin_probes.py`, into report `probe_results`).  Before the late trial the forward is called on trial
+    inputs until it has been called `LATE_CALL` times, so a cache that starts after a dozen calls meets the
+    late trial's fresh inputs.  Report `trials` holds the main trials then the extra ones, in order; it stops
+    at the first that raises.
+
+    Streaming (`on_outputs`, the GPU worker): after each call the device is synchronised, a trial's side-work
+    snapshot compared, and `on_outputs(where, record)` called (`where`: `["trial", t]` or `["probe", name,
+    trial]`) to hand the outputs out in place and turn a trial's `inputs_after` into `mutated`.  Without it
+    every record keeps its outputs and `inputs_after`, and the snapshots are compared after all calls."""
     import torch
 
     from tritongym.core.worker import plugin_probes, probes, trusted
     from tritongym.core.worker.compare import flatten_outputs
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.stages import StageError, error_info, load_module
-    from tritongym.core.worker.tensors import clone_all, plain_output, same_value
+    from tritongym.core.worker.tensors import plain_output
 
     path = os.path.join(workdir, "candidate.py")
+    cuda = device.type == "cuda"
     report: dict = {
         "stage": "import",
         "error": None,
@@ -84,8 +95,20 @@ def run_candidate(
     if keep is not None:
         keep["environment"] = environment
     snapshots: list[tuple[int, list, list]] = []  # (trial, outputs as returned, copies taken at once)
+    output_numels: set[int] = set()  # of trial 0's tensor outputs: what the `precomputed` probe watches for
     # registered probes' functions, imported before the candidate exists (a failure is that probe's error)
     probe_functions = plugin_probes.load_functions(task.probes)
+
+    def handed_out(where: list, record: dict, label: str) -> None:
+        """The streaming step after one call: synchronise, then the caller hands its outputs out."""
+        try:
+            if cuda:
+                trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
+            on_outputs(where, record)
+        except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
+            raise StageError("run", _where(error_info(exc, path), label)) from None
+        _collect()
+
     try:
         try:
             candidate: ModuleType = load_module(CANDIDATE_MODULE, path, task.candidate_source or "")
@@ -107,13 +130,14 @@ def run_candidate(
         except Exception as exc:
             raise StageError("bind", error_info(exc, path)) from None
         report["stage"] = "run"
-        if device.type == "cuda":  # work on other streams waits ~50 ms (launches.py): unjoined work shows
+        if cuda:  # work on other streams waits ~50 ms (launches.py): unjoined work shows
             recorder.caller_stream = trusted.current_stream().cuda_stream
+        n_main = source.n_main
 
-        def run_trial(trial: int, model, inputs: list, where: str = "", phase: tuple | None = None) -> list:
-            """One correctness call into report["trials"]; returns the inputs it was given (after the call).
-            `phase` names the call for launch records and autotune choices (default: ("trial", trial))."""
-            mine = clone_all(inputs)
+        def run_trial(trial: int, model, mine: list, where: str = "", phase: tuple | None = None) -> list:
+            """One correctness call into report["trials"], on `mine` (a fresh set this call owns); returns
+            `mine` (after the call).  `phase` names the call for launch records and autotune choices (default:
+            ("trial", trial))."""
             phase = phase or ("trial", trial)
             recorder.phase = phase
             start = time.perf_counter()
@@ -122,19 +146,22 @@ def run_candidate(
                     out, ops, work = traced_call(model, *mine)
                     for op, count in ops.items():  # a plain dict: the report is loaded with weights_only
                         report["torch_ops"][op] = report["torch_ops"].get(op, 0) + count
-                    if trial < len(trial_inputs):  # one main-shape forward's work, averaged over the trials
+                    if trial < n_main:  # one main-shape forward's work, averaged over the trials
                         for op, amount in work.items():
-                            report["torch_work"][op] = report["torch_work"].get(op, 0.0) + amount / len(trial_inputs)
+                            report["torch_work"][op] = report["torch_work"].get(op, 0.0) + amount / n_main
                     flat = flatten_outputs(out)
+                    del out
                     # copies taken the moment forward returns, in stream order: work still running on a
                     # side stream or in a thread shows up as a difference from the final outputs
-                    snapshots.append((trial, flat, [_copy(o) for o in flat]))
+                    copies = [_copy(o) for o in flat]
                 running = probes.live_side_work() - side_before
                 report["side_work"] += probes.describe_side_work(running, f"when forward returned (trial {trial})")
             except Exception as exc:
                 raise StageError("run", _where(error_info(exc, path), where)) from None
             finally:
                 recorder.phase = None
+            if trial == 0:
+                output_numels.update(o.numel() for o in flat if type(o) is torch.Tensor)
             report["trials"].append(
                 {
                     "outputs": [plain_output(o) for o in flat],
@@ -143,33 +170,44 @@ def run_candidate(
                     "candidate_s": time.perf_counter() - start,
                 }
             )
+            if on_outputs is None:
+                snapshots.append((trial, flat, copies))
+                return mine
+            if cuda:
+                trusted.synchronize()  # the snapshot is compared with what side streams wrote, once they ended
+            report["side_work"] += _unfinished(trial, flat, copies)
+            del flat, copies
+            handed_out(["trial", trial], report["trials"][-1], where or f"after trial {trial}")
             return mine
 
         mine = None
-        for trial, inputs in enumerate(trial_inputs):
-            mine = run_trial(trial, model, inputs)
-        if report["trials"] and ghost_inputs is not None:
-            last = report["trials"][-1]
-            last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
-            numels = {o.numel() for o in report["trials"][0]["outputs"] if type(o) is torch.Tensor}
-            watch = probes.PriorAnswerWatch(numels, task.init_seed ^ 0x9E3779B1) if precomputed_inputs else None
-            report["probes"] = probes.run_probes(
-                model,
-                recorder,
-                trial_inputs,
-                mine,
-                ghost_inputs,
-                degenerate_inputs or [],
-                watch=watch,
-                precomputed_inputs=precomputed_inputs,
+        for trial in range(n_main):
+            mine = None  # the previous trial's set is dropped before the next is made
+            mine = run_trial(trial, model, source.trial(trial))
+        if report["trials"] and probes_on:
+            if on_outputs is None:  # the parent compares the last trial's inputs; the probes refill these
+                last = report["trials"][-1]
+                last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
+            watch = (
+                probes.PriorAnswerWatch(output_numels, task.init_seed ^ 0x9E3779B1)
+                if source.precomputed is not None
+                else None
             )
+            stream = (
+                None
+                if on_outputs is None
+                else (lambda where, record: handed_out(where, record, f"in probe {where[1]}"))
+            )
+            report["probes"] = probes.run_probes(model, recorder, source, mine, watch=watch, on_outputs=stream)
             if watch is not None:
                 report["prior"] = watch.records
-            report["probe_results"] = plugin_probes.run_plugin_probes(model, recorder, probe_functions, trial_inputs[0])
+            mine = None
+            report["probe_results"] = plugin_probes.run_plugin_probes(model, recorder, probe_functions, source.trial(0))
+        mine = None
         calls = len(report["trials"]) + len(report["probes"])
         for k, planned in enumerate(extra or []):
             if planned.late:
-                calls = _fill_calls(model, recorder, trial_inputs, calls, path)
+                calls = _fill_calls(model, recorder, source, calls, path, _collect if on_outputs else None)
             where = f"at {planned.describe()}" if planned.sizes is not None else "in the late trial"
             own = model
             if planned.sizes is not None:
@@ -182,19 +220,12 @@ def run_candidate(
                     raise StageError("init", _where(error_info(exc, path), where)) from None
                 report["stage"] = "run"
             phase = ("shape set", k) if planned.sizes is not None else ("late trial",)
-            run_trial(len(trial_inputs) + k, own, planned.inputs, where, phase)
+            run_trial(n_main + k, own, planned.fresh_inputs(), where, phase)
             calls += 1
-        if device.type == "cuda":
+        if cuda:
             trusted.synchronize()
         for trial, flat, copies in snapshots:
-            for i, (o, c) in enumerate(zip(flat, copies)):
-                if c is not None and c.device != o.device:  # a host snapshot of a GPU output's first elements
-                    o = o.detach().reshape(-1)[: c.numel()].cpu()
-                if c is not None and not same_value(o, c):
-                    report["side_work"].append(
-                        f"output {i} of trial {trial} was still being written after forward returned "
-                        "(work on a side stream or in a thread that forward did not wait for)"
-                    )
+            report["side_work"] += _unfinished(trial, flat, copies)
         running = probes.live_side_work() - side_before
         report["side_work"] += probes.describe_side_work(running, "after all calls")
         report["environment_changes"] = probes.environment_changes(environment)
@@ -211,27 +242,45 @@ def run_candidate(
     return report
 
 
+def _unfinished(trial: int, flat: list, copies: list) -> list[str]:
+    """Side work, from one trial's snapshot (copies taken when forward returned) against its outputs now."""
+    from tritongym.core.worker.tensors import same_value
+
+    found = []
+    for i, (o, c) in enumerate(zip(flat, copies)):
+        if c is not None and c.device != o.device:  # a host snapshot of a GPU output's first elements
+            o = o.detach().reshape(-1)[: c.numel()].cpu()
+        if c is not None and not same_value(o, c):
+            found.append(
+                f"output {i} of trial {trial} was still being written after forward returned "
+                "(work on a side stream or in a thread that forward did not wait for)"
+            )
+    return found
+
+
 LATE_CALL = 24
 """The late trial is at least the forward's LATE_CALL-th call on every backend (a GPU's timing calls, checked
 too, come later still): a cache that starts after a dozen calls is stale there."""
 
 
-def _fill_calls(model, recorder, trial_inputs: list, calls: int, path: str) -> int:
-    """Call the forward on trial inputs until it has been called `LATE_CALL` times; the count reached.
+def _fill_calls(model, recorder, source, calls: int, path: str, after_call=None) -> int:
+    """Call the forward on trial inputs (fresh sets from `source`) until it has been called `LATE_CALL` times;
+    the count reached (`after_call()`, when given, after each).
 
     Their outputs are not judged (any call could be the judged one: the late trial's inputs are fresh);
     an error in one is the candidate's, named as a call before the late trial."""
     import torch
 
     from tritongym.core.worker.stages import StageError, error_info
-    from tritongym.core.worker.tensors import clone_all
 
     recorder.phase = ("filler",)
     try:
         while calls < LATE_CALL - 1:
             with torch.no_grad():
-                model(*clone_all(trial_inputs[calls % len(trial_inputs)]))
+                model(*source.trial(calls % source.n_main))
             calls += 1
+            if after_call is not None:
+                after_call()
     except Exception as exc:
         raise StageError("run", _where(error_info(exc, path), f"in call {calls + 1}, before the late trial")) from None
     finally:
@@ -261,6 +310,14 @@ def _where(info, where: str):
     return info.model_copy(update={"message": f"{where}: {info.message}"}) if where else info
 
 
+def _collect() -> None:
+    """A streamed call's cyclic garbage collected at once (young generations: ~10 ms): Triton's interpreter leaves
+    its host copies of a launch's tensors in reference cycles, a call's worth of memory each."""
+    import gc
+
+    gc.collect(1)
+
+
 SNAPSHOT_ELEMENTS = 1 << 24  # per output: enough to see unfinished work, bounded host memory
 
 
@@ -284,13 +341,11 @@ def fork_candidate(
     recorder,
     ref_model,
     init_inputs,
-    trial_inputs,
+    source,
     device,
     private_fds: list[int],
-    ghost_inputs: list | None = None,
     extra: list | None = None,
-    degenerate_inputs: list | None = None,
-    precomputed_inputs: list | None = None,
+    probes_on: bool = True,
 ) -> tuple[dict | None, str]:
     """Run the candidate in a forked child; returns (report or None, why there is none)."""
     import torch
@@ -305,17 +360,7 @@ def fork_candidate(
             for fd in private_fds:
                 os.close(fd)
             report = run_candidate(
-                task,
-                workdir,
-                recorder,
-                ref_model,
-                init_inputs,
-                trial_inputs,
-                device,
-                ghost_inputs=ghost_inputs,
-                extra=extra,
-                degenerate_inputs=degenerate_inputs,
-                precomputed_inputs=precomputed_inputs,
+                task, workdir, recorder, ref_model, init_inputs, source, device, extra=extra, probes_on=probes_on
             )
             buffer = io.BytesIO()
             torch.save(report, buffer)

@@ -31,10 +31,11 @@ class CompiledReferenceUnavailable(Exception):
     """Why the compiled baseline cannot be timed; the evaluation goes on with the eager one alone."""
 
 
-def compile_reference(
-    ref_model, trial_inputs: list[list], ref_outputs: list[list], tolerances: dict[str, Tolerance]
-) -> Forward:
+def compile_reference(ref_model, pairs, tolerances: dict[str, Tolerance]) -> Forward:
     """`torch.compile(ref_model)`, compiled now (first call per trial input) and checked against eager.
+
+    `pairs` yields (a trial's inputs, eager's outputs for them), one trial at a time (the keeper makes the
+    inputs again from their seeds and brings parked outputs back to the device for that trial only).
 
     Returns the forward to time; raises `CompiledReferenceUnavailable` naming what failed (the compile
     itself, or the output that differs)."""
@@ -51,7 +52,7 @@ def compile_reference(
     compiled = torch.compile(ref_model, dynamic=False)
     trials = []
     with torch.no_grad():
-        for inputs, expected in zip(trial_inputs, ref_outputs):
+        for inputs, expected in pairs:
             try:
                 outputs = flatten_outputs(compiled(*clone_all(inputs)))
             except Exception as exc:  # noqa: BLE001 - Inductor's failures are many; each is a reason, not a crash

@@ -7,13 +7,16 @@ timing live in the GPU's reference keeper (`keeper.py`), another process with it
 the pool asks before handing this worker the task.  Per task (protocol of DESIGN.md §3):
 
 1. the reference module is loaded and `Model` built under the secret seed, for its weights only, and the
-   trial inputs made from the same seeds as the keeper's (the shape sets the keeper kept, `kept_trials`);
-   no reference output is ever computed here;
+   calls planned with the same seeds as the keeper's (the shape sets the keeper kept, `kept_trials`); no
+   reference output is ever computed here;
 2. the candidate is imported, built, bound and run on every trial and probe
-   (`candidate_runner.run_candidate`); its outputs are lent to the keeper (`HOUT`, answered `HAND`: CUDA IPC
-   handles of buffers the keeper allocated, copied into here; on the CPU the values travel as `HDAT`) and
-   the report, outputs replaced by handout numbers, goes to the parent (`CAND`), which has the keeper
-   judge it.  The parent answers `TIME` only if everything matched;
+   (`candidate_runner.run_candidate`), streaming: each call gets a fresh input set made from its seed
+   (`input_source.py`), and once it returns (synchronised) its outputs are lent to the keeper (one `HOUT` per
+   call, answered `HAND`: CUDA IPC handles of buffers the keeper allocated, copied into here; on the CPU the
+   values travel as `HDAT`) and dropped; a trial's inputs after the call are compared with a set made again
+   from its seed (`mutated`).  So about one call is held at a time (issue 27 item 1).  The report, outputs
+   replaced by handout numbers, goes to the parent (`CAND`), which has the keeper judge it.  The parent
+   answers `TIME` only if everything matched;
 3. under the GPU lock the candidate is timed and a few forwards profiled; the timed calls' outputs are lent
    like the trials' and the timing sent (`TIMD`); the keeper then re-times the reference briefly;
 4. `DONE` carries the rest of the evidence (stage, error).
@@ -32,6 +35,7 @@ import time
 
 from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker import frames, trusted
+from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
 from tritongym.core.worker.probes import environment_changes
@@ -39,14 +43,11 @@ from tritongym.core.worker.stages import StageError, apply_limits, error_info, f
 from tritongym.core.worker.task_runner import (
     build_reference,
     configure_precision,
-    degenerate_probes,
-    ghost_seed,
     install_autotune_policy,
     load_reference,
     make_inputs,
-    precomputed_seed,
 )
-from tritongym.core.worker.tensors import plain_output, same_value
+from tritongym.core.worker.tensors import plain_output, same_value, timing_inputs
 from tritongym.core.worker.trial_plan import plan_extra_trials
 from tritongym.core.worker_task import WorkerTask
 
@@ -201,6 +202,7 @@ class GPUWorker:
         else:
             self.fingerprint = local_fingerprint()
         self.tasks = 0
+        self.hand_outs = 0  # HOUT requests of the task in hand (one per call once streaming)
 
     def ready_info(self) -> dict:
         return {
@@ -251,42 +253,45 @@ class GPUWorker:
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
-        # the reference's weights and the trial inputs, from the same secret seeds as the keeper's: never its
-        # outputs (the keeper holds those in its own process; the answers reach no memory of this one)
+        # the reference's weights, and the trial inputs' seeds, the same secret ones as the keeper's: never its
+        # outputs (the keeper holds those in its own process; the answers reach no memory of this one).  No input
+        # set is held: each is made from its seed when its call comes (`input_source.py`)
         with self.channel.gpu(exclusive=False, needed=self.cuda):
             ref_model, init_inputs = build_reference(task, reference, self.device)
-            trial_inputs = [make_inputs(reference, seed, self.device) for seed in task.seeds]
-            extra = plan_extra_trials(task, reference, self.device, make_inputs, build_reference, trial_inputs[0])
+            source = InputSource.seeded(task, reference, self.device, make_inputs)
+            main = source.trial(0)
+            extra = plan_extra_trials(
+                task, reference, self.device, make_inputs, build_reference, main, keep_inputs=False
+            )
+            del main
             if task.kept_trials is not None:  # the keeper judges only the shape sets the reference could run
                 extra = [trial for trial in extra if trial.seed in task.kept_trials]
-            ghost_inputs = make_inputs(reference, ghost_seed(task), self.device)
-            precomputed_inputs = make_inputs(reference, precomputed_seed(task), self.device)
-            degenerate = degenerate_probes(task, reference, self.device)
             if self.cuda:
                 trusted.synchronize()
-        all_inputs = list(trial_inputs) + [trial.inputs for trial in extra]
         lap("inputs")
         evidence.stage = "import"
         if self.cuda and task.gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
         keep: dict = {}
+        self.hand_outs = 0
+
+        def pristine(trial: int) -> list:
+            return source.trial(trial) if trial < source.n_main else extra[trial - source.n_main].fresh_inputs()
+
+        def on_outputs(where: list, record: dict) -> None:
+            """One call done (and synchronised): its outputs to the keeper at once, then dropped here; a trial's
+            inputs after the call compared with a pristine set made again from its seed."""
+            self.hand_out([(where, record["outputs"])])
+            if where[0] == "trial":
+                _account_trial(record, pristine(int(where[1])))
+
         with self.channel.gpu(exclusive=False, needed=self.cuda):
             if self.cuda:
                 poison_free_memory(self.device)
             report = run_candidate(
-                task,
-                taskdir,
-                self.recorder,
-                ref_model,
-                init_inputs,
-                trial_inputs,
-                self.device,
-                keep,
-                ghost_inputs,
-                extra,
-                [(name, inputs) for name, _, inputs, _ in degenerate],
-                precomputed_inputs,
-            )
+                task, taskdir, self.recorder, ref_model, init_inputs, source, self.device, keep, extra,
+                on_outputs=on_outputs,
+            )  # fmt: skip
             evidence.probe_results = probe_results(report.pop("probe_results"), task.probes)
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))
@@ -295,22 +300,21 @@ class GPUWorker:
             evidence.torch_work = {str(k): float(v) for k, v in report.pop("torch_work").items()}
             evidence.tf32_kernels = tf32_kernels(self.recorder.own_kernels)
             evidence.stage = "run"
+            lap("candidate")
             try:
+                # what streaming left (a call whose hand-out failed): accounted and handed out as one group now
                 if self.cuda:
                     trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
-                for inputs, sent in zip(all_inputs, report["trials"]):
-                    after = sent.pop("inputs_after")
-                    sent["mutated"] = [
-                        i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)
-                    ]
-                    sent["n_outputs"] = len(sent["outputs"])
+                for t, sent in enumerate(report["trials"]):
+                    if "mutated" not in sent:
+                        _account_trial(sent, pristine(t))
                 groups = [(["trial", t], sent["outputs"]) for t, sent in enumerate(report["trials"])]
                 groups += [(["probe", p["probe"], p["trial"]], p["outputs"]) for p in report["probes"]]
-                lap("candidate")
                 self.hand_out(groups)
-                lap("hand_out")
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
                 raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
+            evidence.phases["hand_outs"] = float(self.hand_outs)
+            lap("hand_out")
         self.channel.send("CAND", frames.tensors_to_bytes(report))
         lap("send_candidate")
         evidence.stage = report["stage"]
@@ -335,14 +339,16 @@ class GPUWorker:
         try:
             with self.channel.gpu():
                 lap("wait_gpu")
-                cand_stats, last = self.timer.time_forward(forward, trial_inputs, task.timing)
+                pristine_sets = timing_inputs(source.trial, source.n_main)
+                cand_stats, last = self.timer.time_forward(forward, pristine_sets, task.timing)
+                del pristine_sets
                 lap("time_candidate")
                 pr, profile = None, []
                 if task.timing.profile_calls:
                     from tritongym.core.worker.gpu_profile import profile_forward
 
                     pr, profile = profile_forward(
-                        forward, trial_inputs[0], task.timing.profile_calls, set(self.recorder.own_compiled)
+                        forward, source.trial(0), task.timing.profile_calls, set(self.recorder.own_compiled)
                     )
                     lap("profile")
         except Exception as exc:
@@ -409,6 +415,7 @@ class GPUWorker:
                     )
         if not asked:
             return
+        self.hand_outs += 1
         self.channel.send_json("HOUT", {"outputs": asked})
         _, answer = self.channel.expect("HAND")
         lent = json.loads(answer)["lent"]
@@ -437,6 +444,14 @@ class GPUWorker:
         if by_bytes["ids"]:
             self.channel.send("HDAT", frames.tensors_to_bytes(by_bytes))
             self.channel.expect("HDOK")
+
+
+def _account_trial(sent: dict, pristine: list) -> None:
+    """A trial's record as the keeper reads it: `inputs_after` turned into `mutated` (the inputs the call changed,
+    against `pristine`, a set made again from the trial's seed) and `n_outputs`."""
+    after = sent.pop("inputs_after")
+    sent["mutated"] = [i for i, (a, b) in enumerate(zip(after, pristine)) if a is not None and not same_value(a, b)]
+    sent["n_outputs"] = len(sent["outputs"])
 
 
 def _note_environment_changes(evidence: Evidence, keep: dict) -> bool:

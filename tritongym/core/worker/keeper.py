@@ -9,14 +9,20 @@ the same secret seeds but never computes an answer; its outputs come here throug
 (`handouts.py`) and are compared here, so a candidate that walks its frames, its heap or the caching
 allocator finds no reference output in its own process, and cannot map one of this process's.
 
-Records are kept per problem, shape sets, seeds and precision (least recently used first out, within
-`cache_mb`), so the candidates of one problem (an RL batch's samples) share one computation of the
-reference's outputs, gold and probes (issue 27, item 3); the pool shares the reference's timing the same way
-and asks here only for a short drift check per candidate.
+What is held when (issue 27 item 1): a record is built one call at a time, keeps no input set (timing remakes
+a few from their seeds) and parks reference outputs from `parking.PARK_BYTES` up in host memory; a candidate's
+outputs are judged at the task's next request and their handouts freed (`_judge_pending`).
+
+Records are kept per problem, shape sets, seeds and precision (least recently used first out), so the
+candidates of one problem (an RL batch's samples) share one computation of the reference's outputs, gold and
+probes (issue 27, item 3); their device bytes are bounded by `cache_mb` (a share of the GPU) and their parked
+bytes apart, by a share of the host's memory (`TRITONGYM_KEEPER_HOST_CACHE_SHARE` / `_MB`).  The pool shares
+the reference's timing the same way and asks here only for a short drift check per candidate.
 
 Requests are frames from the pool, answered one at a time with `OKAY` (JSON, or tensor bytes for `HDAT`)
 or `FAIL` (`{"stage", "error"}`): `PREP` (a task: build or reuse its record), `RTIM` (time the reference
-before the candidate), `RCHK` (the drift check after it), `HOUT` (lend handouts for a group of outputs),
+before the candidate), `RCHK` (the drift check after it), `HOUT` (lend handouts for a group of outputs: the
+worker sends one per call as the call ends),
 `HDAT` (the outputs themselves, on the CPU), `JUDG` / `JTIM` (compare a candidate's report / its timed
 calls), `FREE` (the task is over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
 """
@@ -32,6 +38,7 @@ from collections import OrderedDict
 
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
 from tritongym.core.worker import frames, trusted
+from tritongym.core.worker.parking import Parked, fetch, on_host, park_all, split_bytes
 from tritongym.core.worker.stages import StageError, error_info
 from tritongym.core.worker.task_runner import configure_precision
 from tritongym.core.worker.tensors import tensor_bytes
@@ -39,6 +46,7 @@ from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()
 DEFAULT_CACHE_SHARE = 0.25  # of the GPU's memory, for records kept between tasks
+DEFAULT_HOST_CACHE_SHARE = 0.0625  # of the host's memory, for the parked outputs of the records kept
 
 
 def record_key(task: WorkerTask) -> str:
@@ -58,23 +66,19 @@ def record_key(task: WorkerTask) -> str:
 
 
 class ReferenceRecord:
-    """The reference's side of one problem, shape sets, seeds and precision, computed before any candidate."""
+    """The reference's side of one problem, shape sets, seeds and precision, computed before any candidate, one
+    call at a time: per trial the inputs made from the seed, the reference run, the gold sampled, the outputs
+    parked (`parking.py`), the inputs dropped; then the shape sets and late trial, then the probes."""
 
     def __init__(self, task: WorkerTask, workdir: str, device) -> None:
         import torch
 
         from tritongym.core.worker.compare import flatten_outputs
         from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+        from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
         from tritongym.core.worker.probes import reference_probe_outputs
-        from tritongym.core.worker.task_runner import (
-            build_reference,
-            degenerate_probes,
-            ghost_seed,
-            load_reference,
-            make_inputs,
-            precomputed_seed,
-        )
+        from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
         from tritongym.core.worker.tensors import clone_all
         from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
@@ -86,62 +90,75 @@ class ReferenceRecord:
         configure_precision(task)
         self.reference = load_reference(task, workdir)
         self.ref_model, _ = build_reference(task, self.reference, device)
-        self.trial_inputs = [make_inputs(self.reference, seed, device) for seed in task.seeds]
+        self.source = InputSource.seeded(task, self.reference, device, make_inputs)
         self.ref_outputs: list[list] = []
+        self.golds: list[list] = []
         self.torch_ops: dict = {}
         self.torch_work: dict = {}
-        try:
-            with torch.no_grad(), exact_reference():
-                for inputs in self.trial_inputs:
-                    raw, ops, work = traced_call(self.ref_model, *clone_all(inputs))
-                    self.torch_ops = self.torch_ops or ops
-                    self.torch_work = self.torch_work or work
-                    self.ref_outputs.append(flatten_outputs(raw))
-        except Exception as exc:
-            raise StageError("problem", error_info(exc)) from None
+        self.input_bytes = 0  # one main trial's inputs (timing's bytes moved)
         model64 = gold_model(self.ref_model)
         generator = torch.Generator(device=device)
         generator.manual_seed(task.init_seed ^ 0x601D)
-        self.golds = [
-            gold_samples(model64, xs, outs, generator, self.ref_model)
-            for xs, outs in zip(self.trial_inputs, self.ref_outputs)
-        ]
+        for t in range(self.source.n_main):
+            inputs = self.source.trial(t)
+            self.input_bytes = self.input_bytes or tensor_bytes(inputs)
+            try:
+                with torch.no_grad(), exact_reference():
+                    raw, ops, work = traced_call(self.ref_model, *clone_all(inputs))
+            except Exception as exc:
+                raise StageError("problem", error_info(exc)) from None
+            self.torch_ops = self.torch_ops or ops
+            self.torch_work = self.torch_work or work
+            outputs = flatten_outputs(raw)
+            del raw
+            self.golds.append(gold_samples(model64, inputs, outputs, generator, self.ref_model))
+            self.ref_outputs.append(park_all(outputs))
+            del inputs, outputs
         del model64
         self.planned: list[dict] = [{"seed": seed} for seed in task.seeds]
-        for trial in plan_extra_trials(
-            task, self.reference, device, make_inputs, build_reference, self.trial_inputs[0]
-        ):
+        extra = plan_extra_trials(
+            task, self.reference, device, make_inputs, build_reference, self.input_bytes, keep_inputs=False
+        )
+        for trial in extra:
             with exact_reference():
                 outs = reference_outputs(task, self.reference, self.ref_model, trial)
             if outs is not None:
-                self.ref_outputs.append(outs)
+                self.ref_outputs.append(park_all(outs))
                 self.planned.append(trial.evidence_fields())
-            trial.inputs = trial.ref_model = None  # the candidate's worker makes its own; outputs are kept
-        ghost = make_inputs(self.reference, ghost_seed(task), device)
-        precomputed = make_inputs(self.reference, precomputed_seed(task), device)
-        degenerate = degenerate_probes(task, self.reference, device)
+            del outs
+            trial.ref_model = None  # the candidate's worker builds its own; the outputs are kept
+        del extra
         try:
             with exact_reference():
-                self.probe_refs = reference_probe_outputs(
-                    self.ref_model, self.trial_inputs, ghost, degenerate, precomputed
-                )
+                self.probe_refs = reference_probe_outputs(self.ref_model, self.source, keep=park_all)
+        except StageError:
+            raise
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
-        del ghost, precomputed, degenerate
         if cuda:
             trusted.synchronize()
             self.peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
         else:
             self.peak_bytes = 0
-        outputs = [o for outs in self.ref_outputs for o in outs] + [o for v in self.probe_refs.values() for o in v]
-        params = list(self.ref_model.parameters()) + list(self.ref_model.buffers())
-        self.nbytes = (
-            tensor_bytes(outputs) + tensor_bytes([x for xs in self.trial_inputs for x in xs]) + tensor_bytes(params)
-        )
+        self.device_bytes, self.host_bytes = self._bytes()
         self.compute_s = time.perf_counter() - began
 
-    def trial_refs(self, trial: int) -> list:
-        return self.ref_outputs[trial]
+    def _bytes(self) -> tuple[int, int]:
+        """(bytes held on the keeper's device, bytes parked in host memory): weights, outputs, gold samples."""
+        golds = [v for trial in self.golds for s in trial if s is not None for v in (s.positions, s.values)]
+        outputs = [o for outs in self.ref_outputs for o in outs] + [o for v in self.probe_refs.values() for o in v]
+        params = list(self.ref_model.parameters()) + list(self.ref_model.buffers())
+        return split_bytes(outputs + golds + params)
+
+    @property
+    def nbytes(self) -> int:
+        return self.device_bytes + self.host_bytes
+
+    def timing_inputs(self) -> list[list]:
+        """The pristine sets timing refreshes from, made again from their seeds (bounded by bytes)."""
+        from tritongym.core.worker.tensors import timing_inputs
+
+        return timing_inputs(self.source.trial, self.source.n_main)
 
     def refs_for(self, where: list) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
@@ -198,6 +215,10 @@ class Keeper:
         share = float(os.environ.get("TRITONGYM_KEEPER_CACHE_SHARE", DEFAULT_CACHE_SHARE))
         default_mb = share * self.total_bytes / 2**20 if self.cuda else 2048
         self.cache_bytes = int(float(os.environ.get("TRITONGYM_KEEPER_CACHE_MB", default_mb)) * 2**20)
+        # parked outputs (host memory) are bounded apart: they must not count against the GPU's share
+        host_share = float(os.environ.get("TRITONGYM_KEEPER_HOST_CACHE_SHARE", DEFAULT_HOST_CACHE_SHARE))
+        host_default_mb = host_share * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+        self.host_cache_bytes = int(float(os.environ.get("TRITONGYM_KEEPER_HOST_CACHE_MB", host_default_mb)) * 2**20)
         self.records: OrderedDict[str, ReferenceRecord] = OrderedDict()
         self.tasks: dict[str, dict] = {}
         self.handout_ids = 0
@@ -226,7 +247,14 @@ class Keeper:
             self.builds += 1
             os.makedirs(workdir, exist_ok=True)
             record = self._build(task, workdir)
-        self.tasks[data["task_id"]] = {"task": task, "record": record, "key": key, "handouts": {}}
+        self.tasks[data["task_id"]] = {
+            "task": task,
+            "record": record,
+            "key": key,
+            "handouts": {},
+            "pending": [],
+            "judged": {},
+        }
         return {
             "planned": record.planned,
             "output_counts": [len(outs) for outs in record.ref_outputs],
@@ -235,6 +263,7 @@ class Keeper:
             "cached": cached,
             "peak_mb": round(record.peak_bytes / 2**20, 2),
             "record_mb": round(record.nbytes / 2**20, 2),
+            "record_host_mb": round(record.host_bytes / 2**20, 2),
             "compute_s": round(record.compute_s, 4),
         }
 
@@ -277,11 +306,12 @@ class Keeper:
         from tritongym.core.worker.timing import measure_copy_bandwidth
 
         params = list(record.ref_model.parameters()) + list(record.ref_model.buffers())
-        inputs = record.trial_inputs
-        timing.bytes_moved = tensor_bytes(inputs[0]) + tensor_bytes(params) + tensor_bytes(record.ref_outputs[0])
+        timing.bytes_moved = record.input_bytes + tensor_bytes(params) + sum(split_bytes(record.ref_outputs[0]))
         timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
         rep = task.timing.check_ms if task.cached_reference else None
+        inputs = record.timing_inputs()
         timing.reference_before, _ = self.timer.time_forward(self._forward(record), inputs, task.timing, rep)
+        del inputs
         if task.compile_reference and task.cached_compile_reference is None:
             self._time_compiled(task, record, timing)
         return {"timing": timing.model_dump_json()}
@@ -293,7 +323,7 @@ class Keeper:
         task, record = state["task"], state["record"]
         configure_precision(task)
         stats, _ = self.timer.time_forward(
-            self._forward(record), record.trial_inputs, task.timing, task.timing.check_ms
+            self._forward(record), record.timing_inputs(), task.timing, task.timing.check_ms
         )
         return {"reference_after": stats.model_dump_json()}
 
@@ -309,10 +339,14 @@ class Keeper:
     def _time_compiled(self, task: WorkerTask, record: ReferenceRecord, timing: TimingReport) -> None:
         from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 
+        def trials():  # one trial's inputs and outputs on the device at a time
+            for t in range(record.source.n_main):
+                yield record.source.trial(t), [fetch(r, self.device) for r in record.ref_outputs[t]]
+
         try:
-            compiled = compile_reference(record.ref_model, record.trial_inputs, record.ref_outputs, task.tolerances)
+            compiled = compile_reference(record.ref_model, trials(), task.tolerances)
             trusted.synchronize()
-            timing.compile_reference, _ = self.timer.time_forward(compiled, record.trial_inputs, task.timing)
+            timing.compile_reference, _ = self.timer.time_forward(compiled, record.timing_inputs(), task.timing)
             timing.compile_reference_source = "measured"
         except CompiledReferenceUnavailable as exc:
             timing.notes.append(f"no torch.compile reference: {exc}")
@@ -329,6 +363,7 @@ class Keeper:
 
         data = json.loads(payload)
         state = self._state(data)
+        self._judge_pending(state)
         record: ReferenceRecord = state["record"]
         lent = []
         for item in data["outputs"]:
@@ -337,7 +372,7 @@ class Keeper:
             ref = refs[index] if index < len(refs) else None
             shape, dtype = _shape(item["shape"]), _dtype(item["dtype"])
             matches = (
-                type(ref) is torch.Tensor
+                _is_ref(ref)
                 and list(ref.shape) == shape
                 and ref.dtype == dtype
                 and str(item["device"]).split(":")[0] == self.device.type
@@ -345,12 +380,14 @@ class Keeper:
             if not matches:
                 lent.append(None)
                 continue
-            state["lent_bytes"] = state.get("lent_bytes", 0) + ref.numel() * ref.element_size()
+            nbytes = sum(split_bytes([ref]))
+            state["lent_bytes"] = state.get("lent_bytes", 0) + nbytes
             if state["lent_bytes"] > 4 * record.nbytes + (64 << 20):
                 raise ValueError("the worker asked for more handouts than the reference has outputs to compare")
             self.handout_ids += 1
             ident = self.handout_ids
-            if self.cuda and ref.numel():
+            state["pending"].append((ident, list(item["where"]), index))
+            if self.cuda and nbytes:
                 handout = Handout(dtype, shape)
                 state["handouts"][ident] = handout
                 lent.append({"id": ident, "handle": handout.handle, "nbytes": handout.nbytes})
@@ -378,19 +415,48 @@ class Keeper:
             lent.copy_(value)
         return {}
 
-    def _output(self, state: dict, entry):
-        """A report's output entry as `compare_output` takes it: the handout's tensor, a stand-in of the
-        described shape (no memory: it differs from the reference's, so only its description is judged),
-        or the name of a type that is not a tensor."""
-        import torch
-
+    def _judge_pending(self, state: dict) -> None:
+        """The outputs lent before this request (filled by now: the worker asks again only once its copies are
+        done) judged at once against the reference their group named (gold for a main trial before `JUDG`; a
+        degeneracy probe's also against the control's answer), and their handouts freed."""
+        from tritongym.core.worker.compare import compare_output
         from tritongym.core.worker.handouts import Handout
 
+        task, record = state["task"], state["record"]
+        for ident, where, index in state["pending"]:
+            lent = state["handouts"].pop(ident)
+            out = lent.tensor if isinstance(lent, Handout) else lent
+            t = int(where[1]) if where[0] == "trial" and not state.get("timed") else -1
+            golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
+            gold = golds[index] if index < len(golds) else None
+            ref = fetch(record.refs_for(where)[index], self.device)
+            comparison = compare_output(index, out, ref, task.tolerances, gold)
+            del ref
+            control = None
+            answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []
+            if index < len(answer) and _is_ref(answer[index]):
+                control = compare_output(index, out, fetch(answer[index], self.device), task.tolerances)
+            state["judged"][ident] = (where, index, comparison, control)
+            if isinstance(lent, Handout):
+                lent.free()
+            del out, lent
+        state["pending"].clear()
+
+    def _output(self, state: dict, entry, where: list, index: int):
+        """A report's entry as compared: a handout's judgement (named where it was lent), a stand-in of the
+        described shape (no memory: only its description is judged), or the name of a type that is no tensor."""
+        import torch
+
         if isinstance(entry, dict) and "handout" in entry:
-            lent = state["handouts"].get(int(entry["handout"]))
-            if lent is None:
+            judged = state["judged"].get(int(entry["handout"]))
+            if judged is None:
                 raise ValueError(f"the report names handout {entry['handout']}, which was not lent")
-            return lent.tensor if isinstance(lent, Handout) else lent
+            if judged[:2] != (where, index):
+                raise ValueError(
+                    f"the report names handout {entry['handout']} as output {index} of {where}; "
+                    f"it was lent for output {judged[1]} of {judged[0]}"
+                )
+            return _Judged(*judged[2:])
         if isinstance(entry, dict) and "stand_in" in entry:
             d = entry["stand_in"]
             stand_in = torch.empty(_shape(d["shape"]), dtype=_dtype(d["dtype"]), device="meta")
@@ -400,38 +466,53 @@ class Keeper:
             return {"not_a_tensor": str(entry["not_a_tensor"])[:200]}
         return {"not_a_tensor": "unknown"}
 
+    def _compare(self, tolerances):
+        """A handout's judgement, or an unlent output (stand-in, type name) compared with its reference."""
+        from tritongym.core.worker.compare import compare_output
+
+        def compare(i: int, out, stored, against_control: bool = False, gold=None):
+            if isinstance(out, _Judged):
+                return out.control if against_control else out.comparison
+            if not _is_ref(stored):
+                return None
+            return _described(compare_output(i, out, fetch(stored, self.device), tolerances, gold), out)
+
+        return compare
+
     def judge(self, payload: bytes) -> dict:
         """The candidate's report (outputs as handouts) compared with the record: per trial the output
         comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
-        from tritongym.core.worker.compare import compare_output
         from tritongym.core.worker.probes import compare_probes, prior_answers
 
         data = frames.tensors_from_bytes(payload)
         state = self._state(data)
+        self._judge_pending(state)
         task, record = state["task"], state["record"]
         report = data["report"]
+        compare = self._compare(task.tolerances)
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
-            refs = record.ref_outputs[t]
             golds = record.golds[t] if t < len(record.golds) else []
-            outs = [self._output(state, e) for e in sent["outputs"]]
-            trials.append(
-                [
-                    _described(compare_output(i, out, ref, task.tolerances, golds[i] if i < len(golds) else None), out)
-                    for i, (out, ref) in enumerate(zip(outs, refs))
-                ]
-            )
+            outs = [self._output(state, e, ["trial", t], i) for i, e in enumerate(sent["outputs"])]
+            pairs = enumerate(zip(outs, record.ref_outputs[t]))
+            found = [compare(i, out, ref, gold=golds[i] if i < len(golds) else None) for i, (out, ref) in pairs]
+            trials.append([c for c in found if c is not None])
         records = []
         for probe in report["probes"]:
-            outs = [self._output(state, e) for e in probe["outputs"]]
+            where = ["probe", probe["probe"], probe["trial"]]
+            outs = [self._output(state, e, where, i) for i, e in enumerate(probe["outputs"])]
             records.append({**probe, "outputs": outs})
-        calls = compare_probes(records, record.probe_refs, record.ref_outputs[: len(task.seeds)], task.tolerances)
+        calls = compare_probes(
+            records, record.probe_refs, record.ref_outputs[: len(task.seeds)], task.tolerances, compare
+        )
         for call, rec in zip(calls, records):
             for comparison in call.outputs + call.control_outputs:
                 _described(comparison, rec["outputs"][comparison.index])
         prior = report.get("prior")
-        found = prior_answers(prior, record.probe_refs.get("precomputed", []), task.tolerances) if prior else []
+        precomputed = [on_host(r) for r in record.probe_refs.get("precomputed", [])]
+        found = prior_answers(prior, precomputed, task.tolerances) if prior else []
         self._give_back(state)
+        state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
         return {
             "trials": [[c.model_dump(mode="json") for c in cs] for cs in trials],
             "probes": [c.model_dump(mode="json") for c in calls],
@@ -439,18 +520,16 @@ class Keeper:
         }
 
     def judge_timed(self, payload: bytes) -> dict:
-        from tritongym.core.worker.compare import compare_output
-
         data = frames.tensors_from_bytes(payload)
         state = self._state(data)
+        self._judge_pending(state)
         task, record = state["task"], state["record"]
+        compare = self._compare(task.tolerances)
         judged = []
         for trial, n_outputs, entries in data["timed"]:
-            refs = record.ref_outputs[int(trial)]
-            outs = [self._output(state, e) for e in entries]
-            comparisons = [
-                _described(compare_output(i, o, r, task.tolerances), o) for i, (o, r) in enumerate(zip(outs, refs))
-            ]
+            outs = [self._output(state, e, ["trial", int(trial)], i) for i, e in enumerate(entries)]
+            found = [compare(i, o, r) for i, (o, r) in enumerate(zip(outs, record.ref_outputs[int(trial)]))]
+            comparisons = [c for c in found if c is not None]
             judged.append([int(trial), int(n_outputs), [c.model_dump(mode="json") for c in comparisons]])
         self._give_back(state)
         return {"timed": judged}
@@ -462,6 +541,8 @@ class Keeper:
             if isinstance(lent, Handout):
                 lent.free()
         state["handouts"].clear()
+        state["pending"].clear()
+        state["judged"].clear()
 
     def free(self, payload: bytes) -> dict:
         """The task is over: its handouts go back, its record stays if the cache has room for it."""
@@ -472,13 +553,30 @@ class Keeper:
         record = state["record"]
         self.records[state["key"]] = record
         self.records.move_to_end(state["key"])
-        while self.records and sum(r.nbytes for r in self.records.values()) > self.cache_bytes:
+        while self.records and (
+            sum(r.device_bytes for r in self.records.values()) > self.cache_bytes
+            or sum(r.host_bytes for r in self.records.values()) > self.host_cache_bytes
+        ):
             self.records.popitem(last=False)
         if self.cuda:
             import torch
 
             torch.cuda.empty_cache()
         return {"cached_records": len(self.records)}
+
+
+class _Judged:
+    """A lent output's comparisons: with its reference and (or None) with the control's answer."""
+
+    def __init__(self, comparison: OutputComparison, control: OutputComparison | None) -> None:
+        self.comparison, self.control = comparison, control
+
+
+def _is_ref(value) -> bool:
+    """A stored reference that is a tensor (on the device, or parked)."""
+    import torch
+
+    return type(value) is torch.Tensor or isinstance(value, Parked)
 
 
 def _described(comparison: OutputComparison, out) -> OutputComparison:

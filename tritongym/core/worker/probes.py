@@ -52,21 +52,18 @@ def mode_probe_name(grad: bool, train: bool) -> str:
 # --- trusted side, before the import ----------------------------------------------------------------------
 
 
-def reference_probe_outputs(
-    ref_model,
-    trial_inputs: list[list],
-    ghost_inputs: list,
-    degenerate: list | None = None,
-    precomputed_inputs: list | None = None,
-) -> dict[str, list]:
+def reference_probe_outputs(ref_model, source, keep=None) -> dict[str, list]:
     """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
     reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
-    `NAME#control`.  `degenerate` holds (probe name, control, inputs, the other seed's inputs)."""
+    `NAME#control`.  `source` (`input_source.py`) makes each probe's inputs when needed; `keep` turns each
+    probe's outputs into what is held (the keeper parks large ones in host memory)."""
     import torch
 
     from tritongym.core.worker.compare import flatten_outputs
     from tritongym.core.worker.controls import control_answer
     from tritongym.core.worker.tensors import clone_all
+
+    keep = keep or (lambda outputs: outputs)
 
     def detached(value) -> list:
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in flatten_outputs(value)]
@@ -77,20 +74,24 @@ def reference_probe_outputs(
         for k, (grad, train) in enumerate(MODE_PROBES):
             ref_model.train(train)
             with torch.set_grad_enabled(grad):
-                refs[mode_probe_name(grad, train)] = detached(
-                    ref_model(*clone_all(trial_inputs[k % len(trial_inputs)]))
-                )
+                refs[mode_probe_name(grad, train)] = keep(detached(ref_model(*source.trial(k % source.n_main))))
         ref_model.train(was_training)
         with torch.no_grad():
-            refs["ghost"] = detached(ref_model(*clone_all(ghost_inputs)))
-            if precomputed_inputs is not None:
-                refs["precomputed"] = detached(ref_model(*clone_all(precomputed_inputs)))
-            for name, control, inputs, other_inputs in degenerate or []:
-                refs[name] = detached(ref_model(*clone_all(inputs)))
-                other = detached(ref_model(*clone_all(other_inputs))) if control == "other_seed_output" else []
-                answer = control_answer(control, inputs, refs[name], other)
+            refs["ghost"] = keep(detached(ref_model(*source.ghost())))
+            if source.precomputed is not None:
+                refs["precomputed"] = keep(detached(ref_model(*source.precomputed())))
+            for probe in source.degenerate:
+                inputs = probe.inputs()
+                if inputs is None:
+                    continue  # the transform does not apply: no such probe (the worker skips it alike)
+                outputs = detached(ref_model(*clone_all(inputs)))
+                other = detached(ref_model(*probe.other())) if probe.control == "other_seed_output" else []
+                answer = control_answer(probe.control, inputs, outputs, other)
+                del other
+                refs[probe.name] = keep(outputs)
                 if answer is not None:
-                    refs[f"{name}#control"] = answer
+                    refs[f"{probe.name}#control"] = keep(answer)
+                del inputs, outputs, answer
     finally:
         ref_model.train(was_training)
     return refs
@@ -102,21 +103,20 @@ def reference_probe_outputs(
 def run_probes(
     model,
     recorder,
-    trial_inputs: list[list],
+    source,
     last_buffers: list | None,
-    ghost_inputs: list,
-    degenerate_inputs: list | None = None,
     watch: PriorAnswerWatch | None = None,
-    precomputed_inputs: list | None = None,
+    on_outputs=None,
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
 
-    `degenerate_inputs`: (probe name, inputs) of the degeneracy probes, called last.  With `watch`, the
-    `precomputed` call runs under it on `precomputed_inputs` (its samples stay in `watch.records`)."""
+    `source` (`input_source.py`) makes each call's inputs when it comes; the `precomputed` call runs under
+    `watch` (samples in `watch.records`), the degeneracy probes last.  `on_outputs(["probe", name, trial],
+    record)`, when given, follows each call: the caller hands the outputs out before the next."""
     import torch
 
     from tritongym.core.worker.compare import flatten_outputs
-    from tritongym.core.worker.tensors import clone_all, plain_output
+    from tritongym.core.worker.tensors import plain_output
 
     was_training = model.training
     records: list[dict] = []
@@ -141,27 +141,36 @@ def run_probes(
                 "error": error,
             }
         )
+        del outputs
+        if on_outputs is not None:
+            on_outputs(["probe", name, trial], records[-1])
 
     try:
-        n = len(trial_inputs)
+        n = source.n_main
         for k, (grad, train) in enumerate(MODE_PROBES):
-            call(mode_probe_name(grad, train), k % n, clone_all(trial_inputs[k % n]), grad, train)
+            call(mode_probe_name(grad, train), k % n, source.trial(k % n), grad, train)
         if n > 1 and last_buffers is not None:
-            source = trial_inputs[0]  # the last trial used trial n-1's values: these differ
-            if _refill(last_buffers, source):
+            values = source.trial(0)  # the last trial used trial n-1's values: these differ
+            refilled = _refill(last_buffers, values)
+            del values
+            if refilled:
                 call("refresh", 0, last_buffers, False, was_training)
                 call("repeat", 0, last_buffers, False, was_training)
-        call("ghost", -1, clone_all(ghost_inputs), False, was_training, ghost=True)
-        if watch is not None and precomputed_inputs is not None:
-            inputs = clone_all(precomputed_inputs)
+        call("ghost", -1, source.ghost(), False, was_training, ghost=True)
+        if watch is not None and source.precomputed is not None:
+            inputs = source.precomputed()
             watch.exclude(list(inputs) + list(model.parameters()) + list(model.buffers()))
             recorder.watch = watch
             try:
                 call("precomputed", -1, inputs, False, was_training)
             finally:
                 recorder.watch = None
-        for name, inputs in degenerate_inputs or []:
-            call(name, -1, clone_all(inputs), False, was_training)
+            del inputs
+        for probe in source.degenerate:
+            inputs = probe.inputs()
+            if inputs is not None:
+                call(probe.name, -1, inputs, False, was_training)
+            del inputs
     finally:
         model.train(was_training)
     return records
@@ -187,11 +196,20 @@ def _refill(buffers: list, values: list) -> bool:
 # --- trusted side, after the run ---------------------------------------------------------------------------
 
 
-def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances) -> list:
-    """`ProbeCall`s: each probe's outputs compared with its reference."""
+def compare_probes(
+    records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances, compare=None
+) -> list:
+    """`ProbeCall`s: each probe's outputs compared with its reference.
+
+    `compare(i, output, stored reference, against_control)`, when given, makes each comparison (None where
+    the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked."""
     from tritongym.core.models import LaunchRecord, ProbeCall
     from tritongym.core.worker.compare import compare_output
 
+    def plain(i: int, out, ref, against_control: bool = False):
+        return compare_output(i, out, ref, tolerances) if _is_tensor(ref) else None
+
+    compare = compare or plain
     calls = []
     for record in records:
         name = record["probe"]
@@ -200,23 +218,27 @@ def compare_probes(records: list[dict], probe_refs: dict[str, list], trial_refs:
         else:
             refs = probe_refs.get(name, [])
         outputs = record["outputs"]
-        comparable = [(i, o, r) for i, (o, r) in enumerate(zip(outputs, refs)) if _is_tensor(r)]
         control = probe_refs.get(f"{name}#control", [])
-        against_control = [(i, o, r) for i, (o, r) in enumerate(zip(outputs, control)) if _is_tensor(r)]
         calls.append(
             ProbeCall(
                 probe=name,
                 trial=record["trial"],
-                outputs=[compare_output(i, o, r, tolerances) for i, o, r in comparable],
+                outputs=_compared(outputs, refs, compare, False),
                 n_outputs=len(outputs),
                 ref_n_outputs=len(refs),
                 launches=[LaunchRecord.model_validate(x) for x in record["launches"]],
                 error=record["error"],
                 control=name.removeprefix("degenerate:") if control else "",
-                control_outputs=[compare_output(i, o, r, tolerances) for i, o, r in against_control],
+                control_outputs=_compared(outputs, control, compare, True),
             )
         )
     return calls
+
+
+def _compared(outputs: list, refs: list, compare, against_control: bool) -> list:
+    """Each output compared with its reference where that is a tensor, one pair at a time."""
+    found = [compare(i, out, ref, against_control) for i, (out, ref) in enumerate(zip(outputs, refs))]
+    return [c for c in found if c is not None]
 
 
 class PriorAnswerWatch:

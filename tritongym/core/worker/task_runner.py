@@ -79,37 +79,6 @@ def make_inputs(reference: ModuleType, seed: int, device):
     return [to_device(v, device) for v in reference.get_inputs()]
 
 
-def ghost_seed(task: WorkerTask) -> int:
-    """Seed of the ghost probe's inputs: secret (derived from the init seed) and unlike any trial's."""
-    return (task.init_seed * 2654435761 + 0x6057) % (2**31)
-
-
-def precomputed_seed(task: WorkerTask) -> int:
-    """Seed of the `precomputed` probe's inputs: secret, unlike any trial's, the ghost's or the late trial's."""
-    return (task.init_seed * 1103515245 + 0x9C0D) % (2**31)
-
-
-def degenerate_seed(task: WorkerTask, k: int) -> int:
-    """Seed of the k-th degeneracy probe's inputs: secret, like the ghost's, and unlike it."""
-    return (task.init_seed * 69069 + 0xD6E + 7 * k) % (2**31)
-
-
-def degenerate_probes(task: WorkerTask, reference: ModuleType, device) -> list[tuple[str, str, list, list]]:
-    """(probe name, control, transformed inputs, the other seed's inputs) per control the problem is
-    degenerate for: what the candidate is called on, and what its answer is compared with."""
-    probes = []
-    for k, (control, transform) in enumerate(sorted(task.degenerate.items())):
-        seed = degenerate_seed(task, k)
-        try:
-            inputs = transform_inputs(transform, make_inputs(reference, seed, device), seed)
-            other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
-        except Exception as exc:
-            raise StageError("problem", error_info(exc)) from None
-        if inputs is not None:
-            probes.append((f"degenerate:{control}", control, inputs, other))
-    return probes
-
-
 def build_reference(task: WorkerTask, reference: ModuleType, device):
     """Build `Model` (seeded) before any candidate code is imported, so the candidate cannot break it."""
     import torch
@@ -134,6 +103,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.worker.candidate_runner import fork_candidate
     from tritongym.core.worker.compare import compare_output, flatten_outputs
     from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+    from tritongym.core.worker.input_source import InputSource, ghost_seed, precomputed_seed
     from tritongym.core.worker.launches import LaunchRecorder
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.plugin_probes import probe_results
@@ -154,22 +124,11 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     ghost_inputs = make_inputs(reference, ghost_seed(task), device)
     precomputed_inputs = make_inputs(reference, precomputed_seed(task), device)
     extra = plan_extra_trials(task, reference, device, make_inputs, build_reference, trial_inputs[0])
-    degenerate = degenerate_probes(task, reference, device)
+    seeded = InputSource.seeded(task, reference, device, make_inputs).degenerate  # made once: the parent judges them
+    degenerate = [(d.name, d.control, xs, d.other()) for d in seeded if (xs := d.inputs()) is not None]
     evidence.stage = "import"
-    report, why = fork_candidate(
-        task,
-        workdir,
-        recorder,
-        ref_model,
-        init_inputs,
-        trial_inputs,
-        device,
-        private_fds,
-        ghost_inputs,
-        extra,
-        [(name, inputs) for name, _, inputs, _ in degenerate],
-        precomputed_inputs,
-    )
+    source = InputSource.held(trial_inputs, ghost_inputs, precomputed_inputs, degenerate)
+    report, why = fork_candidate(task, workdir, recorder, ref_model, init_inputs, source, device, private_fds, extra)
     if report is None:
         evidence.stage = "run"
         raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
@@ -197,7 +156,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             main_sent.append(sent)
     try:
         with exact_reference():
-            probe_refs = reference_probe_outputs(ref_model, trial_inputs, ghost_inputs, degenerate, precomputed_inputs)
+            probe_refs = reference_probe_outputs(ref_model, source)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]

@@ -49,3 +49,17 @@ def plain_output(value):
     if type(value) is torch.Tensor:
         return value.detach()
     return {"not_a_tensor": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+TIMING_INPUT_BYTES = 4 << 30  # what timing's pristine input sets may weigh together
+
+
+def timing_inputs(make, n: int, budget: int = TIMING_INPUT_BYTES) -> list[list]:
+    """Timing's pristine sets, main trials 0, 1, ... (`make(k)`), as many as fit `budget` but two when there are:
+    between samples every buffer is refilled with another trial's values (a pointer-keyed cache goes stale)."""
+    sets = [make(0)]
+    per_set = max(tensor_bytes(sets[0]), 1)
+    want = min(n, max(2, budget // per_set))
+    while len(sets) < want:
+        sets.append(make(len(sets)))
+    return sets

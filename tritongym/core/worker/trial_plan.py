@@ -16,6 +16,9 @@ before any candidate code exists:
   there on every backend.
 
 Timing never sees these calls: it runs on the main trials' inputs.
+
+With `keep_inputs=False` (the keeper and the GPU worker) a planned trial keeps only its seed and input shapes:
+`fresh_inputs()` makes its inputs again when the trial runs, so the plan holds no input set (issue 27 item 1).
 """
 
 from __future__ import annotations
@@ -35,12 +38,19 @@ class PlannedTrial:
     """One correctness call after the main trials, with what the trusted side needs to judge it."""
 
     seed: int
-    inputs: list
+    inputs: list | None  # kept inputs (cloned for each call), or None: made again from the seed (`remake`)
     sizes: dict | None = None  # the shape set applied to the reference module; None = the main shape
     late: bool = False
     ref_model: Any = None  # the shape set's reference model; None = the main one
     init_inputs: list | None = None  # the shape set's init inputs (the candidate builds a new ModelNew)
     input_shapes: list[list[int]] = field(default_factory=list)
+    remake: Any = None  # () -> a fresh set of this trial's inputs, when they are not kept
+
+    def fresh_inputs(self) -> list:
+        """A set of this trial's inputs the caller owns: a clone of the kept set, or one made again from the seed."""
+        from tritongym.core.worker.tensors import clone_all
+
+        return clone_all(self.inputs) if self.inputs is not None else self.remake()
 
     def evidence_fields(self) -> dict:
         """The `TrialEvidence` fields that say which call this was."""
@@ -85,16 +95,18 @@ def shape_seed(task, k: int) -> int:
 
 
 def plan_extra_trials(
-    task, reference: ModuleType, device, make_inputs, build_reference, main_inputs: list | None = None
+    task, reference: ModuleType, device, make_inputs, build_reference, main_inputs=None, keep_inputs: bool = True
 ) -> list[PlannedTrial]:
     """The shape-set trials then the late trial, each with its inputs (and models), made before the import.
 
-    A *derived* shape set whose inputs would be larger than `main_inputs` (a constant the derivation took for a
-    size divides one: halving it doubles the input) is skipped: a derived set checks that the kernel does not
-    assume the sizes, and must never be what makes a problem run out of memory (issue 27 item 1)."""
+    A *derived* shape set whose inputs would be larger than `main_inputs` (or that many bytes: a constant the
+    derivation took for a size divides one: halving it doubles the input) is skipped: a derived set checks that
+    the kernel does not assume the sizes, and must never be what makes a problem run out of memory (issue 27
+    item 1).  Without `keep_inputs` each trial's inputs are made once for their shapes, then dropped and made
+    again from the seed when the trial runs (`PlannedTrial.fresh_inputs`)."""
     from tritongym.core.worker.stages import StageError, error_info
 
-    main_bytes = tensor_bytes(main_inputs) if main_inputs is not None else None
+    main_bytes = main_inputs if isinstance(main_inputs, int) or main_inputs is None else tensor_bytes(main_inputs)
     planned: list[PlannedTrial] = []
     for k, overrides in enumerate(task.extra_sizes):
         sizes = {**task.sizes, **overrides}
@@ -123,17 +135,38 @@ def plan_extra_trials(
         planned.append(
             PlannedTrial(
                 seed=seed,
-                inputs=inputs,
+                inputs=inputs if keep_inputs else None,
                 sizes=dict(overrides),
                 ref_model=ref_model,
                 init_inputs=list(init_inputs),
                 input_shapes=_shapes(inputs),
+                remake=_remaker(reference, make_inputs, seed, device, sizes),
             )
         )
+        del inputs
     if task.late_trial:
         inputs = make_inputs(reference, late_seed(task), device)
-        planned.append(PlannedTrial(seed=late_seed(task), inputs=inputs, late=True, input_shapes=_shapes(inputs)))
+        planned.append(
+            PlannedTrial(
+                seed=late_seed(task),
+                inputs=inputs if keep_inputs else None,
+                late=True,
+                input_shapes=_shapes(inputs),
+                remake=_remaker(reference, make_inputs, late_seed(task), device, None),
+            )
+        )
+        del inputs
     return planned
+
+
+def _remaker(reference: ModuleType, make_inputs, seed: int, device, sizes: dict | None):
+    """A trial's inputs made again from its seed, under its shape set (the module's globals put back after)."""
+
+    def remake() -> list:
+        with sizes_applied(reference, sizes):
+            return make_inputs(reference, seed, device)
+
+    return remake
 
 
 def _meta_bytes(reference: ModuleType) -> int | None:
@@ -178,12 +211,11 @@ def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTri
     from tritongym.core.worker.compare import flatten_outputs
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.stages import StageError, error_info
-    from tritongym.core.worker.tensors import clone_all
 
     model = trial.ref_model if trial.ref_model is not None else main_model
     try:
         with sizes_applied(reference, trial.sizes), torch.no_grad():
-            raw, _, _ = traced_call(model, *clone_all(trial.inputs))
+            raw, _, _ = traced_call(model, *trial.fresh_inputs())
         return flatten_outputs(raw)
     except Exception as exc:
         if trial.sizes is not None and task.extra_sizes_optional:

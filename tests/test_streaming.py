@@ -1,0 +1,200 @@
+"""Issue 27 item 1, "tensors released between trials, shape sets and controls": the worker streams its calls
+(one input set and one call's outputs at a time, each handed to the keeper as soon as the call is done) and the
+keeper parks large tensors in host memory (`worker/parking.py`).  Run for real on the CPU pool (Triton's
+interpreter), like tests/test_pool.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritongym.core.eval.tolerances import tolerances_for
+from tritongym.core.problems import load_problem
+from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
+from tritongym.core.worker_task import WorkerTask
+
+CANDIDATES = Path(__file__).resolve().parent / "hacks" / "candidates"
+ROWS, COLS = 3072, 4096  # 48 MiB of float32 per input set, and per output
+SET_MB = ROWS * COLS * 4 / 2**20
+
+BIG_RELU = f"""
+import torch
+import torch.nn as nn
+
+ROWS = {ROWS}
+COLS = {COLS}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+BIG_RELU_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1 << 20),)](x, out, n, BLOCK=1 << 20)
+        return out
+"""
+
+
+def _status(pid: int) -> dict[str, float]:
+    """The process's memory lines of /proc/PID/status, in MiB."""
+    found = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) / 1024
+    return found
+
+
+def test_the_worker_holds_about_one_call_at_a_time():
+    """A problem whose one forward holds 48 MiB in and 48 MiB out, evaluated with three trials, a shape set, the
+    late trial and every probe (a dozen calls): the worker's resident memory grows by a few sets, not by every
+    set and output of the task (the hoarding design of b256a7d grew by about 1.9 GiB here: every input set,
+    every output, and all outputs serialised at once for the keeper)."""
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=2, memory_mb=8192))
+    try:
+        worker = pool._take()  # the only worker; it serves this task and stays (max_tasks=2) to be measured
+        with open(f"/proc/{worker.pid}/clear_refs", "w") as f:
+            f.write("5")  # the peak (VmHWM) starts again from the resident memory now
+        before = _status(worker.pid)["VmRSS"]
+        pool.ready.put(worker)
+        task = WorkerTask(
+            problem_name="big_relu",
+            problem_source=BIG_RELU,
+            candidate_source=BIG_RELU_KERNEL,
+            device="cpu",
+            tolerances=tolerances_for("ieee", {}),
+            seeds=[1, 2, 3],
+            extra_sizes=[{"ROWS": 1024}],
+        )
+        evidence = pool.run(task, timeout_s=600)
+        grown = _status(worker.pid)["VmHWM"] - before
+        assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert len(evidence.trials) == 5 and evidence.trials[-1].late  # three trials, the shape set, the late one
+        assert all(o.mismatched == 0 for t in evidence.trials for o in t.outputs)
+        assert grown < 8 * SET_MB, f"the worker's peak grew by {grown:.0f} MiB during the task"
+    finally:
+        pool.close()
+
+
+def _judged(evidence, exact: bool = True) -> str:
+    """What the keeper judged, as text: every trial's and probe's comparisons (the ghost probe's but its values),
+    the inputs found changed and the prior answers (no timings).  Not `exact`: whether each output was wrong,
+    not by how much (for a candidate that returns memory whose values are not reproducible)."""
+    fields = ("index", "shape", "dtype", "device", "mismatched", "max_abs_err", "rel_norm_err", "gold_err", "note")
+
+    def comparisons(outputs) -> list:
+        if not exact:
+            return [[o.index, o.shape, o.dtype, o.device, bool(o.mismatched)] for o in outputs]
+        return [{k: getattr(o, k) for k in fields} for o in outputs]
+
+    trials = [[t.seed, t.late, t.n_outputs, t.mutated_inputs, comparisons(t.outputs)] for t in evidence.trials]
+    probes = [
+        [p.probe, p.trial, p.n_outputs, p.ref_n_outputs, p.error]
+        # the ghost's kernels are skipped: its outputs hold whatever `empty` memory held, not reproducible
+        + ([] if p.probe == "ghost" else [comparisons(p.outputs), comparisons(p.control_outputs)])
+        for p in evidence.probes
+    ]
+    return json.dumps([trials, probes, evidence.prior_answers], default=str)
+
+
+def _task(problem, source: str) -> WorkerTask:
+    return WorkerTask(
+        problem_name=problem.name,
+        problem_source=problem.source,
+        sizes=problem.sizes,
+        candidate_source=source,
+        device="cpu",
+        tolerances=tolerances_for("ieee", {}),
+        seeds=[1, 2, 3],
+        extra_sizes=list(problem.extra_sizes)[:1],
+        degenerate={"zeros": "negated", "other_seed_output": "scaled"},
+    )
+
+
+@pytest.fixture(scope="module")
+def pools():
+    from tritongym.core.worker.parking import PARK_BYTES
+
+    default = {"TRITONGYM_PARK_BYTES": str(PARK_BYTES)}  # also when the suite runs with TRITONGYM_PARK_BYTES set
+    plain = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, extra_env=default))
+    parked = WorkerPool(
+        PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, extra_env={"TRITONGYM_PARK_BYTES": "1"})
+    )
+    yield plain, parked
+    plain.close()
+    parked.close()
+
+
+def _finding_honest(evidence) -> bool:
+    main = [p for p in evidence.probes if p.probe != "ghost"]
+    return all(o.mismatched == 0 for t in evidence.trials for o in t.outputs) and all(
+        o.mismatched == 0 for p in main for o in p.outputs
+    )
+
+
+CASES = [
+    ("relu", None, _finding_honest, True),
+    ("relu", "wrong", lambda e: all(o.mismatched for t in e.trials for o in t.outputs), True),
+    ("relu", "input_mutation_inplace.py", lambda e: any(t.mutated_inputs for t in e.trials), True),
+    (
+        "relu",
+        "late_call_count_cache.py",  # its stale answer is a buffer an earlier call returned: values not reproducible
+        lambda e: e.trials[-1].late and e.trials[-1].outputs[0].mismatched and not e.trials[0].outputs[0].mismatched,
+        False,
+    ),
+    ("gelu", "call_count_cache.py", lambda e: any(o.mismatched for p in e.probes for o in p.outputs), True),
+]
+
+
+@pytest.mark.parametrize("problem_name, candidate, finding, exact", CASES, ids=[c[1] or "solution" for c in CASES])
+def test_a_keeper_that_parks_every_tensor_judges_the_same(pools, problem_name, candidate, finding, exact):
+    """With `TRITONGYM_PARK_BYTES=1` every reference output and probe reference is parked (on the CPU: wrapped, so
+    every comparison goes through `parking.fetch`); the keeper's judgement is the same, to the last field, as a
+    keeper that parks nothing, and it still sees what the candidate did."""
+    problem = load_problem(problem_name)
+    if candidate is None:
+        source = problem.solution
+    elif candidate == "wrong":
+        source = problem.solution.replace("return out", "return out * 2")
+    else:
+        source = (CANDIDATES / candidate).read_text()
+    plain, parked = pools
+    kept = plain.run(_task(problem, source), timeout_s=300)
+    moved = parked.run(_task(problem, source), timeout_s=300)
+    assert kept.error is None and moved.error is None, (kept.error, moved.error)
+    assert kept.phases["reference_host_mb"] == 0 and moved.phases["reference_host_mb"] > 0
+    assert _judged(moved, exact) == _judged(kept, exact)
+    assert finding(moved), _judged(moved)[:2000]
+    # several hand-outs per task: one per call with outputs, each answered before the next call
+    calls = len(moved.trials) + sum(1 for p in moved.probes if p.n_outputs)
+    assert moved.phases["hand_outs"] == calls and calls > 10
+    assert {"degenerate:zeros", "degenerate:other_seed_output"} <= {p.probe for p in moved.probes}
