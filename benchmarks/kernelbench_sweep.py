@@ -10,7 +10,8 @@ refuse a forward without Triton are off (`TORCH_ONLY_REFUSED`: `structure` wants
 something about the problem or the pipeline, not about the missing Triton.
 
 Per problem: the status, the screen verdict (ok, degenerate and its passing controls, or the screen's
-error), the reference's peak GPU memory (`reference_peak_mb`, measured in the keeper), its time
+error), the reference's peak GPU memory (`reference_peak_mb`, measured in the keeper; `host MB` in the table: its
+outputs parked in host memory, `phases.reference_host_mb`), its time
 (`ref_runtime_ms`), the wall seconds, the message when not ok, one forward's inputs, parameters and outputs
 weighed on torch's meta device (`forward_mb`, and `forward_fits_gpu`: whether that much fits the GPU at
 all), and `infrastructure_failure`: a timeout, a crash, out-of-memory text, or a backend error, as against
@@ -365,7 +366,8 @@ def write_json(path: Path, report: dict) -> None:
 
 
 def print_rows(rows: list[dict], title: str) -> None:
-    headers = ["problem", "status", "screen", "fwd MB", "peak MB", "ref ms", "ref side s", "wall s", "infra", "message"]
+    headers = ["problem", "status", "screen", "fwd MB", "peak MB", "host MB", "ref ms", "ref side s", "wall s"]
+    headers += ["infra", "message"]
     table = []
     for r in rows:
         screen = r.get("screen") or {}
@@ -379,6 +381,7 @@ def print_rows(rows: list[dict], title: str) -> None:
                 verdict,
                 fmt(r.get("forward_mb")),
                 fmt(r.get("reference_peak_mb")),
+                fmt((r.get("phases") or {}).get("reference_host_mb")),
                 fmt(r.get("ref_runtime_ms")),
                 fmt(r.get("reference_s")),
                 fmt(r.get("seconds")),
@@ -401,6 +404,7 @@ def progress_line(done: int, total: int, row: dict, elapsed: float) -> str:
         f"screen={verdict}",
         f"fwd={fmt(row.get('forward_mb'))}MB",
         f"peak={fmt(row.get('reference_peak_mb'))}MB",
+        f"host={fmt((row.get('phases') or {}).get('reference_host_mb'))}MB",
         f"ref={fmt(row.get('ref_runtime_ms'))}ms",
         f"{row.get('seconds', 0):.1f}s",
     ]
