@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.problems import load_problem
@@ -198,3 +199,54 @@ def test_a_keeper_that_parks_every_tensor_judges_the_same(pools, problem_name, c
     calls = len(moved.trials) + sum(1 for p in moved.probes if p.n_outputs)
     assert moved.phases["hand_outs"] == calls and calls > 10
     assert {"degenerate:zeros", "degenerate:other_seed_output"} <= {p.probe for p in moved.probes}
+
+
+DROPOUT = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(torch.relu(x))
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_mode_probe_that_repeats_a_trial_shares_its_stored_outputs(tmp_path):
+    """The mode probes run the reference on trial inputs: for a reference with no train/eval or grad behaviour
+    their outputs are the trial's, held once (a full-size problem parks three fewer copies); a reference whose
+    train mode differs (dropout) keeps its own copy for that probe."""
+    from tritongym.core.worker.keeper import ReferenceRecord
+    from tritongym.core.worker.parking import split_bytes
+    from tritongym.core.worker.probes import MODE_PROBES, mode_probe_name
+
+    relu = load_problem("relu")
+    record = ReferenceRecord(_task(relu, BIG_RELU_KERNEL), str(tmp_path), torch.device("cpu"))
+    for k, (grad, train) in enumerate(MODE_PROBES):
+        assert record.probe_refs[mode_probe_name(grad, train)] is record.ref_outputs[k % 3]
+    outputs = [o for outs in record.ref_outputs for o in outs] + [o for v in record.probe_refs.values() for o in v]
+    golds = [v for trial in record.golds for g in trial if g is not None for v in (g.positions, g.values)]
+    counted_twice = sum(split_bytes(outputs + golds + list(record.ref_model.parameters())))
+    one_output = record.ref_outputs[0][0].numel() * record.ref_outputs[0][0].element_size()
+    assert record.nbytes == counted_twice - 3 * one_output  # the three shared outputs are counted once
+
+    task = _task(relu, BIG_RELU_KERNEL).model_copy(update={"problem_source": DROPOUT, "sizes": {}, "extra_sizes": []})
+    (tmp_path / "dropout").mkdir()
+    dropout = ReferenceRecord(task, str(tmp_path / "dropout"), torch.device("cpu"))
+    for k, (grad, train) in enumerate(MODE_PROBES):  # the trials ran in train mode (the module's default)
+        if not train:  # eval mode skips the dropout: other values, a copy of its own
+            probe = dropout.probe_refs[mode_probe_name(grad, train)]
+            assert not any(probe is outs for outs in dropout.ref_outputs)
+            assert not torch.equal(probe[0], dropout.ref_outputs[k % 3][0])

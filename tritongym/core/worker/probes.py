@@ -52,11 +52,13 @@ def mode_probe_name(grad: bool, train: bool) -> str:
 # --- trusted side, before the import ----------------------------------------------------------------------
 
 
-def reference_probe_outputs(ref_model, source, keep=None) -> dict[str, list]:
+def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None) -> dict[str, list]:
     """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
     reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
     `NAME#control`.  `source` (`input_source.py`) makes each probe's inputs when needed; `keep` turns each
-    probe's outputs into what is held (the keeper parks large ones in host memory)."""
+    probe's outputs into what is held (the keeper parks large ones in host memory).  A mode probe runs on a
+    trial's inputs: `same_as_trial(trial, outputs)` returns that trial's stored outputs when these equal
+    them exactly (a reference without dropout or batch statistics), so one copy is held, not two."""
     import torch
 
     from tritongym.core.worker.compare import flatten_outputs
@@ -74,7 +76,10 @@ def reference_probe_outputs(ref_model, source, keep=None) -> dict[str, list]:
         for k, (grad, train) in enumerate(MODE_PROBES):
             ref_model.train(train)
             with torch.set_grad_enabled(grad):
-                refs[mode_probe_name(grad, train)] = keep(detached(ref_model(*source.trial(k % source.n_main))))
+                outputs = detached(ref_model(*source.trial(k % source.n_main)))
+            stored = same_as_trial(k % source.n_main, outputs) if same_as_trial else None
+            refs[mode_probe_name(grad, train)] = stored if stored is not None else keep(outputs)
+            del outputs
         ref_model.train(was_training)
         with torch.no_grad():
             refs["ghost"] = keep(detached(ref_model(*source.ghost())))
