@@ -139,9 +139,10 @@ class MemoryBudget:
                 self.cond.wait_for(lambda: self.holders == 0)
                 self.waiting_alone -= 1
             else:
+                # an idle GPU goes to a task waiting to have it alone first, whichever thread wakes first
                 self.cond.wait_for(
                     lambda: (
-                        self.holders == 0 or (not self.waiting_alone and self.reserved_mb + grant <= self.capacity_mb)
+                        not self.waiting_alone and (self.holders == 0 or self.reserved_mb + grant <= self.capacity_mb)
                     )
                 )
             self.reserved_mb += grant
