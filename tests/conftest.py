@@ -9,9 +9,11 @@ import pytest
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.plugins import PluginHost, reset_host
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
+from tritongym.core.worker_task import WorkerTask
 
 
 @pytest.fixture(autouse=True)
@@ -100,6 +102,19 @@ class ModelNew(torch.nn.Module):
         return out
 """
 """An honest ReLU candidate; tests derive hostile variants from it."""
+
+
+def task_for(problem, source: str | None, **update) -> WorkerTask:
+    """A pool task for `problem` on the CPU pool, three seeds, ieee tolerances; `update` overrides fields."""
+    return WorkerTask(
+        problem_name=problem.name,
+        problem_source=problem.source,
+        sizes=problem.sizes,
+        candidate_source=source,
+        device="cpu",
+        tolerances=tolerances_for("ieee", {}),
+        **{"seeds": [1, 2, 3], **update},
+    )
 
 
 def registry_before(path: Path, migration: str):

@@ -14,12 +14,11 @@ import threading
 import pytest
 import torch
 
+from tests.conftest import task_for
 from tritongym.core.errors import BackendUnavailable, ConfigError
-from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.sandbox.gpu_pool import GPULock, PoolOptions, WorkerPool
-from tritongym.core.worker_task import WorkerTask
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +26,6 @@ def pool():
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=2, memory_mb=4096))
     yield pool
     pool.close()
-
-
-def task_for(problem, source: str | None, **update) -> WorkerTask:
-    return WorkerTask(
-        problem_name=problem.name,
-        problem_source=problem.source,
-        sizes=problem.sizes,
-        candidate_source=source,
-        device="cpu",
-        tolerances=tolerances_for("ieee", {}),
-        **{"seeds": [1, 2, 3], **update},
-    )
 
 
 def test_solution_runs_and_outputs_are_compared_in_the_keeper(pool, relu_problem):

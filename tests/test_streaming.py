@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import RELU_KERNEL, task_for
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.problems import load_problem
 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
@@ -42,26 +43,7 @@ def get_init_inputs():
     return []
 """
 
-BIG_RELU_KERNEL = """
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
-
-
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        out = torch.empty_like(x)
-        n = x.numel()
-        relu_kernel[(triton.cdiv(n, 1 << 20),)](x, out, n, BLOCK=1 << 20)
-        return out
-"""
+BIG_RELU_KERNEL = RELU_KERNEL.replace("1024", str(1 << 20))  # few programs: Triton's interpreter is slow per program
 
 
 def _status(pid: int) -> dict[str, float]:
@@ -128,14 +110,9 @@ def _judged(evidence, exact: bool = True) -> str:
 
 
 def _task(problem, source: str) -> WorkerTask:
-    return WorkerTask(
-        problem_name=problem.name,
-        problem_source=problem.source,
-        sizes=problem.sizes,
-        candidate_source=source,
-        device="cpu",
-        tolerances=tolerances_for("ieee", {}),
-        seeds=[1, 2, 3],
+    return task_for(
+        problem,
+        source,
         extra_sizes=list(problem.extra_sizes)[:1],
         degenerate={"zeros": "negated", "other_seed_output": "scaled"},
     )
