@@ -50,9 +50,10 @@ def main() -> None:
     args = parser.parse_args()
 
     problems = suite_problems(args.size)[: args.limit]
-    # each copy a distinct source (a comment apart): `evaluate_many` runs one kernel once per batch and copies its
-    # result, which would hide both the copies' cost and the keeper's reuse of the reference side
-    pairs = [(Candidate(source=f"{p.solution}\n# copy {k}\n"), p) for p in problems for k in range(1 + args.repeats)]
+    # each copy a distinct kernel (a module constant apart: comments are normalised out of a kernel's identity):
+    # `evaluate_many` runs one kernel once per batch and copies its result, which would hide both the copies' cost
+    # and the keeper's reuse of the reference side
+    pairs = [(Candidate(source=f"{p.solution}\nCOPY = {k}\n"), p) for p in problems for k in range(1 + args.repeats)]
     config = EvalConfig(backend=args.backend, size=args.size, use_cache=False)
     with tempfile.TemporaryDirectory() as tmp:
         evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=PluginHost())

@@ -227,3 +227,41 @@ def test_a_mode_probe_that_repeats_a_trial_shares_its_stored_outputs(tmp_path):
             probe = dropout.probe_refs[mode_probe_name(grad, train)]
             assert not any(probe is outs for outs in dropout.ref_outputs)
             assert not torch.equal(probe[0], dropout.ref_outputs[k % 3][0])
+
+
+def test_samples_of_one_problem_running_side_by_side_share_the_keepers_record(tmp_path, monkeypatch):
+    """Issue 27 item 3: an RL batch's samples of one problem run at once on a GPU's workers; the second task's
+    `PREP` arrives while the first is still running, and must find the record the first one built (it was kept
+    only when a task ended: every sample of a batch built its own)."""
+    import json
+
+    from tritongym.core.worker.keeper import Keeper
+
+    monkeypatch.chdir(tmp_path)
+    keeper = Keeper("cpu")
+    relu = load_problem("relu")
+    first = keeper.prep(json.dumps({"task": task_for(relu, RELU_KERNEL).model_dump(mode="json"), "task_id": "a"}))
+    other = RELU_KERNEL + "\n# another sample\n"
+    second = keeper.prep(json.dumps({"task": task_for(relu, other).model_dump(mode="json"), "task_id": "b"}))
+    assert (first["cached"], second["cached"]) == (False, True)
+    assert keeper.tasks["a"]["record"] is keeper.tasks["b"]["record"] and keeper.builds == 1
+    keeper.free(json.dumps({"task_id": "a"}))
+    keeper.free(json.dumps({"task_id": "b"}))
+    assert len(keeper.records) == 1
+
+
+def test_an_rl_batch_draws_one_set_of_seeds_per_problem(evaluator):
+    """Issue 27 item 3 through the Evaluator: the samples of one problem in a batch get the same fresh seeds and
+    weight seed, the key under which the keeper shares one record among them (test_pool's
+    `..._reference_once_for_all_its_candidates`); another problem, and the next batch, draw anew."""
+    relu, silu = load_problem("relu"), load_problem("silu")
+    samples = [(relu.solution + f"\nSAMPLE = {k}\n", relu) for k in range(3)] + [(silu.solution, silu)]
+    tasks = []
+    make_task = evaluator._task
+    evaluator._task = lambda *args: tasks.append(make_task(*args)) or tasks[-1]  # what reached the backend
+    results = evaluator.evaluate_many(samples)
+    assert [r.status.value for r in results] == ["ok"] * 4, [r.message for r in results]
+    assert len({(tuple(t.seeds), t.init_seed) for t in tasks[:3]}) == 1
+    assert (tasks[3].seeds, tasks[3].init_seed) != (tasks[0].seeds, tasks[0].init_seed)
+    evaluator.evaluate(relu.solution + "\nSAMPLE = 3\n", relu)
+    assert (tasks[4].seeds, tasks[4].init_seed) != (tasks[0].seeds, tasks[0].init_seed)

@@ -198,7 +198,13 @@ class Evaluator:
                 unique.append(i)
         workers = self.config.workers or os.cpu_count() or 1
         screens = self._screens([items[i][1] for i in unique], workers)
-        tasks = {i: self._task(*items[i], screens.get(items[i][1].key)) for i in unique}  # registry reads here
+        # one draw of seeds per problem and batch: the samples of a problem see the same (still secret, still
+        # fresh per batch) inputs, so the keeper builds the reference's side once for all of them (issue 27)
+        draws: dict[str, tuple[list[int], int]] = {}
+        tasks = {
+            i: self._task(*items[i], screens.get(items[i][1].key), draws.setdefault(items[i][1].key, self._draw()))
+            for i in unique
+        }  # registry reads here
         # the executor measures (threads here, or Ray actors); judging and storing stay on this thread
         for i, evidence, started in self.executor.measure_many(tasks):
             candidate, problem = items[i]
@@ -352,7 +358,12 @@ class Evaluator:
             workers,
         )
 
-    def _task(self, candidate: Candidate, problem: Problem, screen=None) -> WorkerTask:
+    def _draw(self) -> tuple[list[int], int]:
+        """Trial seeds and the secret weight seed (a candidate must bind the reference's weights, not re-seed)."""
+        return trial_seeds(self.config), secrets.randbelow(2**31)
+
+    def _task(self, candidate: Candidate, problem: Problem, screen=None, draw=None) -> WorkerTask:
+        seeds, init_seed = draw if draw is not None else self._draw()
         cached, cached_compiled, bandwidth = None, None, None
         compiled = self.config.compile_reference and self.backend.device_type != "cpu"
         if self.registry is not None and self.backend.device_type != "cpu":
@@ -377,8 +388,8 @@ class Evaluator:
             candidate_source=candidate.source,
             probes=self.probes,
             device=self.device,
-            seeds=trial_seeds(self.config),
-            init_seed=secrets.randbelow(2**31),  # secret: a candidate must bind weights, not re-seed
+            seeds=seeds,
+            init_seed=init_seed,
             precision=self.config.precision,
             tolerances=self.tolerances,
         )

@@ -663,6 +663,7 @@ class TaskDriver:
         self.task_id = os.urandom(8).hex()
         self.keeper: KeeperProcess | None = None
         self.prep: dict = {}
+        self.reference_phases: dict[str, float] = {}  # the keeper's reference timing (and torch.compile's)
         self.planned: list[TrialEvidence] = []
         self.reference_before = None
         self.timing: TimingReport | None = None
@@ -842,10 +843,24 @@ class TaskDriver:
         self.budget_s = self.timeout_s + extra
         if self.worker.gpu != "cpu" and self.task.timing.enabled:
             self.phase = "timing the reference"
-            ok, answer = self._ask("RTIM", {"task_id": self.task_id}, exclusive=True)
-            if not ok:
-                return answer
-            self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
+            # under the exclusive lock, look again: a task of the same problem that started beside this one
+            # (an RL batch's samples) may have timed the reference while this one waited, and then a short
+            # drift check does instead of a full timing; the lock is held until the timing is known here
+            self._acquire(exclusive=True)
+            try:
+                self._with_known_timings()
+                known = {
+                    "task_id": self.task_id,
+                    "known": self.task.cached_reference is not None,
+                    "compile_known": self.task.cached_compile_reference is not None,
+                }
+                ok, answer = self._ask("RTIM", known, exclusive=None)
+                if not ok:
+                    return answer
+                self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
+                self.reference_phases = {k: float(v) for k, v in answer.get("phases", {}).items()}
+            finally:
+                self._release()
         self.deadline = time.monotonic() + self.budget_s  # the candidate's budget starts when its work does
         return None
 
@@ -1024,6 +1039,7 @@ class TaskDriver:
             evidence.reference_peak_mb = self.prep.get("peak_mb")
             if evidence.reference_peak_mb is not None:
                 evidence.phases["reference_peak_mb"] = float(evidence.reference_peak_mb)
+        evidence.phases.update(self.reference_phases)
 
     def _problem(self, failed: dict, started: float) -> Evidence:
         """The reference's side failed in the keeper: the problem's error (or the keeper's), not the candidate's."""

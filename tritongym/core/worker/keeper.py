@@ -266,6 +266,9 @@ class Keeper:
             self.builds += 1
             os.makedirs(workdir, exist_ok=True)
             record = self._build(task, workdir)
+            # kept at once, not when the task ends: the other samples of an RL batch's problem, running beside
+            # this one, share it instead of each building its own
+            self._keep(key, record)
         self.tasks[data["task_id"]] = {
             "task": task,
             "record": record,
@@ -327,13 +330,19 @@ class Keeper:
         params = list(record.ref_model.parameters()) + list(record.ref_model.buffers())
         timing.bytes_moved = record.input_bytes + tensor_bytes(params) + sum(split_bytes(record.ref_outputs[0]))
         timing.bandwidth_gbps = task.bandwidth_gbps or measure_copy_bandwidth(self.device)
-        rep = task.timing.check_ms if task.cached_reference else None
+        # a timing the pool already holds (from the registry, or from a task of this problem beside this one)
+        known = task.cached_reference is not None or bool(data.get("known"))
+        rep = task.timing.check_ms if known else None
+        phases: dict[str, float] = {}
+        began = time.perf_counter()
         inputs = record.timing_inputs()
         timing.reference_before, _ = self.timer.time_forward(self._forward(record), inputs, task.timing, rep)
         del inputs
-        if task.compile_reference and task.cached_compile_reference is None:
-            self._time_compiled(task, record, timing)
-        return {"timing": timing.model_dump_json()}
+        phases["time_reference"] = round(time.perf_counter() - began, 4)
+        compile_known = task.cached_compile_reference is not None or bool(data.get("compile_known"))
+        if task.compile_reference and not compile_known:
+            self._time_compiled(task, record, timing, phases)
+        return {"timing": timing.model_dump_json(), "phases": phases}
 
     def check_reference(self, payload: bytes) -> dict:
         """The short paired re-timing after the candidate's timing: a slower reference says the candidate left
@@ -355,17 +364,21 @@ class Keeper:
 
         return forward
 
-    def _time_compiled(self, task: WorkerTask, record: ReferenceRecord, timing: TimingReport) -> None:
+    def _time_compiled(self, task: WorkerTask, record: ReferenceRecord, timing: TimingReport, phases: dict) -> None:
         from tritongym.core.worker.compiled_reference import CompiledReferenceUnavailable, compile_reference
 
         def trials():  # one trial's inputs and outputs on the device at a time
             for t in range(record.source.n_main):
                 yield record.source.trial(t), [fetch(r, self.device) for r in record.ref_outputs[t]]
 
+        began = time.perf_counter()
         try:
             compiled = compile_reference(record.ref_model, trials(), task.tolerances)
             trusted.synchronize()
+            phases["compile_reference"] = round(time.perf_counter() - began, 4)
+            began = time.perf_counter()
             timing.compile_reference, _ = self.timer.time_forward(compiled, record.timing_inputs(), task.timing)
+            phases["time_compile_reference"] = round(time.perf_counter() - began, 4)
             timing.compile_reference_source = "measured"
         except CompiledReferenceUnavailable as exc:
             timing.notes.append(f"no torch.compile reference: {exc}")
@@ -569,19 +582,23 @@ class Keeper:
         if state is None:
             return {}
         self._give_back(state)
-        record = state["record"]
-        self.records[state["key"]] = record
-        self.records.move_to_end(state["key"])
-        while self.records and (
-            sum(r.device_bytes for r in self.records.values()) > self.cache_bytes
-            or sum(r.host_bytes for r in self.records.values()) > self.host_cache_bytes
-        ):
-            self.records.popitem(last=False)
+        self._keep(state["key"], state["record"])
         if self.cuda:
             import torch
 
             torch.cuda.empty_cache()
         return {"cached_records": len(self.records)}
+
+    def _keep(self, key: str, record: ReferenceRecord) -> None:
+        """The record, newest in the cache; the oldest go while the cache is over its budgets (a record a
+        running task still holds lives on in that task until it ends)."""
+        self.records[key] = record
+        self.records.move_to_end(key)
+        while self.records and (
+            sum(r.device_bytes for r in self.records.values()) > self.cache_bytes
+            or sum(r.host_bytes for r in self.records.values()) > self.host_cache_bytes
+        ):
+            self.records.popitem(last=False)
 
 
 class _Judged:
