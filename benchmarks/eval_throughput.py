@@ -80,7 +80,11 @@ def run_tritongym(
             results += evaluator.evaluate_many(pairs, on_result=progress)
             wall_s += time.perf_counter() - started
     finally:
+        lock_fn = getattr(evaluator.backend, "lock_seconds", None)
+        lock_s = lock_fn() if lock_fn else {}  # before close: how the GPU lock's time split
         evaluator.close()
+    if lock_s:
+        print(f"({label}) GPU lock seconds: {lock_s}", flush=True)
     statuses = Counter(r.status.value for r in results)
     phases: Counter = Counter()
     for r in results:
@@ -97,6 +101,7 @@ def run_tritongym(
             "cached": sum(r.cached for r in results),
             "worker_evaluations": sum(not r.cached for r in results),
             "phases_s": {k: round(v, 2) for k, v in phases.most_common()},  # summed over worker evaluations
+            "gpu_lock_s": lock_s,
             "backend": evaluator.backend_name,
             "device": evaluator.device,
             "config": config.model_dump(),

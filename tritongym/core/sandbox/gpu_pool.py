@@ -87,27 +87,55 @@ class GPULock:
     has it alone (no other worker's kernels run while a sample is taken), and a waiting timer stops new
     sharers from starting so it waits at most for the ones already running."""
 
+    STATES = ("exclusive", "draining", "shared", "idle")
+
     def __init__(self) -> None:
         self.cond = threading.Condition()
         self.readers = 0
         self.writer = False
         self.waiting_writers = 0
+        # seconds in each state (`seconds()`): how much of the wall the GPU was timing, shared, idle, or
+        # "draining" (a timer waiting for sharers to finish while new ones are held back), the lock's own cost
+        self._seconds = dict.fromkeys(self.STATES, 0.0)
+        self._since = time.monotonic()
+
+    def _state(self) -> str:
+        if self.writer:
+            return "exclusive"
+        if self.readers:
+            return "draining" if self.waiting_writers else "shared"
+        return "idle"
+
+    def _account(self) -> None:
+        """Called under `cond` before every change of state."""
+        now = time.monotonic()
+        self._seconds[self._state()] += now - self._since
+        self._since = now
+
+    def seconds(self) -> dict[str, float]:
+        with self.cond:
+            self._account()
+            return dict(self._seconds)
 
     def acquire(self, exclusive: bool, resume: bool = False) -> None:
         """`resume`: a sharer taking back the hold it gave up while compiling goes ahead of waiting timers
         (they were already waiting for it); it only waits for a timing that started meanwhile."""
         with self.cond:
             if exclusive:
+                self._account()
                 self.waiting_writers += 1
                 self.cond.wait_for(lambda: not self.writer and not self.readers)
+                self._account()
                 self.waiting_writers -= 1
                 self.writer = True
             else:
                 self.cond.wait_for(lambda: not self.writer and (resume or not self.waiting_writers))
+                self._account()
                 self.readers += 1
 
     def release(self, exclusive: bool) -> None:
         with self.cond:
+            self._account()
             if exclusive:
                 self.writer = False
             else:
@@ -594,6 +622,10 @@ class WorkerPool:
                 raise BackendUnavailable("no GPU worker could start: " + self.failures[-1])
             if waited > self.options.start_timeout_s * 2:
                 raise BackendUnavailable(f"no GPU worker became ready in {waited:g} s")
+
+    def lock_seconds(self) -> dict[str, dict[str, float]]:
+        """Per GPU, the seconds its lock spent in each state since the pool started (`GPULock.seconds`)."""
+        return {gpu: {k: round(v, 3) for k, v in lock.seconds().items()} for gpu, lock in self.locks.items()}
 
     def busy_seconds(self) -> dict[str, float]:
         """Seconds the workers of each GPU (by its index) have spent on tasks, summed over its workers."""

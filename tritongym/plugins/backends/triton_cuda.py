@@ -143,6 +143,11 @@ class TritonCUDABackend(Backend):
                 self._pool.close()
                 self._pool = None
 
+    def lock_seconds(self) -> dict[str, dict[str, float]]:
+        """Per GPU, how the GPU lock's time split: timing alone, shared, draining for a timer, idle."""
+        with self._pool_lock:
+            return {f"cuda:{gpu}": v for gpu, v in self._pool.lock_seconds().items()} if self._pool else {}
+
     def busy_seconds(self) -> dict[str, float]:
         with self._pool_lock:
             busy = dict(self._busy_before)
