@@ -321,7 +321,9 @@ def test_compile_reference_is_timed_cached_and_stored(tmp_path, sandbox_checks):
             assert r.compile_speedup == pytest.approx(r.compile_ref_runtime_ms / r.runtime_ms)
             assert r.speedup == pytest.approx(r.ref_runtime_ms / r.runtime_ms)
             assert r.phases.get("compile_reference", 0) > 0 and r.phases.get("time_compile_reference", 0) > 0
-            cached = registry.reference_timing(problem.key, evaluator.device_class, "ieee", variant="compile")
+            cached = registry.reference_timing(
+                problem.key, evaluator.device_class, evaluator.config.precision, variant="compile"
+            )
             assert cached["median_ms"] == r.compile_ref_runtime_ms and cached["samples"] >= 10
             row = registry.db["evaluations"].get(r.evaluation_id)
             assert row["compile_speedup"] == pytest.approx(r.compile_speedup)

@@ -455,3 +455,37 @@ def test_a_need_beyond_the_gpu_runs_alone():
     budget.release(100.0)
     small.join(timeout=5)
     assert granted == [100.0, 10.0]
+
+
+def test_a_screen_that_ran_out_of_memory_is_run_again_alone(pool, tmp_path):
+    """A screen's memory is not measured before it runs (no keeper built its reference), so screens of large
+    problems running side by side can run out of GPU memory (the level-1 sweep at --jobs 6: 48 of 73 problems).
+    One that does is run once more with the GPU alone; here the reference runs out of memory the first time only
+    (a marker file), as beside other work."""
+    marker = tmp_path / "ran-once"
+    source = f'''
+import os
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if not os.path.exists({str(marker)!r}):
+            open({str(marker)!r}, "w").close()
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB.")
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+    problem = load_problem("relu")
+    task = task_for(problem, None, mode="screen").model_copy(update={"problem_source": source, "sizes": {}})
+    evidence = pool.run(task, timeout_s=120)
+    assert marker.exists()
+    assert evidence.error is None, evidence.error

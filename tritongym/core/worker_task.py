@@ -35,7 +35,7 @@ class TimingOptions(BaseModel):
     check_ms: float = Field(default=20.0, gt=0, description="budget of the quick paired reference re-timing")
     profile_calls: int = Field(default=3, ge=0, description="forwards profiled with torch.profiler (0 = no PR)")
     unlock_compiles: bool = Field(
-        default=False,
+        default=True,
         description="give the shared GPU hold back while Triton compiles (CPU work), so timings on the GPU do "
         "not wait for other workers' compilers",
     )

@@ -648,11 +648,12 @@ class WorkerPool:
     def run(self, task: WorkerTask, timeout_s: float) -> Evidence:
         """Evidence for one task; a worker death is retried once on a fresh worker."""
         evidence = Evidence()
+        alone = False
         for attempt in (1, 2):
             waited = time.monotonic()
             worker = self._take()
             waited = time.monotonic() - waited
-            evidence, died = TaskDriver(self, worker, task, timeout_s).drive()
+            evidence, died = TaskDriver(self, worker, task, timeout_s, alone=alone).drive()
             evidence.phases["wait_worker"] = round(waited, 4)
             with self._guard:
                 self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
@@ -662,11 +663,21 @@ class WorkerPool:
                 self.ready.put(worker)
             else:
                 self._retire(worker)
+            if task.mode == "screen" and not alone and attempt == 1 and _out_of_memory(evidence):
+                # a screen's memory is not known before it runs (no keeper measured it): one that ran out beside
+                # other work gets the GPU alone, once; out of memory alone, it is the problem's own size
+                alone = True
+                continue
             if not died:
                 return evidence
             if attempt == 2 and evidence.error is not None:
                 evidence.error.message += " (also on a retry with a fresh worker)"
         return evidence
+
+
+def _out_of_memory(evidence: Evidence) -> bool:
+    error = evidence.error
+    return error is not None and ("OutOfMemory" in error.kind or "out of memory" in error.message.lower())
 
 
 class TaskDriver:
@@ -686,8 +697,9 @@ class TaskDriver:
     """The reference's side (outputs, gold, probes, its timing) is the problem's cost, not the candidate's: it
     has this long, and a reference that takes longer is the problem's error, named so."""
 
-    def __init__(self, pool: WorkerPool, worker: Worker, task: WorkerTask, timeout_s: float) -> None:
+    def __init__(self, pool: WorkerPool, worker: Worker, task: WorkerTask, timeout_s: float, alone=False) -> None:
         self.pool, self.worker, self.task = pool, worker, task
+        self.alone = alone  # a retried screen: the whole GPU's memory reserved, no other task beside it
         self.timeout_s = timeout_s
         self.budget_s = timeout_s
         self.lock = pool.locks[worker.gpu]
@@ -773,6 +785,8 @@ class TaskDriver:
                 # under the reference's limit rather than a candidate's
                 self.deadline = started + max(self.timeout_s, self.REFERENCE_LIMIT_S)
                 self.phase = "the screen (negative controls)"
+                if self.alone:
+                    self._admit(alone=True)
             else:
                 failed = self._prepare()
                 if failed is not None:
@@ -847,14 +861,14 @@ class TaskDriver:
         measured peak (its own inputs, weights, outputs and temporaries, with room for a less frugal kernel)."""
         return CONTEXT_MB + max(1024.0, 2.0 * float(self.prep.get("peak_mb") or 0.0))
 
-    def _admit(self) -> None:
+    def _admit(self, alone: bool = False) -> None:
         """Reserve the worker's measured need on its GPU (waiting is not the candidate's time), and cap its
-        caching allocator there unless the configuration set a cap."""
+        caching allocator there unless the configuration set a cap; `alone`: the whole GPU."""
         budget = self.pool.memory.get(self.worker.gpu)
         if budget is None:
             return
         began = time.monotonic()
-        self.granted_mb = budget.reserve(self.worker_need_mb())
+        self.granted_mb = budget.reserve(budget.capacity_mb if alone else self.worker_need_mb())
         waited = time.monotonic() - began
         self.deadline += waited
         self.memory_wait_s = waited
