@@ -221,6 +221,37 @@ def test_an_rl_batch_of_one_problem_builds_and_times_its_reference_once(tmp_path
     assert len(full) == 1 or (drifted and len(full) <= 2), [r.timing.notes for r in results]
 
 
+def test_the_drift_check_shares_the_candidates_exclusive_hold(tmp_path, sandbox_checks):
+    """Each exclusive hold of the GPU costs a drain (every sharer waits for it): a task whose reference is timed in
+    full takes it twice, once for the reference's timing (RTIM) and once for the candidate's timing, its profile
+    and the reference's drift check (RCHK, asked by the worker inside that hold), never a third time."""
+    from tritongym.core.registry import Registry
+
+    problem = load_problem("relu", "gpu")
+    registry = Registry(tmp_path / "registry.db")  # nothing timed before: the reference is measured in full
+    config = EvalConfig(
+        backend="triton-cuda",
+        size="gpu",
+        use_cache=False,
+        timeout_s=300,
+        checks=sandbox_checks,
+        remeasure_speedup_above=None,  # no second task
+    )
+    evaluator = Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
+    try:
+        pool = evaluator.backend.pool()
+        before = sum(pool.exclusive_grants().values())
+        result = evaluator.evaluate(problem.solution, problem)
+        grants = sum(pool.exclusive_grants().values()) - before
+    finally:
+        evaluator.close()
+        registry.close()
+    assert result.status == Status.ok, result.message
+    assert result.timing.reference_cached is None and result.timing.reference_before is not None
+    assert result.timing.reference_after is not None and result.timing.reference_after.samples > 0
+    assert grants == 2, grants
+
+
 def test_reference_timing_is_cached_and_reconciled(gpu_evaluator):
     problem = load_problem("gelu", "gpu")
     first, second = gpu_evaluator.evaluate_many([(problem.solution, problem)]), None

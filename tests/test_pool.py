@@ -463,7 +463,7 @@ def test_a_screen_that_ran_out_of_memory_is_run_again_alone(pool, tmp_path):
     One that does is run once more with the GPU alone; here the reference runs out of memory the first time only
     (a marker file), as beside other work."""
     marker = tmp_path / "ran-once"
-    source = f'''
+    source = f"""
 import os
 import torch
 import torch.nn as nn
@@ -483,9 +483,67 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
     problem = load_problem("relu")
     task = task_for(problem, None, mode="screen").model_copy(update={"problem_source": source, "sizes": {}})
     evidence = pool.run(task, timeout_s=120)
     assert marker.exists()
     assert evidence.error is None, evidence.error
+
+
+def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool, relu_problem):
+    """The worker asks for the reference's drift check (`RCHK`) inside its exclusive timing hold: the parent runs
+    it on the keeper under that hold (no exclusive grant of its own, so no second drain of the GPU's sharers),
+    only for a candidate told TIME, and once; `TIMD` then asks nothing more.  A worker that did not ask gets
+    the check after `TIMD` under an exclusive hold of its own.  Real pool, keeper and driver; on the CPU the
+    keeper has no timer, so its answer is a failure and the task goes on without a drift check, as before."""
+    import json
+    import time
+
+    from tritongym.core.models import TimingReport
+    from tritongym.core.sandbox.gpu_pool import TaskDriver
+    from tritongym.core.worker import frames
+
+    lock = pool.locks["cpu"]
+    timd = frames.tensors_to_bytes(
+        {"timing": TimingReport(precision="ieee").model_dump_json(), "pr": None, "profile": "[]", "timed": []}
+    )
+    worker = pool._take()
+    drivers = []
+    try:
+        for early in (True, False):
+            driver = TaskDriver(pool, worker, task_for(relu_problem, relu_problem.solution), timeout_s=60)
+            drivers.append(driver)
+            driver.deadline = time.monotonic() + 60
+            driver.keeper = pool.keeper_for("cpu", driver.task)
+            assert driver._prepare() is None
+            driver.candidate_seen = True
+            if early:
+                with pytest.raises(ValueError, match="RCHK before the candidate was told TIME"):
+                    driver._handle("RCHK", b"")
+                driver.told_time = True  # what a CAND judged correct sets
+                with pytest.raises(ValueError, match="RCHK without holding the GPU exclusively"):
+                    driver._handle("RCHK", b"")
+                driver._acquire(exclusive=True)  # the worker's LOCK
+                with pytest.raises(ValueError, match="RCHK carries no payload"):
+                    driver._handle("RCHK", b"numbers")
+                grants, keeper_s = lock.exclusive_grants, driver.keeper_work_s + driver.keeper_queue_s
+                driver._handle("RCHK", b"")
+                assert driver.rechecked and driver.phase == "timing"
+                assert driver.holding == "exclusive" and lock.exclusive_grants == grants  # the worker's hold, kept
+                assert driver.keeper_work_s + driver.keeper_queue_s > keeper_s  # counted as keeper time
+                with pytest.raises(ValueError, match="RCHK after the reference's drift check was already done"):
+                    driver._handle("RCHK", b"")
+                driver._release()  # the worker's UNLK
+            grants = lock.exclusive_grants
+            driver._handle("TIMD", timd)
+            assert driver.rechecked and driver.timing is not None and driver.timing.reference_after is None
+            assert lock.exclusive_grants == grants + (0 if early else 1)  # the fallback's hold of its own
+            assert driver.holding is None
+            with pytest.raises(ValueError, match="RCHK before the candidate was told TIME" if not early else "done"):
+                driver._handle("RCHK", b"")
+    finally:
+        for driver in drivers:
+            driver._release()
+            driver.keeper.call("FREE", json.dumps({"task_id": driver.task_id}).encode(), 60.0)
+        pool._retire(worker)  # it was sent RCHD while waiting for a task: not a worker to hand on

@@ -98,6 +98,9 @@ class GPULock:
         # "draining" (a timer waiting for sharers to finish while new ones are held back), the lock's own cost
         self._seconds = dict.fromkeys(self.STATES, 0.0)
         self._since = time.monotonic()
+        # exclusive holds granted: each one may cost a drain (every sharer waits), so the count is what a
+        # change that folds one timing into another's hold is measured by
+        self.exclusive_grants = 0
 
     def _state(self) -> str:
         if self.writer:
@@ -128,6 +131,7 @@ class GPULock:
                 self._account()
                 self.waiting_writers -= 1
                 self.writer = True
+                self.exclusive_grants += 1
             else:
                 self.cond.wait_for(lambda: not self.writer and (resume or not self.waiting_writers))
                 self._account()
@@ -627,6 +631,10 @@ class WorkerPool:
         """Per GPU, the seconds its lock spent in each state since the pool started (`GPULock.seconds`)."""
         return {gpu: {k: round(v, 3) for k, v in lock.seconds().items()} for gpu, lock in self.locks.items()}
 
+    def exclusive_grants(self) -> dict[str, int]:
+        """Per GPU, how many times its lock was granted exclusively since the pool started (`GPULock`)."""
+        return {gpu: lock.exclusive_grants for gpu, lock in self.locks.items()}
+
     def busy_seconds(self) -> dict[str, float]:
         """Seconds the workers of each GPU (by its index) have spent on tasks, summed over its workers."""
         with self._guard:
@@ -686,8 +694,11 @@ class TaskDriver:
     Order of one evaluation: the keeper builds (or finds) the reference's side (`PREP`, GPU shared) and times
     the reference (`RTIM`, GPU exclusive); then the candidate's worker gets the task, lends its outputs to
     the keeper (`HOUT`/`HAND`, copied by CUDA IPC, or `HDAT` on the CPU) and sends its report (`CAND`), which
-    the keeper judges (`JUDG`); if every trial matched, the worker times the candidate and lends the timed
-    calls' outputs (`TIMD`, judged by `JTIM`), and the keeper re-times the reference briefly (`RCHK`)."""
+    the keeper judges (`JUDG`); if every trial matched, the worker times the candidate and, still holding the GPU
+    exclusively, asks for the reference's drift check (`RCHK`, answered `RCHD` once the keeper re-timed the
+    reference briefly: one exclusive hold for both, so no second drain of the GPU's sharers); then it lends the
+    timed calls' outputs (`TIMD`, judged by `JTIM`).  A worker that did not ask gets the check after `TIMD`,
+    under an exclusive hold of its own."""
 
     BUDGET_PER_REFERENCE_S = 6.0
     """The candidate's time limit grows by this many times what the reference's side took (its trials, probes
@@ -712,6 +723,9 @@ class TaskDriver:
         self.reference_before = None
         self.timing: TimingReport | None = None
         self.candidate_seen = False
+        self.told_time = False  # the candidate was judged correct and told TIME
+        self.rechecked = False  # the reference's drift check was asked of the keeper (at most once per task)
+        self.reference_after: TimingStats | None = None  # its answer, until TIMD
         self.report: dict | None = None
         self.trials: list[TrialEvidence] = []
         self.timed_trials: list[TrialEvidence] = []
@@ -991,7 +1005,10 @@ class TaskDriver:
                 correct = judge_trials(self.trials).correct and len(self.trials) == len(self.planned)
                 if correct:
                     self.phase = "timing"
+                    self.told_time = True
                 self.worker.send("TIME" if correct else "STOP")
+        elif kind == "RCHK":
+            self._recheck_in_hold(payload)
         elif kind == "TIMD" and self.candidate_seen:
             data = frames.tensors_from_bytes(payload)
             timing = TimingReport.model_validate_json(data["timing"])
@@ -1014,13 +1031,37 @@ class TaskDriver:
                 sent = {"n_outputs": n_outputs, "launches": [], "mutated": []}
                 self.timed_trials.append(self._trial(trial, sent, comparisons))
             timing.timed_outputs_checked = len(self.timed_trials)
-            self.phase = "the reference's drift check"
-            ok, after = self._ask("RCHK", {"task_id": self.task_id}, exclusive=True)
-            if ok:
-                timing.reference_after = TimingStats.model_validate_json(after["reference_after"])
+            if not self.rechecked:  # a worker that did not ask inside its timing hold: a hold of the check's own
+                self.rechecked = True
+                self.phase = "the reference's drift check"
+                self.reference_after = self._recheck(exclusive=True)
+            timing.reference_after = self.reference_after
             self.timing = timing
         else:
             raise ValueError(f"unexpected frame {kind}")
+
+    def _recheck_in_hold(self, payload: bytes) -> None:
+        """The worker's `RCHK`: the reference's drift check inside the worker's exclusive timing hold, answered
+        `RCHD` (empty: the worker never sees the reference's numbers).  Only a correct candidate told `TIME` may
+        ask, once, while it holds the GPU exclusively; anything else is a malformed frame (the worker is killed)."""
+        if payload:
+            raise ValueError("RCHK carries no payload")
+        if not self.told_time:
+            raise ValueError("RCHK before the candidate was told TIME")
+        if self.rechecked:
+            raise ValueError("RCHK after the reference's drift check was already done for this task")
+        if self.holding != "exclusive":
+            raise ValueError("RCHK without holding the GPU exclusively (it belongs inside the timing hold)")
+        self.rechecked = True
+        self.phase = "the reference's drift check"
+        self.reference_after = self._recheck(exclusive=None)  # the worker's exclusive hold
+        self.phase = "timing"
+        self.worker.send("RCHD")
+
+    def _recheck(self, exclusive: bool | None) -> TimingStats | None:
+        """The keeper's `RCHK` (`Keeper.check_reference`): the reference re-timed briefly; None if it failed."""
+        ok, after = self._ask("RCHK", {"task_id": self.task_id}, exclusive=exclusive)
+        return TimingStats.model_validate_json(after["reference_after"]) if ok else None
 
     def _trial(self, trial: int, sent: dict, comparisons: list) -> TrialEvidence:
         """One trial's evidence: the keeper's comparisons (trusted), the worker's account of the call."""

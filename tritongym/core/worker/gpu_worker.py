@@ -17,8 +17,9 @@ the pool asks before handing this worker the task.  Per task (protocol of DESIGN
    from its seed (`mutated`).  So about one call is held at a time (issue 27 item 1).  The report, outputs
    replaced by handout numbers, goes to the parent (`CAND`), which has the keeper judge it.  The parent
    answers `TIME` only if everything matched;
-3. under the GPU lock the candidate is timed and a few forwards profiled; the timed calls' outputs are lent
-   like the trials' and the timing sent (`TIMD`); the keeper then re-times the reference briefly;
+3. under the GPU lock the candidate is timed and a few forwards profiled, and in the same exclusive hold the
+   keeper re-times the reference briefly (`RCHK`, answered `RCHD`: the drift check, its numbers never sent
+   here); then the timed calls' outputs are lent like the trials' and the timing sent (`TIMD`);
 4. `DONE` carries the rest of the evidence (stage, error).
 
 Everything this process sends comes from a process the candidate has run in, which is why the judging
@@ -351,6 +352,11 @@ class GPUWorker:
                         forward, source.trial(0), task.timing.profile_calls, set(self.recorder.own_compiled)
                     )
                     lap("profile")
+                # the reference's drift check, in this same exclusive hold (no second drain of the GPU's sharers):
+                # the keeper re-times the reference while this process waits; the answer carries no numbers
+                self.channel.send("RCHK")
+                self.channel.expect("RCHD")
+                lap("reference_check")
         except Exception as exc:
             if _note_environment_changes(evidence, keep):
                 # the candidate changed torch, Triton or the timers and the timing broke: the change is the

@@ -21,8 +21,8 @@ the reference's timing the same way and asks here only for a short drift check p
 
 Requests are frames from the pool, answered one at a time with `OKAY` (JSON, or tensor bytes for `HDAT`)
 or `FAIL` (`{"stage", "error"}`): `PREP` (a task: build or reuse its record), `RTIM` (time the reference
-before the candidate), `RCHK` (the drift check after it), `HOUT` (lend handouts for a group of outputs: the
-worker sends one per call as the call ends),
+before the candidate), `RCHK` (the drift check after it, within the worker's exclusive timing hold), `HOUT`
+(lend handouts for a group of outputs: the worker sends one per call as the call ends),
 `HDAT` (the outputs themselves, on the CPU), `JUDG` / `JTIM` (compare a candidate's report / its timed
 calls), `FREE` (the task is over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
 """
