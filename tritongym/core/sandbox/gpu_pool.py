@@ -799,8 +799,9 @@ class TaskDriver:
                 # under the reference's limit rather than a candidate's
                 self.deadline = started + max(self.timeout_s, self.REFERENCE_LIMIT_S)
                 self.phase = "the screen (negative controls)"
-                if self.alone:
-                    self._admit(alone=True)
+                # a screen counts on the GPU's memory like any task (the least a task reserves: its need is not
+                # measured before it runs), so a retried screen's "alone" waits for every other screen too
+                self._admit(alone=self.alone)
             else:
                 failed = self._prepare()
                 if failed is not None:
