@@ -265,3 +265,35 @@ def test_an_rl_batch_draws_one_set_of_seeds_per_problem(evaluator):
     assert (tasks[3].seeds, tasks[3].init_seed) != (tasks[0].seeds, tasks[0].init_seed)
     evaluator.evaluate(relu.solution + "\nSAMPLE = 3\n", relu)
     assert (tasks[4].seeds, tasks[4].init_seed) != (tasks[0].seeds, tasks[0].init_seed)
+
+
+def test_a_screen_holds_one_input_transform_at_a_time():
+    """The negative-control screen of a problem with 48 MiB in and 48 MiB out: one seed, three controls, three
+    input transforms.  It held every transform's inputs and outputs at once (about ten sets: a full-size
+    KernelBench screen ran out of the H100's memory, issue 27); now at most five sets are alive (5.6 measured,
+    the comparisons' temporaries included; 13.5 before)."""
+    # comparisons in small chunks, so their float64 temporaries do not hide what the screen holds
+    small = {"TRITONGYM_COMPARE_CHUNK_ELEMENTS": str(1 << 16)}
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=2, memory_mb=8192, extra_env=small))
+    try:
+        worker = pool._take()
+        with open(f"/proc/{worker.pid}/clear_refs", "w") as f:
+            f.write("5")
+        before = _status(worker.pid)["VmRSS"]
+        pool.ready.put(worker)
+        task = WorkerTask(
+            mode="screen",
+            problem_name="big_relu",
+            problem_source=BIG_RELU,
+            device="cpu",
+            tolerances=tolerances_for("ieee", {}),
+            seeds=[1],
+        )
+        evidence = pool.run(task, timeout_s=600)
+        grown = _status(worker.pid)["VmHWM"] - before
+        assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert set(evidence.controls) == {"zeros", "other_seed_output", "identity"}
+        assert set(evidence.control_breaks["identity"]) == {"negated", "scaled", "normal"}
+        assert grown < 7.5 * SET_MB, f"the worker's peak grew by {grown:.0f} MiB ({grown / SET_MB:.1f} sets)"
+    finally:
+        pool.close()

@@ -9,6 +9,7 @@ access or comparison: lazy tensors that compute on comparison are a known hack).
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
@@ -70,7 +71,12 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
 
 CHUNK_ELEMENTS = 1 << 25
 """Elements compared per pass: the float64 temporaries of one pass stay near 1 GiB whatever the output's size
-(a full-size KernelBench output is 1.5 G elements: 12 GiB per float64 copy, and a comparison makes several)."""
+(a full-size KernelBench output is 1.5 G elements: 12 GiB per float64 copy, and a comparison makes several).
+`TRITONGYM_COMPARE_CHUNK_ELEMENTS` sets another (tests measuring what else a process holds make it small)."""
+
+
+def _chunk_elements() -> int:
+    return max(1, int(os.environ.get("TRITONGYM_COMPARE_CHUNK_ELEMENTS", CHUNK_ELEMENTS)))
 
 
 def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[str, float]:
@@ -83,8 +89,9 @@ def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[s
     zero = torch.zeros((), dtype=torch.float64, device=ref.device)
     mismatched, finite_n, nan_differs = zero.clone(), zero.clone(), zero.clone()
     max_abs, sum_abs, sum_sq, ref_sq = zero.clone(), zero.clone(), zero.clone(), zero.clone()
-    for start in range(0, b_all.numel(), CHUNK_ELEMENTS):
-        a, b = a_all[start : start + CHUNK_ELEMENTS].double(), b_all[start : start + CHUNK_ELEMENTS].double()
+    chunk = _chunk_elements()
+    for start in range(0, b_all.numel(), chunk):
+        a, b = a_all[start : start + chunk].double(), b_all[start : start + chunk].double()
         a_nan, b_nan = torch.isnan(a), torch.isnan(b)
         same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
         diff = (a - b).abs()

@@ -218,31 +218,41 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
             ref_n_outputs=len(refs),
         )
 
+    # one seed at a time, and within it one input transform at a time: a full-size KernelBench problem's input
+    # set and output can each be 6 GiB, so holding every transform's inputs and outputs at once (ten sets)
+    # ran the H100 out of memory; here at most five are alive (inputs, the other seed's outputs, a transform's
+    # inputs, their clone for the call and its outputs)
     for seed in task.seeds:
         inputs = make_inputs(reference, seed, device)
-        other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
         with torch.no_grad():
             refs = flatten_outputs(ref_model(*clone_all(inputs)))
+            other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
             other_refs = flatten_outputs(ref_model(*other))
-        transformed = {}
+            del other
+        formed = []  # the controls that can be formed on these inputs (the identity needs a matching input)
+        for name in CONTROLS:
+            answer = control_answer(name, inputs, refs, other_refs)
+            if answer is not None:
+                controls[name].append(judged(seed, answer, refs))
+                formed.append(name)
+            del answer
+        del refs
         for transform in TRANSFORMS:
             changed = transform_inputs(transform, inputs, seed)
             if changed is None:
                 continue
             try:
                 with torch.no_grad():
-                    transformed[transform] = (changed, flatten_outputs(ref_model(*clone_all(changed))))
+                    changed_refs = flatten_outputs(ref_model(*clone_all(changed)))
             except Exception:  # noqa: BLE001 - a reference that cannot take these inputs: another transform
                 continue
-        for name in CONTROLS:
-            answer = control_answer(name, inputs, refs, other_refs)
-            if answer is None:
-                continue  # the identity is impossible when no input has the output's shape and dtype
-            controls[name].append(judged(seed, answer, refs))
-            for transform, (changed, changed_refs) in transformed.items():
+            for name in formed:
                 changed_answer = control_answer(name, changed, changed_refs, other_refs)
                 if changed_answer is not None:
                     breaks[name][transform].append(judged(seed, changed_answer, changed_refs))
+                del changed_answer
+            del changed, changed_refs
+        del inputs, other_refs
     evidence.controls = {k: v for k, v in controls.items() if v}
     evidence.control_breaks = {
         k: {t: v for t, v in per.items() if v} for k, per in breaks.items() if k in evidence.controls
