@@ -172,25 +172,20 @@ def gpu_total_mb() -> float | None:
     return float(out[index]) if len(out) > index and out[index].replace(".", "").isdigit() else None
 
 
-def _megabytes(values) -> float:
-    import torch
-
-    flat = values if isinstance(values, (tuple, list)) else [values]
-    return sum(v.numel() * v.element_size() / 2**20 for v in flat if isinstance(v, torch.Tensor))
-
-
 def footprint(problem: Problem, path: Path, level: int, gpu_mb: float | None) -> dict:
     """What one forward of the reference holds at its full size, on torch's meta device (no memory, no GPU,
-    nothing computed): its inputs, parameters and outputs, in MiB.  Intermediates are not counted, so
-    `forward_fits_gpu` false says the reference cannot run on the GPU at all; true says it might.  Level 3's
-    outputs are not weighed: its recurrent models take up to a minute through the meta device.  Runs the
-    problem's file in this process (KernelBench's own code, trusted as the reference is)."""
+    nothing computed; `tritongym.core.worker.footprint`, what the pool reserves from): its inputs, parameters
+    and outputs, in MiB.  Intermediates are not counted, so `forward_fits_gpu` false says the reference cannot
+    run on the GPU at all; true says it might.  Level 3's outputs are not weighed: its recurrent models take up
+    to a minute through the meta device.  Runs the problem's file in this process (KernelBench's own code,
+    trusted as the reference is)."""
     import importlib.util
     import warnings
 
     import torch
 
-    found: dict = {"inputs_mb": None, "params_mb": None, "outputs_mb": None, "forward_mb": None}
+    from tritongym.core.worker.footprint import forward_bytes, weigh
+
     name = "kernelbench_sweep_" + re.sub(r"\W", "_", problem.name)
     try:
         with warnings.catch_warnings(), torch.device("meta"):
@@ -198,18 +193,17 @@ def footprint(problem: Problem, path: Path, level: int, gpu_mb: float | None) ->
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            vars(module).update(problem.sizes)
-            inputs = module.get_inputs()
-            model = module.Model(*module.get_init_inputs())
-            found["inputs_mb"] = round(_megabytes(inputs), 2)
-            found["params_mb"] = round(_megabytes(list(model.parameters()) + list(model.buffers())), 2)
-            if level < 3:
-                with torch.no_grad():
-                    found["outputs_mb"] = round(_megabytes(model(*inputs)), 2)
-    except Exception as exc:  # noqa: BLE001 - an op without a meta kernel: the sizes known so far stay
-        found["footprint_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    known = [v for k, v in found.items() if k.endswith("_mb") and v is not None]
-    found["forward_mb"] = round(sum(known), 2) if known else None
+        vars(module).update(problem.sizes)
+        weighed = weigh(module, outputs=level < 3)
+    except Exception as exc:  # noqa: BLE001 - a file that does not load on the meta device
+        weighed = {"inputs": None, "params": None, "outputs": None, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    found: dict = {
+        f"{k}_mb": None if weighed[k] is None else round(weighed[k] / 2**20, 2) for k in ("inputs", "params", "outputs")
+    }
+    if weighed["error"]:
+        found["footprint_error"] = weighed["error"]
+    total = forward_bytes(weighed)
+    found["forward_mb"] = None if total is None else round(total / 2**20, 2)
     fits = None if gpu_mb is None or found["forward_mb"] is None else found["forward_mb"] <= gpu_mb
     found["forward_fits_gpu"] = fits
     return found

@@ -7,6 +7,7 @@ interpreter), like tests/test_pool.py.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -295,5 +296,59 @@ def test_a_screen_holds_one_input_transform_at_a_time():
         assert set(evidence.controls) == {"zeros", "other_seed_output", "identity"}
         assert set(evidence.control_breaks["identity"]) == {"negated", "scaled", "normal"}
         assert grown < 7.5 * SET_MB, f"the worker's peak grew by {grown:.0f} MiB ({grown / SET_MB:.1f} sets)"
+    finally:
+        pool.close()
+
+
+def test_the_keeper_weighs_a_new_problem_on_the_meta_device(tmp_path, monkeypatch):
+    """`SIZE`: before any record exists, one forward weighed without allocating (48 MiB in, 48 MiB out); once
+    the record is built, its measured peak instead."""
+    import json
+
+    from tritongym.core.worker.keeper import Keeper
+
+    monkeypatch.chdir(tmp_path)
+    keeper = Keeper("cpu")
+    task = WorkerTask(
+        problem_name="big_relu", problem_source=BIG_RELU, device="cpu", tolerances=tolerances_for("ieee", {}), seeds=[1]
+    )
+    payload = json.dumps({"task": task.model_dump(mode="json"), "task_id": "a"})
+    assert keeper.size(payload) == {"forward_mb": 2 * SET_MB, "error": None}
+    keeper.prep(payload)
+    assert set(keeper.size(payload)) == {"peak_mb"}  # the record's own measurement (0 on the CPU: no allocator)
+
+
+def test_a_task_waits_for_gpu_memory_before_its_reference_is_built():
+    """Issue 27 item 1: the keeper's build of a new problem's reference reserves memory before it starts (it
+    ran beside other work with nothing reserved and the H100 ran out); the wait is not the candidate's time,
+    and the build's measured peak is what the problem's next task reserves.  A CPU pool given a real budget."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096))
+    try:
+        relu = load_problem("relu")  # the pool warmed up first (worker and keeper started), with no budget yet
+        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None and len(pool.peaks) == 1
+        budget = pool.memory["cpu"] = MemoryBudget(4000.0)
+        pool.total_mb["cpu"] = 8000.0
+        held = budget.reserve(3500.0)  # what is left (500 MiB) is less than any task reserves
+        big = WorkerTask(
+            problem_name="big_relu",
+            problem_source=BIG_RELU,
+            candidate_source=BIG_RELU_KERNEL,
+            device="cpu",
+            tolerances=tolerances_for("ieee", {}),
+            seeds=[1],
+        )
+        found = []
+        runner = threading.Thread(target=lambda: found.append(pool.run(big, timeout_s=300)))
+        runner.start()
+        runner.join(timeout=3.0)
+        assert runner.is_alive() and len(pool.peaks) == 1  # waiting: the new problem's reference not built
+        budget.release(held)
+        runner.join(timeout=300)
+        evidence = found[0]
+        assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert evidence.phases["gpu_memory_wait"] >= 0.3, evidence.phases  # without the reservation: ~0.0001 s
+        assert len(pool.peaks) == 2 and budget.reserved_mb == 0.0  # measured and kept; everything given back
     finally:
         pool.close()

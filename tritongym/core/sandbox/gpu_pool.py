@@ -506,6 +506,9 @@ class WorkerPool:
         # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
+        # per problem (TaskDriver.reference_key), the reference side's GPU peak its keeper measured, in MiB: what
+        # the next task of the problem reserves before the keeper's PREP, instead of an estimate
+        self.peaks: dict[str, float] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -739,6 +742,7 @@ class TaskDriver:
         self.keeper_queue_s = 0.0
         self.phase = "the reference's side"
         self.granted_mb: float | None = None
+        self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
         self.memory_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
@@ -803,7 +807,9 @@ class TaskDriver:
                 # measured before it runs), so a retried screen's "alone" waits for every other screen too
                 self._admit(alone=self.alone)
             else:
+                self._reserve_reference()
                 failed = self._prepare()
+                self._release_reference()
                 if failed is not None:
                     return self._problem(failed, started), False
                 self._admit()
@@ -862,6 +868,7 @@ class TaskDriver:
             return evidence, True
         finally:
             self._release()
+            self._release_reference()
             if self.granted_mb is not None:
                 self.pool.memory[self.worker.gpu].release(self.granted_mb)
                 self.granted_mb = None
@@ -876,6 +883,43 @@ class TaskDriver:
         measured peak (its own inputs, weights, outputs and temporaries, with room for a less frugal kernel)."""
         return CONTEXT_MB + max(1024.0, 2.0 * float(self.prep.get("peak_mb") or 0.0))
 
+    REFERENCE_NEED_FACTOR = 4.0
+    """A problem seen for the first time reserves this many times one forward weighed on the meta device (inputs,
+    parameters, outputs) for its keeper's build: the inputs, their clone for the call, the outputs and the float64
+    gold's temporaries.  Once built, the measured peak is reserved instead (`WorkerPool.peaks`)."""
+
+    def _reserve_reference(self) -> None:
+        """Reserve GPU memory for the keeper's build of the reference's side (`PREP`, `RTIM`), before it starts:
+        a full-size problem built beside others with nothing reserved ran the GPU out of memory for everyone.
+        The need is the peak measured the last time (this pool, any task of the problem) or the keeper's
+        meta-device weighing (`SIZE`) times `REFERENCE_NEED_FACTOR`; waiting for it is not the candidate's."""
+        budget = self.pool.memory.get(self.worker.gpu)
+        if budget is None:
+            return
+        peak = self.pool.peaks.get(self.reference_key)
+        if peak is None:
+            payload = json.dumps({"task": self.task.model_dump(mode="json")}).encode()
+            ok, answer = self.keeper.call("SIZE", payload, 120.0)
+            answer = json.loads(answer)
+            if ok and answer.get("peak_mb") is not None:
+                peak = float(answer["peak_mb"])
+            elif ok and answer.get("forward_mb") is not None:
+                peak = self.REFERENCE_NEED_FACTOR * float(answer["forward_mb"])
+        need = CONTEXT_MB + max(1024.0, peak or 0.0)
+        began = time.monotonic()
+        self.reference_granted_mb = budget.reserve(need)
+        waited = time.monotonic() - began
+        self.deadline += waited
+        self.memory_wait_s += waited
+
+    def _release_reference(self) -> None:
+        """The build's reservation back (the keeper's record stays within its cache share); its peak kept."""
+        if self.reference_granted_mb is not None:
+            self.pool.memory[self.worker.gpu].release(self.reference_granted_mb)
+            self.reference_granted_mb = None
+        if self.prep.get("peak_mb") is not None:
+            self.pool.peaks[self.reference_key] = float(self.prep["peak_mb"])
+
     def _admit(self, alone: bool = False) -> None:
         """Reserve the worker's measured need on its GPU (waiting is not the candidate's time), and cap its
         caching allocator there unless the configuration set a cap; `alone`: the whole GPU."""
@@ -886,7 +930,7 @@ class TaskDriver:
         self.granted_mb = budget.reserve(budget.capacity_mb if alone else self.worker_need_mb())
         waited = time.monotonic() - began
         self.deadline += waited
-        self.memory_wait_s = waited
+        self.memory_wait_s += waited
         if self.task.gpu_memory_fraction is None:
             fraction = min(1.0, self.granted_mb / self.pool.total_mb[self.worker.gpu])
             self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})

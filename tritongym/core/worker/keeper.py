@@ -289,6 +289,25 @@ class Keeper:
             "compute_s": round(record.compute_s, 4),
         }
 
+    def size(self, payload: bytes) -> dict:
+        """`SIZE`: what the pool should reserve before `PREP` (issue 27 item 1): the measured peak of a record
+        this keeper holds, or one forward weighed on the meta device (`footprint.py`: nothing allocated)."""
+        from tritongym.core.worker.footprint import forward_bytes, weigh
+        from tritongym.core.worker.task_runner import load_reference
+
+        task = WorkerTask.model_validate(json.loads(payload)["task"])
+        record = self.records.get(record_key(task))
+        if record is not None:
+            return {"peak_mb": round(record.peak_bytes / 2**20, 2)}
+        workdir = os.path.join(os.getcwd(), f"size-{self.builds}")
+        os.makedirs(workdir, exist_ok=True)
+        try:
+            found = weigh(load_reference(task, workdir))
+        except StageError as exc:  # a problem that does not load: PREP will say so, with its error
+            found = {"error": exc.info.message}
+        weighed = forward_bytes(found)
+        return {"forward_mb": None if weighed is None else round(weighed / 2**20, 2), "error": found.get("error")}
+
     def _build(self, task: WorkerTask, workdir: str) -> ReferenceRecord:
         """A new record; a reference that cannot fit the GPU is the problem's error, with its size in it."""
         import torch
@@ -625,6 +644,7 @@ def _described(comparison: OutputComparison, out) -> OutputComparison:
 
 
 HANDLERS = {
+    "SIZE": Keeper.size,
     "PREP": Keeper.prep,
     "RTIM": Keeper.time_reference,
     "RCHK": Keeper.check_reference,
