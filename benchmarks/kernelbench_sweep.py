@@ -174,7 +174,7 @@ def gpu_total_mb() -> float | None:
 
 def footprint(problem: Problem, path: Path, level: int, gpu_mb: float | None) -> dict:
     """What one forward of the reference holds at its full size, on torch's meta device (no memory, no GPU,
-    nothing computed; `tritongym.core.worker.footprint`, what the pool reserves from): its inputs, parameters
+    nothing computed; `tritongym.core.footprint`, what the pool reserves from): its inputs, parameters
     and outputs, in MiB.  Intermediates are not counted, so `forward_fits_gpu` false says the reference cannot
     run on the GPU at all; true says it might.  Level 3's outputs are not weighed: its recurrent models take up
     to a minute through the meta device.  Runs the problem's file in this process (KernelBench's own code,
@@ -184,7 +184,7 @@ def footprint(problem: Problem, path: Path, level: int, gpu_mb: float | None) ->
 
     import torch
 
-    from tritongym.core.worker.footprint import forward_bytes, weigh
+    from tritongym.core.footprint import forward_bytes, weigh
 
     name = "kernelbench_sweep_" + re.sub(r"\W", "_", problem.name)
     try:

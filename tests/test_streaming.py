@@ -352,3 +352,40 @@ def test_a_task_waits_for_gpu_memory_before_its_reference_is_built():
         assert len(pool.peaks) == 2 and budget.reserved_mb == 0.0  # measured and kept; everything given back
     finally:
         pool.close()
+
+
+def test_the_registrys_peak_is_what_a_new_pool_reserves(tmp_path):
+    """A peak the registry kept from an earlier run (`WorkerTask.reference_peak_mb`) is reserved before the build
+    instead of the meta-device estimate: with 500 of 4000 MiB held, relu's estimate fits at once, while a kept
+    peak of 3600 MiB (plus a context: more than the budget) waits for the GPU alone."""
+    from tritongym.core.registry import Registry
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    registry = Registry(tmp_path / "registry.db")
+    registry.store_reference_peak_mb("relu-key", "cuda:NVIDIA H100", 3600.0)
+    assert registry.reference_peak_mb("relu-key", "cuda:NVIDIA H100") == 3600.0
+    assert registry.reference_peak_mb("relu-key", "cuda:NVIDIA H200") is None
+    registry.close()
+
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096))
+    try:
+        relu = load_problem("relu")
+        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
+        pool.peaks.clear()  # a new run: nothing measured in this pool
+        budget = pool.memory["cpu"] = MemoryBudget(4000.0)
+        pool.total_mb["cpu"] = 8000.0
+        held = budget.reserve(500.0)
+        estimated = pool.run(task_for(relu, RELU_KERNEL, seeds=[4, 5]), timeout_s=120)
+        assert estimated.error is None and estimated.phases["gpu_memory_wait"] < 0.3
+        pool.peaks.clear()
+        found = []
+        kept = task_for(relu, RELU_KERNEL, seeds=[6, 7], reference_peak_mb=3600.0)
+        runner = threading.Thread(target=lambda: found.append(pool.run(kept, timeout_s=120)))
+        runner.start()
+        runner.join(timeout=3.0)
+        assert runner.is_alive()  # 3600 + a context is beyond the budget: alone, after the 500 MiB holder
+        budget.release(held)
+        runner.join(timeout=120)
+        assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
+    finally:
+        pool.close()

@@ -71,6 +71,7 @@ class WorkerTask(BaseModel):
     cpu_s: int | None = None
     file_mb: int = 64
     timing: TimingOptions = Field(default_factory=TimingOptions)
+    reference_peak_mb: float | None = None  # the reference side's GPU peak the registry knows (pool reserves it)
     cached_reference: dict[str, Any] | None = None  # a TimingStats from the registry, for this device/size/precision
     compile_reference: bool = False  # also time torch.compile(reference), before the candidate is imported
     cached_compile_reference: dict[str, Any] | None = None  # ...unless the registry already holds that timing

@@ -208,6 +208,7 @@ class Evaluator:
         # the executor measures (threads here, or Ray actors); judging and storing stay on this thread
         for i, evidence, started in self.executor.measure_many(tasks):
             candidate, problem = items[i]
+            self._keep_reference_peak(evidence, tasks[i], problem)
             self._reconcile_timing(evidence, tasks[i], problem)
             self._remeasure_if_implausible(evidence, candidate, problem)
             result = self._judge(candidate, problem, evidence, static[i], started)
@@ -364,10 +365,11 @@ class Evaluator:
 
     def _task(self, candidate: Candidate, problem: Problem, screen=None, draw=None) -> WorkerTask:
         seeds, init_seed = draw if draw is not None else self._draw()
-        cached, cached_compiled, bandwidth = None, None, None
+        cached, cached_compiled, bandwidth, peak_mb = None, None, None, None
         compiled = self.config.compile_reference and self.backend.device_type != "cpu"
         if self.registry is not None and self.backend.device_type != "cpu":
             cached = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
+            peak_mb = self.registry.reference_peak_mb(problem.key, self.device_class)
             if compiled:
                 cached_compiled = self.registry.reference_timing(
                     problem.key, self.device_class, self.config.precision, variant="compile"
@@ -375,6 +377,7 @@ class Evaluator:
             bandwidth = self.registry.bandwidth(self.device_class)
         extra_sizes = shape_sets(problem, self.config.shapes)
         return WorkerTask(
+            reference_peak_mb=peak_mb,
             cached_reference=cached,
             compile_reference=compiled,
             cached_compile_reference=cached_compiled,
@@ -537,6 +540,14 @@ class Evaluator:
         measures a shortfall rather than a cheat (`RuntimeCheck.fails_as`)."""
         check = next((c for c in self.runtime_checks if c.name == verdict.name), None)
         return Status.incorrect if check is not None and check.fails_as == "incorrect" else Status.hacked
+
+    def _keep_reference_peak(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
+        """The reference side's measured GPU peak into the registry, once per problem and device class: the pool
+        reserves it before the problem's next build in any later run (issue 27 item 1)."""
+        peak = evidence.reference_peak_mb
+        if self.registry is None or self.backend.device_type == "cpu" or not peak or task.reference_peak_mb:
+            return
+        self.registry.store_reference_peak_mb(problem.key, self.device_class, float(peak))
 
     def _reconcile_timing(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """Choose the reference time behind the speedup, keep the registry's reference cache honest, and

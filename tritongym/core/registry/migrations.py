@@ -484,3 +484,15 @@ def m015_service_tasks(db: sqlite_utils.Database) -> None:
     )
     db["service_tasks"].create_index(["seq"], unique=True)
     db["service_tasks"].create_index(["state", "seq"])
+
+
+@migration
+def m016_reference_memory(db: sqlite_utils.Database) -> None:
+    # Issue 27 item 1: the reference side's peak GPU memory, measured by the keeper when it built the problem's
+    # reference (outputs, gold, probes), once per problem and device class: what the pool reserves before the
+    # next build of the problem, in any later run, instead of an estimate from one forward weighed on the meta
+    # device. Independent of the other tables.
+    db["reference_memory"].create(
+        {"problem_key": str, "device_class": str, "peak_mb": float, "measured_at": str},
+        pk=("problem_key", "device_class"),
+    )

@@ -599,6 +599,26 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                 [problem_key, device_class, precision, variant],
             )
 
+    # --- the reference side's GPU memory -----------------------------------------------------------------
+
+    def reference_peak_mb(self, problem_key: str, device_class: str) -> float | None:
+        """The reference side's peak GPU memory its keeper measured for this problem on this device class."""
+        rows = list(
+            self.db.query(
+                "SELECT peak_mb FROM reference_memory WHERE problem_key = ? AND device_class = ?",
+                [problem_key, device_class],
+            )
+        )
+        return float(rows[0]["peak_mb"]) if rows else None
+
+    @writes()
+    def store_reference_peak_mb(self, problem_key: str, device_class: str, peak_mb: float) -> None:
+        with self._transaction():
+            self.db["reference_memory"].upsert(
+                {"problem_key": problem_key, "device_class": device_class, "peak_mb": peak_mb, "measured_at": _now()},
+                pk=("problem_key", "device_class"),
+            )
+
     # --- problem screens (negative controls) ----------------------------------------------------------
 
     def problem_screen(self, problem_key: str, device_class: str, screen_key: str) -> dict | None:

@@ -891,12 +891,13 @@ class TaskDriver:
     def _reserve_reference(self) -> None:
         """Reserve GPU memory for the keeper's build of the reference's side (`PREP`, `RTIM`), before it starts:
         a full-size problem built beside others with nothing reserved ran the GPU out of memory for everyone.
-        The need is the peak measured the last time (this pool, any task of the problem) or the keeper's
-        meta-device weighing (`SIZE`) times `REFERENCE_NEED_FACTOR`; waiting for it is not the candidate's."""
+        The need is the peak measured the last time (this pool, any task of the problem; else the registry's,
+        `WorkerTask.reference_peak_mb`) or the keeper's meta-device weighing (`SIZE`) times
+        `REFERENCE_NEED_FACTOR`; waiting for it is not the candidate's."""
         budget = self.pool.memory.get(self.worker.gpu)
         if budget is None:
             return
-        peak = self.pool.peaks.get(self.reference_key)
+        peak = self.pool.peaks.get(self.reference_key, self.task.reference_peak_mb)  # this pool's, or the registry's
         if peak is None:
             payload = json.dumps({"task": self.task.model_dump(mode="json")}).encode()
             ok, answer = self.keeper.call("SIZE", payload, 120.0)

@@ -292,7 +292,7 @@ class Keeper:
     def size(self, payload: bytes) -> dict:
         """`SIZE`: what the pool should reserve before `PREP` (issue 27 item 1): the measured peak of a record
         this keeper holds, or one forward weighed on the meta device (`footprint.py`: nothing allocated)."""
-        from tritongym.core.worker.footprint import forward_bytes, weigh
+        from tritongym.core.footprint import forward_bytes, weigh
         from tritongym.core.worker.task_runner import load_reference
 
         task = WorkerTask.model_validate(json.loads(payload)["task"])

@@ -6,7 +6,8 @@ without a reservation ran the H100 out of memory for everyone.  The meta device 
 nothing, so weighing takes milliseconds: the inputs, the parameters and the outputs, in bytes.  Intermediates are
 not counted (the pool multiplies).  An op without a meta kernel leaves what was weighed before it.
 
-Trusted code only: the problem's own file, run as the keeper runs it.
+In the kernel, not the worker: the keeper weighs with it (`SIZE`) and so does the KernelBench sweep. Trusted
+code only: the problem's own file, run as the keeper runs it.
 """
 
 from __future__ import annotations
