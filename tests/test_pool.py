@@ -349,7 +349,7 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
     assert sent() == ["SHAR", "UNLK", "RSHR", "UNLK"]  # the hold is resumed ahead of waiting timers
     assert channel.compile_s > 0
 
-    channel.unlock_compiles = False  # the default: the hold is kept
+    channel.unlock_compiles = False  # off: the hold is kept
     frames.send(to_worker_w, "GRNT")
     with channel.gpu(exclusive=False):
         with pytest.raises(Exception):  # noqa: B017
@@ -455,6 +455,57 @@ def test_a_need_beyond_the_gpu_runs_alone():
     budget.release(100.0)
     small.join(timeout=5)
     assert granted == [100.0, 10.0]
+
+
+def test_a_worker_can_yield_its_shared_hold_between_calls_behind_waiting_timers():
+    """`TimingOptions.yield_between_calls`: after each correctness call (handed out, synchronised) the worker gives
+    its shared hold back and asks again with `SHAR`, which waits behind a waiting timer (`RSHR`, the compiler's
+    resume, would go ahead of it), so a timing waits for one call of each sharer, not its whole phase."""
+    import os
+    import select
+
+    from tritongym.core.sandbox.gpu_pool import GPULock
+    from tritongym.core.worker import frames
+    from tritongym.core.worker.gpu_worker import Channel
+
+    to_worker_r, to_worker_w = os.pipe()
+    from_worker_r, from_worker_w = os.pipe()
+    channel = Channel(to_worker_r, from_worker_w)
+
+    def sent() -> list[str]:
+        kinds = []
+        while select.select([from_worker_r], [], [], 0)[0]:
+            kinds.append(frames.receive(from_worker_r)[0])
+        return kinds
+
+    frames.send(to_worker_w, "GRNT")
+    with channel.gpu(exclusive=False):
+        channel.yield_hold()  # off (the default): the hold is kept
+    assert sent() == ["SHAR", "UNLK"]
+    channel.yield_calls = True
+    for _ in range(2):
+        frames.send(to_worker_w, "GRNT")
+    with channel.gpu(exclusive=False):
+        channel.yield_hold()
+        assert channel.holding == "shared"
+    assert sent() == ["SHAR", "UNLK", "SHAR", "UNLK"]
+    with channel.gpu(exclusive=True, needed=False):
+        channel.yield_hold()  # nothing held: nothing to give back
+    assert sent() == []
+
+    # what the parent does with those frames (`GPULock`): the sharer that asks again waits for the timer
+    lock, order = GPULock(), []
+    lock.acquire(exclusive=False)
+    timer = threading.Thread(target=lambda: (lock.acquire(exclusive=True), order.append("timed"), lock.release(True)))
+    timer.start()
+    timer.join(timeout=0.3)
+    assert timer.is_alive()  # waits for the sharer's call
+    lock.release(exclusive=False)  # the yield: UNLK ...
+    lock.acquire(exclusive=False)  # ... then SHAR, granted only after the timing
+    order.append("next call")
+    lock.release(exclusive=False)
+    timer.join(timeout=5)
+    assert order == ["timed", "next call"]
 
 
 def test_a_screen_that_ran_out_of_memory_is_run_again_alone(pool, tmp_path):

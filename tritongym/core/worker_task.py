@@ -39,6 +39,12 @@ class TimingOptions(BaseModel):
         description="give the shared GPU hold back while Triton compiles (CPU work), so timings on the GPU do "
         "not wait for other workers' compilers",
     )
+    yield_between_calls: bool = Field(
+        default=False,
+        description="give the shared GPU hold back after each correctness call (once its outputs are handed out) "
+        "and take it again behind waiting timings, so a timing waits for one call of each sharer rather than "
+        "its whole correctness phase",
+    )
     reconcile_tolerance: float = Field(
         default=0.05, gt=0, description="a cached reference within this relative distance of the paired one is used"
     )

@@ -63,6 +63,7 @@ class Channel:
         self.holding: str | None = None  # "shared" or "exclusive" while the parent has granted the GPU
         self.compile_s = 0.0  # time spent compiling Triton kernels with the GPU given back
         self.unlock_compiles = False  # TimingOptions.unlock_compiles of the task in hand
+        self.yield_calls = False  # TimingOptions.yield_between_calls of the task in hand
 
     def send(self, kind: str, payload: bytes = b"") -> None:
         frames.send(self.out_fd, kind, payload)
@@ -99,6 +100,15 @@ class Channel:
         finally:
             if self.holding:
                 self._give_back()
+
+    def yield_hold(self) -> None:
+        """Between two correctness calls (the last one synchronised and handed out): give a shared hold back and
+        take it again, behind any timing that waits (`SHAR`, not the compiler's `RSHR`), so that timing waits for
+        one call of this worker rather than all of its calls.  Nothing of this process runs on the GPU meanwhile."""
+        if self.holding != "shared" or not self.yield_calls:
+            return
+        self._give_back()
+        self._take(exclusive=False)
 
     @contextlib.contextmanager
     def cpu_only(self):
@@ -222,6 +232,7 @@ class GPUWorker:
         self.recorder.autotune.clear()
         self.channel.compile_s = 0.0
         self.channel.unlock_compiles = task.timing.unlock_compiles
+        self.channel.yield_calls = task.timing.yield_between_calls
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
                 from tritongym.core.worker.gold import exact_reference
@@ -285,6 +296,7 @@ class GPUWorker:
             self.hand_out([(where, record["outputs"])])
             if where[0] == "trial":
                 _account_trial(record, pristine(int(where[1])))
+            self.channel.yield_hold()
 
         with self.channel.gpu(exclusive=False, needed=self.cuda):
             if self.cuda:

@@ -1,0 +1,74 @@
+"""The GPU lock's options side by side on the bundled workload: wall time and where the lock's time went.
+
+Most of a batch's GPU-lock time was spent *draining* (a timing waiting for sharers to finish while new ones are
+held back: 66-101 s of 115-124 s for the 27 bundled problems on an H100, stop 32).  Two `TimingOptions` shorten
+what a sharer holds: `unlock_compiles` (Triton's compiler runs with the hold given back) and
+`yield_between_calls` (the hold given back between correctness calls, taken again behind waiting timings).
+This runs the bundled problems' solutions (the registry cache off, a fresh registry per setting) once per
+setting, in the order given, in one process on one device, and reports per setting the wall seconds, the
+statuses, and the lock's seconds per state (`GPULock.seconds`: exclusive, draining, shared, idle).  Run the
+settings in both orders (`--settings a b` then `--settings b a`) to see the order's effect: one run each is
+noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
+
+    python benchmarks/lock_options_ab.py --settings locked unlocked yield unlocked+yield
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from _common import fmt, print_table
+from eval_throughput import run_tritongym
+from kernelgym_throughput import bundled_candidates
+
+from tritongym.core.config import EvalConfig
+
+RESULTS = Path(__file__).resolve().parent / "results"
+OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls"}
+
+
+def timing_options(setting: str) -> dict:
+    """`locked`, `unlocked`, `yield` or a `+`-joined mix: each named option on, the others off."""
+    names = set(setting.split("+")) - {"locked"}
+    unknown = names - set(OPTIONS)
+    if unknown:
+        raise SystemExit(f"unknown setting {sorted(unknown)}: use locked, {', '.join(OPTIONS)} or a '+' mix")
+    return {option: name in names for name, option in OPTIONS.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", nargs="+", default=["locked", "unlocked", "yield", "unlocked+yield"])
+    parser.add_argument("--size", choices=["cpu", "gpu"], default="gpu")
+    parser.add_argument("--backend", default="triton-cuda")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N bundled problems")
+    parser.add_argument("--out", type=Path, default=RESULTS / "lock_options_ab.json")
+    args = parser.parse_args()
+    for setting in args.settings:
+        timing_options(setting)  # every setting understood before anything runs
+    cands = bundled_candidates(args.size)[: args.limit]
+    report: dict = {"settings": args.settings, "candidates": len(cands), "runs": {}}
+    rows = []
+    for setting in args.settings:
+        options = {"timing": timing_options(setting)} if args.backend == "triton-cuda" else {}
+        config = EvalConfig(backend=args.backend, size=args.size, use_cache=False, backend_options=options)
+        with tempfile.TemporaryDirectory(prefix="lock-ab-") as tmp:
+            summary = run_tritongym(setting, cands, config, Path(tmp) / "registry.db", [], None)["summary"]
+        lock = next(iter(summary["gpu_lock_s"].values()), {})
+        report["runs"][setting] = {k: summary[k] for k in ("wall_s", "statuses", "phases_s", "gpu_lock_s")}
+        rows.append(
+            [setting, fmt(summary["wall_s"]), json.dumps(summary["statuses"])]
+            + [fmt(lock.get(state)) for state in ("exclusive", "draining", "shared", "idle")]
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1))  # after every setting: a cut-off run keeps its rows
+    headers = ["setting", "wall s", "statuses", "exclusive s", "draining s", "shared s", "idle s"]
+    print_table(f"GPU lock options, {len(cands)} bundled problems", headers, rows)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
