@@ -313,7 +313,7 @@ def test_the_keeper_weighs_a_new_problem_on_the_meta_device(tmp_path, monkeypatc
         problem_name="big_relu", problem_source=BIG_RELU, device="cpu", tolerances=tolerances_for("ieee", {}), seeds=[1]
     )
     payload = json.dumps({"task": task.model_dump(mode="json"), "task_id": "a"})
-    assert keeper.size(payload) == {"forward_mb": 2 * SET_MB, "error": None}
+    assert keeper.size(payload) == {"forward_mb": 2 * SET_MB, "outputs_mb": SET_MB, "park_mb": 64.0, "error": None}
     keeper.prep(payload)
     assert set(keeper.size(payload)) == {"peak_mb"}  # the record's own measurement (0 on the CPU: no allocator)
 
@@ -387,5 +387,36 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(tmp_path):
         budget.release(held)
         runner.join(timeout=120)
         assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
+    finally:
+        pool.close()
+
+
+def test_a_records_parked_outputs_are_reserved_in_host_memory():
+    """A full-size level-1 record parks a dozen copies of its output in host memory (tens of GiB): a task reserves
+    them from the host's budget before the keeper builds, holds them while it runs, and the measured size is what
+    the problem's next task reserves.  Every output parked here (`TRITONGYM_PARK_BYTES=1`), a real CPU pool."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    everything = {"TRITONGYM_PARK_BYTES": "1"}
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096, extra_env=everything))
+    try:
+        relu = load_problem("relu")
+        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
+        pool.peaks.clear()
+        pool.host_peaks.clear()
+        pool.memory["cpu"] = MemoryBudget(100000.0)  # the GPU's budget: ample
+        pool.total_mb["cpu"] = 200000.0
+        host = pool.host_memory = MemoryBudget(1000.0)
+        held = host.reserve(999.999)  # less room than the record's parked outputs need
+        found = []
+        task = task_for(relu, RELU_KERNEL, seeds=[11, 12])
+        runner = threading.Thread(target=lambda: found.append(pool.run(task, timeout_s=120)))
+        runner.start()
+        runner.join(timeout=3.0)
+        assert runner.is_alive() and not pool.host_peaks  # waiting for host memory, nothing built
+        host.release(held)
+        runner.join(timeout=120)
+        assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
+        assert list(pool.host_peaks.values()) == [found[0].phases["reference_host_mb"]] and host.reserved_mb == 0.0
     finally:
         pool.close()

@@ -61,6 +61,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 CONTEXT_MB = 600.0  # a CUDA context with torch's and Triton's modules loaded, per process
 KEEPER_CACHE_SHARE = 0.25  # of the GPU, for all its keepers' records together (keeper.py's cache_mb)
 KEEPER_HOST_CACHE_SHARE = 0.25  # of the host's memory, for all keepers' parked outputs together (keeper.py)
+HOST_PARKING_SHARE = 0.5  # of the host's memory, for the parked outputs of the records tasks hold while they run
 
 
 @dataclass
@@ -509,6 +510,11 @@ class WorkerPool:
         # per problem (TaskDriver.reference_key), the reference side's GPU peak its keeper measured, in MiB: what
         # the next task of the problem reserves before the keeper's PREP, instead of an estimate
         self.peaks: dict[str, float] = {}
+        # the host's side of the same: the MiB of outputs a problem's record parked in host memory (a full-size
+        # level-1 record parks a dozen copies of a 6 GiB output), and the budget a running task reserves them
+        # from; made with the GPU budgets (`_warm_keeper`), shared by every GPU of this host
+        self.host_peaks: dict[str, float] = {}
+        self.host_memory: MemoryBudget | None = None
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -552,6 +558,9 @@ class WorkerPool:
                 keepers = KEEPER_CACHE_SHARE * total + self.keepers_per_gpu * CONTEXT_MB
                 self.memory[gpu] = MemoryBudget(max(total * 0.95 - keepers, total * 0.25))
                 self.total_mb[gpu] = total
+                if self.host_memory is None:
+                    host_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+                    self.host_memory = MemoryBudget(HOST_PARKING_SHARE * host_mb)
             return keeper
 
     def keeper_for(self, gpu: str, task: WorkerTask) -> KeeperProcess:
@@ -743,6 +752,7 @@ class TaskDriver:
         self.phase = "the reference's side"
         self.granted_mb: float | None = None
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
+        self.host_granted_mb: float | None = None  # host memory for the record's parked outputs, until the task ends
         self.memory_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
@@ -869,6 +879,9 @@ class TaskDriver:
         finally:
             self._release()
             self._release_reference()
+            if self.host_granted_mb is not None and self.pool.host_memory is not None:
+                self.pool.host_memory.release(self.host_granted_mb)
+                self.host_granted_mb = None
             if self.granted_mb is not None:
                 self.pool.memory[self.worker.gpu].release(self.granted_mb)
                 self.granted_mb = None
@@ -898,20 +911,33 @@ class TaskDriver:
         if budget is None:
             return
         peak = self.pool.peaks.get(self.reference_key, self.task.reference_peak_mb)  # this pool's, or the registry's
-        if peak is None:
+        parked = self.pool.host_peaks.get(self.reference_key)
+        if peak is None or (parked is None and self.pool.host_memory is not None):
             payload = json.dumps({"task": self.task.model_dump(mode="json")}).encode()
             ok, answer = self.keeper.call("SIZE", payload, 120.0)
-            answer = json.loads(answer)
-            if ok and answer.get("peak_mb") is not None:
+            answer = json.loads(answer) if ok else {}
+            if peak is None and answer.get("peak_mb") is not None:
                 peak = float(answer["peak_mb"])
-            elif ok and answer.get("forward_mb") is not None:
+            elif peak is None and answer.get("forward_mb") is not None:
                 peak = self.REFERENCE_NEED_FACTOR * float(answer["forward_mb"])
-        need = CONTEXT_MB + max(1024.0, peak or 0.0)
+            if parked is None:
+                parked = self._parked_estimate(answer)
         began = time.monotonic()
-        self.reference_granted_mb = budget.reserve(need)
+        if self.pool.host_memory is not None and parked:
+            self.host_granted_mb = self.pool.host_memory.reserve(parked)  # held until the task ends
+        self.reference_granted_mb = budget.reserve(CONTEXT_MB + max(1024.0, peak or 0.0))
         waited = time.monotonic() - began
         self.deadline += waited
         self.memory_wait_s += waited
+
+    def _parked_estimate(self, size: dict) -> float:
+        """Host MiB the record will park, before it exists: an output at least `park_mb` large parked once per
+        trial, shape set, late trial and probe (an over-estimate: mode probes share their trial's copy)."""
+        outputs, park = size.get("outputs_mb"), size.get("park_mb")
+        if outputs is None or park is None or outputs < park:
+            return 0.0
+        copies = len(self.task.seeds) + len(self.task.extra_sizes) + 1 + len(self.task.probes or [])
+        return copies * float(outputs)
 
     def _release_reference(self) -> None:
         """The build's reservation back (the keeper's record stays within its cache share); its peak kept."""
@@ -920,6 +946,8 @@ class TaskDriver:
             self.reference_granted_mb = None
         if self.prep.get("peak_mb") is not None:
             self.pool.peaks[self.reference_key] = float(self.prep["peak_mb"])
+        if self.prep.get("record_host_mb") is not None:
+            self.pool.host_peaks[self.reference_key] = float(self.prep["record_host_mb"])
 
     def _admit(self, alone: bool = False) -> None:
         """Reserve the worker's measured need on its GPU (waiting is not the candidate's time), and cap its

@@ -293,6 +293,7 @@ class Keeper:
         """`SIZE`: what the pool should reserve before `PREP` (issue 27 item 1): the measured peak of a record
         this keeper holds, or one forward weighed on the meta device (`footprint.py`: nothing allocated)."""
         from tritongym.core.footprint import forward_bytes, weigh
+        from tritongym.core.worker.parking import park_threshold
         from tritongym.core.worker.task_runner import load_reference
 
         task = WorkerTask.model_validate(json.loads(payload)["task"])
@@ -306,7 +307,13 @@ class Keeper:
         except StageError as exc:  # a problem that does not load: PREP will say so, with its error
             found = {"error": exc.info.message}
         weighed = forward_bytes(found)
-        return {"forward_mb": None if weighed is None else round(weighed / 2**20, 2), "error": found.get("error")}
+        outputs = found.get("outputs")
+        return {
+            "forward_mb": None if weighed is None else round(weighed / 2**20, 2),
+            "outputs_mb": None if outputs is None else round(outputs / 2**20, 2),
+            "park_mb": round(park_threshold() / 2**20, 4),  # outputs this large are parked in host memory
+            "error": found.get("error"),
+        }
 
     def _build(self, task: WorkerTask, workdir: str) -> ReferenceRecord:
         """A new record; a reference that cannot fit the GPU is the problem's error, with its size in it."""
