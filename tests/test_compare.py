@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from tritongym.core.worker import compare
-from tritongym.core.worker.compare import compare_output
+from tritongym.core.measure import compare
+from tritongym.core.measure.compare import compare_output
 from tritongym.core.worker_task import Tolerance
 
 TOL = {"torch.float32": Tolerance(atol=0.1, rtol=0.0, rel_norm=0.0)}
@@ -42,7 +42,7 @@ def test_nothing_finite_leaves_the_errors_unset():
 
 
 def test_the_error_against_gold_is_a_norm_ratio_over_finite_positions():
-    from tritongym.core.worker.compare import rel_err
+    from tritongym.core.measure.compare import rel_err
 
     values = torch.tensor([1.0, 2.0, float("nan"), 4.0])
     gold = torch.tensor([1.0, 2.5, 3.0, 4.0], dtype=torch.float64)

@@ -94,7 +94,7 @@ def test_side_stream_work_is_timed(gpu_evaluator):
 
 def test_the_timer_waits_for_unjoined_side_stream_work():
     """Whatever the checks say, a timing never ends before work a forward left on another stream."""
-    from tritongym.core.worker.timing import Timer
+    from tritongym.core.measure.timing import Timer
     from tritongym.core.worker_task import TimingOptions
 
     timer = Timer(torch.device("cuda"))

@@ -131,7 +131,7 @@ def test_a_forged_comparison_changes_nothing_the_keeper_judges(pool, relu_proble
     """The comparison runs in the reference keeper, a process the candidate never ran in: replacing the
     worker's `compare_output` (which once judged outputs beside the candidate) leaves the verdict alone."""
     forger = relu_problem.solution.replace("return out", "return out * 2") + (
-        "\n\nimport tritongym.core.worker.compare as _compare\n"
+        "\n\nimport tritongym.core.measure.compare as _compare\n"
         "_real = _compare.compare_output\n"
         "_compare.compare_output = lambda i, out, ref, tol, *more: _real(i, ref, ref, tol)  # 'matches', always\n"
     )

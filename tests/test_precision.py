@@ -1,4 +1,4 @@
-"""Precision classes (core/precision.py) and the reference baselines behind them (core/worker/gold.py).
+"""Precision classes (core/precision.py) and the reference baselines behind them (core/measure/gold.py).
 
 The class bounds are worked by hand here from their definition: floors 1e-5 / 1e-3 / 2e-2, a multiple of 4
 of what the reference itself reaches in a class, and 2 of its error with matmul operands truncated to TF32.
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tritongym.core.measure.compare import rel_err
+from tritongym.core.measure.gold import exact_reference, truncated_tf32
 from tritongym.core.precision import BELOW_HALF, classify, passing, worst
-from tritongym.core.worker.compare import rel_err
-from tritongym.core.worker.gold import exact_reference, truncated_tf32
 
 
 @pytest.mark.parametrize(

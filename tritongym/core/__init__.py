@@ -17,9 +17,11 @@ included).  In that order, with what each imports besides the kernel:
 - the kernel;
 - `scan`          the source-scan library (one scan of a candidate's source for every static check, torch
                   compute in host code): the kernel only;
-- `worker`        the code that runs inside the sandboxed worker process: the kernel only;
+- `measure`       what judging and timing measure with: trusted primitives, the timer and profiler, the output
+                  comparison, the float64 gold: the kernel only;
+- `worker`        the code that runs inside the sandboxed worker process: the kernel and `measure`;
 - `sandbox`       the parent's side of the worker: the locked-down process every backend starts, the warm GPU
-                  pool: `worker`'s frames, exit texts and comparison;
+                  pool: `worker`'s frames and exit texts, `measure`'s comparison;
 - `registry`      registry.db: every problem, kernel and evaluation, its migrations and browse queries (the
                   kernel only);
 - `distributed`   the Ray executor, the backend hosted by Ray actors (`eval` picks it with
@@ -61,6 +63,9 @@ LAYERS: tuple[str, ...] = (
     "tritongym.core",
     # the source-scan library static checks share: pure functions of source text over the kernel
     "tritongym.core.scan",
+    # what judging and timing measure with (trusted primitives, timer, profiler, comparison, gold): the worker,
+    # the keeper and the pool's side all use it
+    "tritongym.core.measure",
     # runs in the worker process, which imports the kernel and nothing of the parent's side
     "tritongym.core.worker",
     # the sandbox and the GPU pool that start the worker: the backends step down into it, never back into eval

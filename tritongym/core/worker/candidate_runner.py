@@ -68,11 +68,12 @@ def run_candidate(
     every record keeps its outputs and `inputs_after`, and the snapshots are compared after all calls."""
     import torch
 
-    from tritongym.core.worker import plugin_probes, probes, trusted
-    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.measure import trusted
+    from tritongym.core.measure.compare import flatten_outputs
+    from tritongym.core.measure.tensors import plain_output
+    from tritongym.core.worker import plugin_probes, probes
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.stages import StageError, error_info, load_module
-    from tritongym.core.worker.tensors import plain_output
 
     path = os.path.join(workdir, "candidate.py")
     cuda = device.type == "cuda"
@@ -244,7 +245,7 @@ def run_candidate(
 
 def _unfinished(trial: int, flat: list, copies: list) -> list[str]:
     """Side work, from one trial's snapshot (copies taken when forward returned) against its outputs now."""
-    from tritongym.core.worker.tensors import same_value
+    from tritongym.core.measure.tensors import same_value
 
     found = []
     for i, (o, c) in enumerate(zip(flat, copies)):

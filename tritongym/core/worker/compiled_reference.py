@@ -42,10 +42,10 @@ def compile_reference(ref_model, pairs, tolerances: dict[str, Tolerance]) -> For
     import torch
     import torch._inductor.config as inductor_config
 
+    from tritongym.core.measure.compare import compare_output, flatten_outputs
+    from tritongym.core.measure.tensors import clone_all
     from tritongym.core.models import TrialEvidence
     from tritongym.core.verdict import judge_trials
-    from tritongym.core.worker.compare import compare_output, flatten_outputs
-    from tritongym.core.worker.tensors import clone_all
 
     inductor_config.force_disable_caches = True
     inductor_config.compile_threads = 1

@@ -34,8 +34,10 @@ import os
 import sys
 import time
 
+from tritongym.core.measure import trusted
+from tritongym.core.measure.tensors import plain_output, same_value, timing_inputs
 from tritongym.core.models import Evidence, TimingReport
-from tritongym.core.worker import frames, trusted
+from tritongym.core.worker import frames
 from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
@@ -48,7 +50,6 @@ from tritongym.core.worker.task_runner import (
     load_reference,
     make_inputs,
 )
-from tritongym.core.worker.tensors import plain_output, same_value, timing_inputs
 from tritongym.core.worker.trial_plan import plan_extra_trials
 from tritongym.core.worker_task import WorkerTask
 
@@ -197,8 +198,8 @@ class GPUWorker:
         self.timer = None
         if self.cuda:
             release_gpu_while_compiling(channel)
-            from tritongym.core.worker.gpu_profile import warm_profiler
-            from tritongym.core.worker.timing import Timer
+            from tritongym.core.measure.gpu_profile import warm_profiler
+            from tritongym.core.measure.timing import Timer
 
             # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
             # they never overlap another worker's timing
@@ -235,7 +236,7 @@ class GPUWorker:
         self.channel.yield_calls = task.timing.yield_between_calls
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
-                from tritongym.core.worker.gold import exact_reference
+                from tritongym.core.measure.gold import exact_reference
                 from tritongym.core.worker.task_runner import run_screen
 
                 configure_precision(task)
@@ -260,8 +261,8 @@ class GPUWorker:
             evidence.phases[name] = round(now - clock[0], 4)
             clock[0] = now
 
+        from tritongym.core.measure.compare import flatten_outputs
         from tritongym.core.worker.candidate_runner import run_candidate
-        from tritongym.core.worker.compare import flatten_outputs
 
         configure_precision(task)
         reference = load_reference(task, taskdir)
@@ -358,7 +359,7 @@ class GPUWorker:
                 lap("time_candidate")
                 pr, profile = None, []
                 if task.timing.profile_calls:
-                    from tritongym.core.worker.gpu_profile import profile_forward
+                    from tritongym.core.measure.gpu_profile import profile_forward
 
                     pr, profile = profile_forward(
                         forward, source.trial(0), task.timing.profile_calls, set(self.recorder.own_compiled)

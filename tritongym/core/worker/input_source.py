@@ -103,7 +103,7 @@ class InputSource:
         degenerate: list[tuple[str, str, list, list]] | None = None,
     ) -> InputSource:
         """Sets made once (`degenerate`: (name, control, inputs, the other seed's inputs)); each call clones one."""
-        from tritongym.core.worker.tensors import clone_all
+        from tritongym.core.measure.tensors import clone_all
 
         def cloned(values: list | None) -> Make | None:
             return None if values is None else (lambda: clone_all(values))

@@ -36,12 +36,13 @@ import sys
 import time
 from collections import OrderedDict
 
+from tritongym.core.measure import trusted
+from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
-from tritongym.core.worker import frames, trusted
+from tritongym.core.worker import frames
 from tritongym.core.worker.parking import Parked, fetch, on_host, park_all, split_bytes
 from tritongym.core.worker.stages import StageError, error_info
 from tritongym.core.worker.task_runner import configure_precision
-from tritongym.core.worker.tensors import tensor_bytes
 from tritongym.core.worker_task import WorkerTask
 
 STARTED = time.monotonic()
@@ -73,13 +74,13 @@ class ReferenceRecord:
     def __init__(self, task: WorkerTask, workdir: str, device) -> None:
         import torch
 
-        from tritongym.core.worker.compare import flatten_outputs
-        from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
+        from tritongym.core.measure.compare import flatten_outputs
+        from tritongym.core.measure.gold import exact_reference, gold_model, gold_samples
+        from tritongym.core.measure.tensors import clone_all
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
         from tritongym.core.worker.probes import reference_probe_outputs
         from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
-        from tritongym.core.worker.tensors import clone_all
         from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
         began = time.perf_counter()
@@ -175,7 +176,7 @@ class ReferenceRecord:
 
     def timing_inputs(self) -> list[list]:
         """The pristine sets timing refreshes from, made again from their seeds (bounded by bytes)."""
-        from tritongym.core.worker.tensors import timing_inputs
+        from tritongym.core.measure.tensors import timing_inputs
 
         return timing_inputs(self.source.trial, self.source.n_main)
 
@@ -218,8 +219,8 @@ class Keeper:
         self.cuda = self.device.type == "cuda"
         self.timer = None
         if self.cuda:
-            from tritongym.core.worker.gpu_profile import warm_profiler  # noqa: F401 - loaded like a worker's
-            from tritongym.core.worker.timing import Timer
+            from tritongym.core.measure.gpu_profile import warm_profiler  # noqa: F401 - loaded like a worker's
+            from tritongym.core.measure.timing import Timer
 
             torch.cuda.set_device(self.device)
             torch.empty(1, device=self.device)
@@ -351,7 +352,7 @@ class Keeper:
         if not (self.cuda and task.timing.enabled):
             return {"timing": timing.model_dump_json()}
         configure_precision(task)  # timed in the policy's class; the keeper serves every policy in turn
-        from tritongym.core.worker.timing import measure_copy_bandwidth
+        from tritongym.core.measure.timing import measure_copy_bandwidth
 
         params = list(record.ref_model.parameters()) + list(record.ref_model.buffers())
         timing.bytes_moved = record.input_bytes + tensor_bytes(params) + sum(split_bytes(record.ref_outputs[0]))
@@ -486,7 +487,7 @@ class Keeper:
         """The outputs lent before this request (filled by now: the worker asks again only once its copies are
         done) judged at once against the reference their group named (gold for a main trial before `JUDG`; a
         degeneracy probe's also against the control's answer), and their handouts freed."""
-        from tritongym.core.worker.compare import compare_output
+        from tritongym.core.measure.compare import compare_output
         from tritongym.core.worker.handouts import Handout
 
         task, record = state["task"], state["record"]
@@ -535,7 +536,7 @@ class Keeper:
 
     def _compare(self, tolerances):
         """A handout's judgement, or an unlent output (stand-in, type name) compared with its reference."""
-        from tritongym.core.worker.compare import compare_output
+        from tritongym.core.measure.compare import compare_output
 
         def compare(i: int, out, stored, against_control: bool = False, gold=None):
             if isinstance(out, _Judged):

@@ -117,7 +117,7 @@ class LaunchRecorder:
         return run
 
     def _stall_side_stream(self) -> None:
-        from tritongym.core.worker import trusted
+        from tritongym.core.measure import trusted
 
         handle = trusted.current_stream().cuda_stream
         if handle != self.caller_stream and (self.phase, handle) not in self._stalled:

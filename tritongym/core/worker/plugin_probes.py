@@ -39,7 +39,7 @@ def load_functions(targets: dict[str, str]) -> dict[str, object]:
 
 def run_plugin_probes(model, recorder, functions: dict[str, object], inputs: list) -> dict[str, dict]:
     """Call each probe function as `function(model, clone of inputs)`; name -> {"json", "error", "launches"}."""
-    from tritongym.core.worker.tensors import clone_all
+    from tritongym.core.measure.tensors import clone_all
 
     was_training = model.training
     results: dict[str, dict] = {}

@@ -61,9 +61,9 @@ def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None) ->
     them exactly (a reference without dropout or batch statistics), so one copy is held, not two."""
     import torch
 
-    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.measure.compare import flatten_outputs
+    from tritongym.core.measure.tensors import clone_all
     from tritongym.core.worker.controls import control_answer
-    from tritongym.core.worker.tensors import clone_all
 
     keep = keep or (lambda outputs: outputs)
 
@@ -120,8 +120,8 @@ def run_probes(
     record)`, when given, follows each call: the caller hands the outputs out before the next."""
     import torch
 
-    from tritongym.core.worker.compare import flatten_outputs
-    from tritongym.core.worker.tensors import plain_output
+    from tritongym.core.measure.compare import flatten_outputs
+    from tritongym.core.measure.tensors import plain_output
 
     was_training = model.training
     records: list[dict] = []
@@ -208,8 +208,8 @@ def compare_probes(
 
     `compare(i, output, stored reference, against_control)`, when given, makes each comparison (None where
     the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked."""
+    from tritongym.core.measure.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
-    from tritongym.core.worker.compare import compare_output
 
     def plain(i: int, out, ref, against_control: bool = False):
         return compare_output(i, out, ref, tolerances) if _is_tensor(ref) else None
@@ -334,7 +334,7 @@ def prior_answers(records: list[dict], refs: list, tolerances) -> list[str]:
     answer unless the problem is degenerate, which the `degenerate` check handles)."""
     import torch
 
-    from tritongym.core.worker.compare import EXACT
+    from tritongym.core.measure.compare import EXACT
 
     found = []
     for record in records:

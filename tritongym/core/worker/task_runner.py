@@ -29,6 +29,7 @@ import os
 import sys
 from types import ModuleType
 
+from tritongym.core.measure.tensors import clone_all, same_value, to_device
 from tritongym.core.models import AutotuneChoice, ErrorInfo, Evidence, LaunchRecord, TrialEvidence
 from tritongym.core.worker.controls import (
     CONTROLS,
@@ -38,7 +39,6 @@ from tritongym.core.worker.controls import (
     transform_inputs,
 )
 from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded, load_module
-from tritongym.core.worker.tensors import clone_all, same_value, to_device
 from tritongym.core.worker_task import WorkerTask
 
 REFERENCE_MODULE = "tritongym_reference"
@@ -100,9 +100,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     has exited, in this process, which the candidate never touched."""
     import torch
 
+    from tritongym.core.measure.compare import compare_output, flatten_outputs
+    from tritongym.core.measure.gold import exact_reference, gold_model, gold_samples
     from tritongym.core.worker.candidate_runner import fork_candidate
-    from tritongym.core.worker.compare import compare_output, flatten_outputs
-    from tritongym.core.worker.gold import exact_reference, gold_model, gold_samples
     from tritongym.core.worker.input_source import InputSource, ghost_seed, precomputed_seed
     from tritongym.core.worker.launches import LaunchRecorder
     from tritongym.core.worker.op_trace import traced_call
@@ -201,7 +201,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
     compared on every transform of the inputs (`controls.py`), for the parent to pick one that breaks it."""
     import torch
 
-    from tritongym.core.worker.compare import compare_output, flatten_outputs
+    from tritongym.core.measure.compare import compare_output, flatten_outputs
 
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
@@ -316,7 +316,7 @@ def main() -> None:
         else:
             evidence.fingerprint = local_fingerprint()
         if task.mode == "screen":
-            from tritongym.core.worker.gold import exact_reference
+            from tritongym.core.measure.gold import exact_reference
 
             with exact_reference():
                 run_screen(task, workdir, evidence)

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import describe_sizes
-from tritongym.core.worker.tensors import tensor_bytes
 
 
 @dataclass
@@ -48,7 +48,7 @@ class PlannedTrial:
 
     def fresh_inputs(self) -> list:
         """A set of this trial's inputs the caller owns: a clone of the kept set, or one made again from the seed."""
-        from tritongym.core.worker.tensors import clone_all
+        from tritongym.core.measure.tensors import clone_all
 
         return clone_all(self.inputs) if self.inputs is not None else self.remake()
 
@@ -208,7 +208,7 @@ def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTri
     message names the shape set.  Both workers call this, so both judge the same trials."""
     import torch
 
-    from tritongym.core.worker.compare import flatten_outputs
+    from tritongym.core.measure.compare import flatten_outputs
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.stages import StageError, error_info
 

@@ -28,13 +28,13 @@ def _preload() -> None:
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
+    import tritongym.core.measure.compare  # noqa: F401
+    import tritongym.core.measure.gpu_profile  # noqa: F401
+    import tritongym.core.measure.timing  # noqa: F401
     import tritongym.core.worker.candidate_runner  # noqa: F401
-    import tritongym.core.worker.compare  # noqa: F401
-    import tritongym.core.worker.gpu_profile  # noqa: F401
     import tritongym.core.worker.gpu_worker  # noqa: F401
     import tritongym.core.worker.keeper  # noqa: F401
     import tritongym.core.worker.launches  # noqa: F401
-    import tritongym.core.worker.timing  # noqa: F401
 
 
 def _child(request: dict, fd: int) -> None:

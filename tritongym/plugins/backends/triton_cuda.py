@@ -2,8 +2,8 @@
 
 Candidates run in warm per-GPU worker processes (`tritongym.core.sandbox.gpu_pool`); import, compilation and
 correctness trials of several candidates overlap on one GPU while timing holds it alone.  Timing follows
-`tritongym.core.worker.timing` (CUDA graphs, L2 flush, in-place refreshed and rotated inputs, medians with
-IQR), profiling `tritongym.core.worker.gpu_profile` (PR from exact compiled kernel names).
+`tritongym.core.measure.timing` (CUDA graphs, L2 flush, in-place refreshed and rotated inputs, medians with
+IQR), profiling `tritongym.core.measure.gpu_profile` (PR from exact compiled kernel names).
 """
 
 from __future__ import annotations

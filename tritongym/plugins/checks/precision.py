@@ -1,7 +1,7 @@
 """`precision`: every output reaches the precision class the policy allows, measured against a float64 gold.
 
 The worker keeps, for every main trial, the reference's float64 gold on a sample of positions
-(`core/worker/gold.py`); each output comparison carries the candidate's relative-norm error against it
+(`core/measure/gold.py`); each output comparison carries the candidate's relative-norm error against it
 and the reference's own error at its dtype.  The error names a class (`core/precision.py`: `ieee`, `tf32`,
 `half`, below); the evaluation's policy (`precision`, default `tf32`) names the least exact class that
 passes.  A float16-operand GEMM on a float32 problem reaches `tf32` and passes by default; bfloat16

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from tritongym.core.measure import trusted
 from tritongym.core.models import TimingStats
-from tritongym.core.worker import trusted
 from tritongym.core.worker_task import TimingOptions
 
 Forward = Callable[[list], object]

@@ -13,8 +13,8 @@ from collections import defaultdict
 
 import torch
 
+from tritongym.core.measure import trusted
 from tritongym.core.models import ProfileEntry
-from tritongym.core.worker import trusted
 
 _DEVICE_TYPES = {"CUDA", "PrivateUse1"}
 

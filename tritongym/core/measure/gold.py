@@ -121,7 +121,7 @@ def gold_samples(model64, inputs: list, refs: list, generator, ref_model=None) -
 
     import torch
 
-    from tritongym.core.worker.compare import flatten_outputs, rel_err
+    from tritongym.core.measure.compare import flatten_outputs, rel_err
 
     if model64 is None:
         return [None] * len(refs)
@@ -176,8 +176,8 @@ def _outputs_in(ref_model, inputs: list, context) -> list:
     """The reference's outputs under `context` (TF32 on, bfloat16 autocast), or [] when it cannot run so."""
     import torch
 
-    from tritongym.core.worker.compare import flatten_outputs
-    from tritongym.core.worker.tensors import clone_all
+    from tritongym.core.measure.compare import flatten_outputs
+    from tritongym.core.measure.tensors import clone_all
 
     try:
         with torch.no_grad(), context():
