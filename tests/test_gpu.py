@@ -5,6 +5,7 @@ python -m pytest -m gpu tests/test_gpu.py
 
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
 
@@ -51,6 +52,21 @@ def gpu_evaluator(tmp_path_factory, sandbox_checks):
     yield evaluator
     evaluator.close()
     registry.close()
+
+
+@contextlib.contextmanager
+def fresh_evaluator(path, checks, **config):
+    """An Evaluator on the GPU over a registry of its own at `path` (nothing timed before), closed after."""
+    from tritongym.core.registry import Registry
+
+    registry = Registry(path / "registry.db")
+    config = EvalConfig(backend="triton-cuda", size="gpu", use_cache=False, timeout_s=300, checks=checks, **config)
+    evaluator = Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
+    try:
+        yield evaluator, registry
+    finally:
+        evaluator.close()
+        registry.close()
 
 
 def test_every_solution_is_ok_with_speedup_and_pr(gpu_evaluator):
@@ -202,18 +218,10 @@ def test_pointer_cache_fails_on_refreshed_inputs(gpu_evaluator):
 def test_an_rl_batch_of_one_problem_builds_and_times_its_reference_once(tmp_path, sandbox_checks):
     """Issue 27 item 3: samples of one problem evaluated at once (an RL batch) share the keeper's record and the
     reference's timing: one full timing, the others a short drift check against it."""
-    from tritongym.core.registry import Registry
-
     problem = load_problem("softmax", "gpu")
     samples = [(problem.solution + f"\nSAMPLE = {k}\n", problem) for k in range(4)]  # four distinct kernels
-    registry = Registry(tmp_path / "registry.db")  # nothing timed before
-    config = EvalConfig(backend="triton-cuda", size="gpu", use_cache=False, timeout_s=300, checks=sandbox_checks)
-    evaluator = Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
-    try:
+    with fresh_evaluator(tmp_path, sandbox_checks) as (evaluator, _):
         results = evaluator.evaluate_many(samples)
-    finally:
-        evaluator.close()
-        registry.close()
     assert [r.status for r in results] == [Status.ok] * 4, [r.message for r in results]
     assert sum(r.phases.get("reference_cached") == 1.0 for r in results) == 3, [r.phases for r in results]
     full = [r for r in results if r.timing.reference_cached is None]
@@ -225,27 +233,13 @@ def test_the_drift_check_shares_the_candidates_exclusive_hold(tmp_path, sandbox_
     """Each exclusive hold of the GPU costs a drain (every sharer waits for it): a task whose reference is timed in
     full takes it twice, once for the reference's timing (RTIM) and once for the candidate's timing, its profile
     and the reference's drift check (RCHK, asked by the worker inside that hold), never a third time."""
-    from tritongym.core.registry import Registry
-
     problem = load_problem("relu", "gpu")
-    registry = Registry(tmp_path / "registry.db")  # nothing timed before: the reference is measured in full
-    config = EvalConfig(
-        backend="triton-cuda",
-        size="gpu",
-        use_cache=False,
-        timeout_s=300,
-        checks=sandbox_checks,
-        remeasure_speedup_above=None,  # no second task
-    )
-    evaluator = Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
-    try:
+    # nothing timed before (the reference is measured in full), and no second task
+    with fresh_evaluator(tmp_path, sandbox_checks, remeasure_speedup_above=None) as (evaluator, _):
         pool = evaluator.backend.pool()
         before = sum(pool.exclusive_grants().values())
         result = evaluator.evaluate(problem.solution, problem)
         grants = sum(pool.exclusive_grants().values()) - before
-    finally:
-        evaluator.close()
-        registry.close()
     assert result.status == Status.ok, result.message
     assert result.timing.reference_cached is None and result.timing.reference_before is not None
     assert result.timing.reference_after is not None and result.timing.reference_after.samples > 0
@@ -331,19 +325,8 @@ def test_compile_reference_is_timed_cached_and_stored(tmp_path, sandbox_checks):
     """`compile_reference`: the worker compiles the reference, checks it against eager and times it before the
     candidate is imported; the parent stores compile_speedup beside the eager speedup and caches the compiled
     timing, so the next task for the problem compiles nothing."""
-    from tritongym.core.registry import Registry
-
-    registry = Registry(tmp_path / "registry.db")
-    config = EvalConfig(
-        backend="triton-cuda",
-        size="gpu",
-        use_cache=False,
-        timeout_s=300,
-        checks=sandbox_checks,
-        compile_reference=True,
-    )
     problems = [load_problem(name, "gpu") for name in ("softmax", "relu")]
-    with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
+    with fresh_evaluator(tmp_path, sandbox_checks, compile_reference=True) as (evaluator, registry):
         first = evaluator.evaluate_many([(p.solution, p) for p in problems])
         for r, problem in zip(first, problems):
             assert r.status == Status.ok, (r.problem_id, r.message)
@@ -359,7 +342,6 @@ def test_compile_reference_is_timed_cached_and_stored(tmp_path, sandbox_checks):
             row = registry.db["evaluations"].get(r.evaluation_id)
             assert row["compile_speedup"] == pytest.approx(r.compile_speedup)
         again = evaluator.evaluate(problems[0].solution, problems[0])
-    registry.close()
     assert again.status == Status.ok and again.timing.compile_reference_source == "cached"
     assert "compile_reference" not in again.phases  # served from the registry: nothing compiled
     assert again.compile_ref_runtime_ms == first[0].compile_ref_runtime_ms

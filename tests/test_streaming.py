@@ -47,6 +47,17 @@ def get_init_inputs():
 BIG_RELU_KERNEL = RELU_KERNEL.replace("1024", str(1 << 20))  # few programs: Triton's interpreter is slow per program
 
 
+def big_task(**fields) -> WorkerTask:
+    """A CPU pool task for BIG_RELU (48 MiB in, 48 MiB out), ieee tolerances; `fields` set or override the rest."""
+    return WorkerTask(
+        problem_name="big_relu",
+        problem_source=BIG_RELU,
+        device="cpu",
+        tolerances=tolerances_for("ieee", {}),
+        **{"seeds": [1], **fields},
+    )
+
+
 def _status(pid: int) -> dict[str, float]:
     """The process's memory lines of /proc/PID/status, in MiB."""
     found = {}
@@ -70,15 +81,7 @@ def test_the_worker_holds_about_one_call_at_a_time():
             f.write("5")  # the peak (VmHWM) starts again from the resident memory now
         before = _status(worker.pid)["VmRSS"]
         pool.ready.put(worker)
-        task = WorkerTask(
-            problem_name="big_relu",
-            problem_source=BIG_RELU,
-            candidate_source=BIG_RELU_KERNEL,
-            device="cpu",
-            tolerances=tolerances_for("ieee", {}),
-            seeds=[1, 2, 3],
-            extra_sizes=[{"ROWS": 1024}],
-        )
+        task = big_task(candidate_source=BIG_RELU_KERNEL, seeds=[1, 2, 3], extra_sizes=[{"ROWS": 1024}])
         evidence = pool.run(task, timeout_s=600)
         grown = _status(worker.pid)["VmHWM"] - before
         assert evidence.error is None and evidence.stage == "done", evidence.error
@@ -282,14 +285,7 @@ def test_a_screen_holds_one_input_transform_at_a_time():
             f.write("5")
         before = _status(worker.pid)["VmRSS"]
         pool.ready.put(worker)
-        task = WorkerTask(
-            mode="screen",
-            problem_name="big_relu",
-            problem_source=BIG_RELU,
-            device="cpu",
-            tolerances=tolerances_for("ieee", {}),
-            seeds=[1],
-        )
+        task = big_task(mode="screen")
         evidence = pool.run(task, timeout_s=600)
         grown = _status(worker.pid)["VmHWM"] - before
         assert evidence.error is None and evidence.stage == "done", evidence.error
@@ -309,9 +305,7 @@ def test_the_keeper_weighs_a_new_problem_on_the_meta_device(tmp_path, monkeypatc
 
     monkeypatch.chdir(tmp_path)
     keeper = Keeper("cpu")
-    task = WorkerTask(
-        problem_name="big_relu", problem_source=BIG_RELU, device="cpu", tolerances=tolerances_for("ieee", {}), seeds=[1]
-    )
+    task = big_task()
     payload = json.dumps({"task": task.model_dump(mode="json"), "task_id": "a"})
     assert keeper.size(payload) == {"forward_mb": 2 * SET_MB, "outputs_mb": SET_MB, "park_mb": 64.0, "error": None}
     keeper.prep(payload)
@@ -331,14 +325,7 @@ def test_a_task_waits_for_gpu_memory_before_its_reference_is_built():
         budget = pool.memory["cpu"] = MemoryBudget(4000.0)
         pool.total_mb["cpu"] = 8000.0
         held = budget.reserve(3500.0)  # what is left (500 MiB) is less than any task reserves
-        big = WorkerTask(
-            problem_name="big_relu",
-            problem_source=BIG_RELU,
-            candidate_source=BIG_RELU_KERNEL,
-            device="cpu",
-            tolerances=tolerances_for("ieee", {}),
-            seeds=[1],
-        )
+        big = big_task(candidate_source=BIG_RELU_KERNEL)
         found = []
         runner = threading.Thread(target=lambda: found.append(pool.run(big, timeout_s=300)))
         runner.start()
