@@ -49,13 +49,8 @@ BIG_RELU_KERNEL = RELU_KERNEL.replace("1024", str(1 << 20))  # few programs: Tri
 
 def big_task(**fields) -> WorkerTask:
     """A CPU pool task for BIG_RELU (48 MiB in, 48 MiB out), ieee tolerances; `fields` set or override the rest."""
-    return WorkerTask(
-        problem_name="big_relu",
-        problem_source=BIG_RELU,
-        device="cpu",
-        tolerances=tolerances_for("ieee", {}),
-        **{"seeds": [1], **fields},
-    )
+    defaults = {"problem_name": "big_relu", "problem_source": BIG_RELU, "device": "cpu", "seeds": [1]}
+    return WorkerTask(tolerances=tolerances_for("ieee", {}), **{**defaults, **fields})
 
 
 def _status(pid: int) -> dict[str, float]:
@@ -405,5 +400,34 @@ def test_a_records_parked_outputs_are_reserved_in_host_memory():
         runner.join(timeout=120)
         assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
         assert list(pool.host_peaks.values()) == [found[0].phases["reference_host_mb"]] and host.reserved_mb == 0.0
+    finally:
+        pool.close()
+
+
+def test_a_screen_reserves_gpu_memory_as_a_reference_build_does():
+    """Screens run the reference on its full-size inputs; they reserved a token and ran out of the H100's memory
+    side by side.  A screen now reserves as the keeper's build does (the meta-device weighing times
+    `REFERENCE_NEED_FACTOR` here) and waits while that does not fit."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096))
+    try:
+        relu = load_problem("relu")
+        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
+        budget = pool.memory["cpu"] = MemoryBudget(4000.0)
+        pool.total_mb["cpu"] = 8000.0
+        # 150 MiB in, 150 MiB out: weighed 300 MiB, so 600 + 4 x 300 = 1800 MiB reserved; with 1700 left it waits,
+        # where the token a screen reserved before (600 + 1024) would have gone ahead
+        source = BIG_RELU.replace(f"ROWS = {ROWS}", "ROWS = 6400").replace(f"COLS = {COLS}", "COLS = 6144")
+        held = budget.reserve(2300.0)
+        found = []
+        screen = big_task(mode="screen", problem_source=source)
+        runner = threading.Thread(target=lambda: found.append(pool.run(screen, timeout_s=300)))
+        runner.start()
+        runner.join(timeout=3.0)
+        assert runner.is_alive() and budget.reserved_mb == 2300.0  # waiting, nothing granted beside the holder
+        budget.release(held)
+        runner.join(timeout=300)
+        assert found[0].error is None and found[0].stage == "done" and budget.reserved_mb == 0.0
     finally:
         pool.close()

@@ -813,9 +813,12 @@ class TaskDriver:
                 # under the reference's limit rather than a candidate's
                 self.deadline = started + max(self.timeout_s, self.REFERENCE_LIMIT_S)
                 self.phase = "the screen (negative controls)"
-                # a screen counts on the GPU's memory like any task (the least a task reserves: its need is not
-                # measured before it runs), so a retried screen's "alone" waits for every other screen too
-                self._admit(alone=self.alone)
+                # a screen reserves as a reference's build does (it runs the reference, on its own inputs), so
+                # screens of large problems wait for each other; one that still ran out runs again alone
+                if self.alone:
+                    self._admit(alone=True)
+                else:
+                    self._reserve_reference(parking=False)
             else:
                 self._reserve_reference()
                 failed = self._prepare()
@@ -901,17 +904,18 @@ class TaskDriver:
     parameters, outputs) for its keeper's build: the inputs, their clone for the call, the outputs and the float64
     gold's temporaries.  Once built, the measured peak is reserved instead (`WorkerPool.peaks`)."""
 
-    def _reserve_reference(self) -> None:
+    def _reserve_reference(self, parking: bool = True) -> None:
         """Reserve GPU memory for the keeper's build of the reference's side (`PREP`, `RTIM`), before it starts:
         a full-size problem built beside others with nothing reserved ran the GPU out of memory for everyone.
         The need is the peak measured the last time (this pool, any task of the problem; else the registry's,
         `WorkerTask.reference_peak_mb`) or the keeper's meta-device weighing (`SIZE`) times
-        `REFERENCE_NEED_FACTOR`; waiting for it is not the candidate's."""
+        `REFERENCE_NEED_FACTOR`; waiting for it is not the candidate's.  `parking`: also the host memory of the
+        outputs the keeper will park (a screen parks none)."""
         budget = self.pool.memory.get(self.worker.gpu)
         if budget is None:
             return
         peak = self.pool.peaks.get(self.reference_key, self.task.reference_peak_mb)  # this pool's, or the registry's
-        parked = self.pool.host_peaks.get(self.reference_key)
+        parked = self.pool.host_peaks.get(self.reference_key) if parking else 0.0
         if peak is None or (parked is None and self.pool.host_memory is not None):
             payload = json.dumps({"task": self.task.model_dump(mode="json")}).encode()
             ok, answer = self.keeper.call("SIZE", payload, 120.0)
