@@ -25,7 +25,8 @@ benchmarks/results/kernelbench_sweep.json) is rewritten after every problem, so 
 A device call lasts at most 10 minutes, so a sweep is split over calls, either statically with
 `--shard K/N` (every N-th problem from the K-th) or by time: `--budget-s S` starts no problem after S
 seconds and `--resume JSON` skips the problems a previous run's JSON holds (`--retry-infrastructure`: but
-those that failed for the machinery) and carries its rows and wall time forward.  `--merge A.json B.json ...`
+those that failed for the machinery; `--retry-status hacked`: those with that status) and carries its rows
+and wall time forward.  `--merge A.json B.json ...`
 joins shard files into one (rows, and the wall time of every run once).  `--jobs N` evaluates N problems at
 once (per-problem seconds then overlap; the total wall time is what counts).
 
@@ -444,7 +445,12 @@ def run(args) -> dict:
     previous: dict = {}
     if args.resume:
         previous = json.loads(Path(args.resume).read_text())
-    kept = [r for r in previous.get("rows", []) if not (args.retry_infrastructure and r.get("infrastructure_failure"))]
+    kept = [
+        r
+        for r in previous.get("rows", [])
+        if not (args.retry_infrastructure and r.get("infrastructure_failure"))
+        and r.get("status") not in args.retry_status
+    ]
     done_names = {r["name"] for r in kept}
     todo = [(lv, p) for lv, p in files if f"level{lv}/{p.stem}" not in done_names]
     rows: list[dict] = kept
@@ -587,6 +593,12 @@ def main(argv: list[str] | None = None) -> dict:
         "--retry-infrastructure",
         action="store_true",
         help="with --resume: run again the problems whose row there is an infrastructure failure",
+    )
+    parser.add_argument(
+        "--retry-status",
+        action="append",
+        default=[],
+        help="with --resume: run again the problems whose row there has this status (hacked, for example)",
     )
     parser.add_argument("--budget-s", type=float, default=None, help="start no problem after this many seconds")
     parser.add_argument("--backend", default="triton-cuda", help="triton-cuda (default), or triton-cpu for tests")

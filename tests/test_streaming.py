@@ -431,3 +431,29 @@ def test_a_screen_reserves_gpu_memory_as_a_reference_build_does():
         assert found[0].error is None and found[0].stage == "done" and budget.reserved_mb == 0.0
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_parking_faults_in_every_page_of_its_buffer_before_the_copy(dtype):
+    """`parking._prefault` touches one element of every 4 KiB page (so the device-to-host copy that follows
+    writes to memory already there) and nothing between them."""
+    from tritongym.core.worker import parking
+
+    per_page = parking.PAGE_BYTES // torch.empty((), dtype=dtype).element_size()
+    n = 37 * per_page + 5  # not a multiple of the threads or of a page
+    host = torch.full((n,), 3.0, dtype=dtype)
+    parking._prefault(host)
+    touched = (host == 0).nonzero().flatten().tolist()
+    assert touched == list(range(0, n, per_page))
+
+
+def test_a_screens_normal_inputs_are_drawn_on_the_inputs_device_and_repeat():
+    """The `normal` input transform draws from a generator on the input's own device (a full-size input drawn
+    on the host took the screen tens of seconds), the same numbers for the same seed, others for another."""
+    from tritongym.core.worker.controls import transform_inputs
+
+    inputs = [torch.ones(64, 32), 3]
+    first, again, other = (transform_inputs("normal", inputs, seed) for seed in (5, 5, 6))
+    assert first[1] == 3 and first[0].device == inputs[0].device and first[0].dtype == torch.float32
+    assert torch.equal(first[0], again[0]) and not torch.equal(first[0], other[0])
+    assert 3.0 < float(first[0].std()) < 5.0  # scaled by 4

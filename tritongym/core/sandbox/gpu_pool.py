@@ -80,6 +80,9 @@ def _gpu_env(tmp: str, options: PoolOptions) -> dict[str, str]:
     """The sandbox's stripped environment, plus what the CUDA driver and Triton's compiler may need."""
     env = _worker_env(tmp, options.extra_env)
     env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+    # torch's host allocations of 2 MiB and up on huge pages: the keeper parks GiBs of reference outputs in
+    # host memory, and faulting them in 4 KiB at a time was most of a full-size record's build (parking.py)
+    env.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     return env
 
 

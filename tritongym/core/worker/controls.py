@@ -45,7 +45,10 @@ def transform_inputs(name: str, inputs: list, seed: int) -> list | None:
 
     if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in inputs):
         return None
-    generator = torch.Generator().manual_seed(seed ^ 0x7A5F)
+    # drawn on the input's own device: a full-size input (1.5 G elements) drawn on the host took the screen
+    # tens of seconds per seed on one CPU thread, plus the copy; the keeper and the candidate's worker draw
+    # the same way on the same GPU, so their sets agree (as `task_runner.make_inputs`'s do)
+    generator = None
     out = []
     for v in inputs:
         if isinstance(v, torch.Tensor) and v.is_floating_point():
@@ -54,7 +57,10 @@ def transform_inputs(name: str, inputs: list, seed: int) -> list | None:
             elif name == "scaled":
                 v = v * 16
             elif name == "normal":
-                v = (torch.randn(v.shape, generator=generator, dtype=torch.float32) * 4).to(v.dtype).to(v.device)
+                if generator is None or generator.device != v.device:
+                    generator = torch.Generator(device=v.device).manual_seed(seed ^ 0x7A5F)
+                drawn = torch.randn(v.shape, generator=generator, dtype=torch.float32, device=v.device)
+                v = (drawn * 4).to(v.dtype)
             else:
                 raise ValueError(f"unknown input transform {name!r} (known: {', '.join(TRANSFORMS)})")
         out.append(v)

@@ -270,6 +270,13 @@ class Keeper:
             # kept at once, not when the task ends: the other samples of an RL batch's problem, running beside
             # this one, share it instead of each building its own
             self._keep(key, record)
+            if self.cuda:
+                import torch
+
+                # the build's temporaries go back to the GPU now, not when the task ends: the pool reserved
+                # them for the build only, and a full-size build's peak (55 GiB for a 12 GiB forward) held
+                # by the keeper ran the judging of the candidate's outputs out of memory beside its worker
+                torch.cuda.empty_cache()
         self.tasks[data["task_id"]] = {
             "task": task,
             "record": record,
@@ -365,6 +372,9 @@ class Keeper:
         inputs = record.timing_inputs()
         timing.reference_before, _ = self.timer.time_forward(self._forward(record), inputs, task.timing, rep)
         del inputs
+        import torch
+
+        torch.cuda.empty_cache()  # the timing's input sets and outputs back before the candidate's worker starts
         phases["time_reference"] = round(time.perf_counter() - began, 4)
         compile_known = task.cached_compile_reference is not None or bool(data.get("compile_known"))
         if task.compile_reference and not compile_known:
