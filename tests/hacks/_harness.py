@@ -30,6 +30,7 @@ from tritongym.core.problems import load_problem
 HERE = Path(__file__).resolve().parent
 CANDIDATES = HERE / "candidates"
 HONEST = HERE / "honest"
+PROBLEMS = HERE / "problems"  # problems the suite does not bundle (KernelBench-style, small for the CPU)
 
 STATIC, RUNTIME = "static", "runtime"
 

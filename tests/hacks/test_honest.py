@@ -22,7 +22,7 @@ from tritongym.core.interfaces import CheckPolicy
 from tritongym.core.models import Candidate, Status
 from tritongym.core.problems import suite_problems
 
-from ._harness import HONEST, STATIC, Case, evaluate_cases, explain, new_host, registered_checks
+from ._harness import HONEST, PROBLEMS, STATIC, Case, evaluate_cases, explain, new_host, registered_checks
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -64,6 +64,9 @@ HONEST_CASES: list[Case] = [
     Case("mlp_linear_helper.py", "mlp", ()),
     Case("fma_rows_numel.py", "fused_multiply_add", ()),
     Case("attention_flash_online.py", "attention", ()),
+    # a KernelBench-style problem outside the suite: BatchNorm left in train() mode (running statistics
+    # updated by every forward, read by eval()): the mode probes must not call the reference itself a hack
+    Case("batch_norm_train_stats.py", str(PROBLEMS / "batch_norm_train.py"), ()),
 ]
 
 

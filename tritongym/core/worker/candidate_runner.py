@@ -128,6 +128,7 @@ def run_candidate(
         report["stage"] = "bind"
         try:
             report["bound"], report["unbound"] = bind_weights(model, ref_model)
+            built = probes.buffer_snapshot(model)  # each mode probe starts from these, as the reference's do
         except Exception as exc:
             raise StageError("bind", error_info(exc, path)) from None
         report["stage"] = "run"
@@ -199,7 +200,9 @@ def run_candidate(
                 if on_outputs is None
                 else (lambda where, record: handed_out(where, record, f"in probe {where[1]}"))
             )
-            report["probes"] = probes.run_probes(model, recorder, source, mine, watch=watch, on_outputs=stream)
+            report["probes"] = probes.run_probes(
+                model, recorder, source, mine, watch=watch, on_outputs=stream, built=built
+            )
             if watch is not None:
                 report["prior"] = watch.records
             mine = None

@@ -79,7 +79,7 @@ class ReferenceRecord:
         from tritongym.core.measure.tensors import clone_all
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
-        from tritongym.core.worker.probes import reference_probe_outputs
+        from tritongym.core.worker.probes import buffer_snapshot, reference_probe_outputs
         from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
         from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
@@ -91,6 +91,7 @@ class ReferenceRecord:
         configure_precision(task)
         self.reference = load_reference(task, workdir)
         self.ref_model, _ = build_reference(task, self.reference, device)
+        built = buffer_snapshot(self.ref_model)  # the mode probes start from the buffers as built
         self.source = InputSource.seeded(task, self.reference, device, make_inputs)
         self.ref_outputs: list[list] = []
         self.golds: list[list] = []
@@ -132,7 +133,7 @@ class ReferenceRecord:
         try:
             with exact_reference():
                 self.probe_refs = reference_probe_outputs(
-                    self.ref_model, self.source, keep=park_all, same_as_trial=self._same_as_trial
+                    self.ref_model, self.source, keep=park_all, same_as_trial=self._same_as_trial, built=built
                 )
         except StageError:
             raise

@@ -49,16 +49,45 @@ def mode_probe_name(grad: bool, train: bool) -> str:
     return f"mode:{'grad' if grad else 'no_grad'}+{'train' if train else 'eval'}"
 
 
+def buffer_snapshot(model) -> dict:
+    """The model's buffers as built (by name), for `restore_buffers` before each mode probe.
+
+    A forward in `train()` mode updates buffers (BatchNorm's running statistics), and an `eval()` forward
+    reads them: its output depends on every train-mode call made before.  The reference (in the keeper, after
+    its trials, shape sets and input transforms) and the candidate (after its own trials) have made different
+    calls, so the reference itself, run as the candidate, differed from the reference under `eval()` and was
+    called a mode hack (KernelBench level 1, 33_BatchNorm).  Each mode probe starts from the buffers both
+    models were built with (the candidate's are bound to the reference's, `bind_weights`)."""
+    import torch
+
+    with torch.no_grad():
+        return {name: b.detach().clone() for name, b in model.named_buffers()}
+
+
+def restore_buffers(model, snapshot: dict | None) -> None:
+    """The buffers back to `snapshot`'s values, in place (a buffer since replaced or reshaped is left alone)."""
+    import torch
+
+    if not snapshot:
+        return
+    with torch.no_grad():
+        for name, b in model.named_buffers():
+            saved = snapshot.get(name)
+            if saved is not None and saved.shape == b.shape and saved.dtype == b.dtype:
+                b.copy_(saved)
+
+
 # --- trusted side, before the import ----------------------------------------------------------------------
 
 
-def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None) -> dict[str, list]:
+def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None, built=None) -> dict[str, list]:
     """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
     reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
     `NAME#control`.  `source` (`input_source.py`) makes each probe's inputs when needed; `keep` turns each
     probe's outputs into what is held (the keeper parks large ones in host memory).  A mode probe runs on a
     trial's inputs: `same_as_trial(trial, outputs)` returns that trial's stored outputs when these equal
-    them exactly (a reference without dropout or batch statistics), so one copy is held, not two."""
+    them exactly (a reference without dropout or batch statistics), so one copy is held, not two.  `built`:
+    the model's buffers as built (`buffer_snapshot`), restored before each mode probe."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
@@ -74,6 +103,7 @@ def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None) ->
     was_training = ref_model.training
     try:
         for k, (grad, train) in enumerate(MODE_PROBES):
+            restore_buffers(ref_model, built)
             ref_model.train(train)
             with torch.set_grad_enabled(grad):
                 outputs = detached(ref_model(*source.trial(k % source.n_main)))
@@ -112,12 +142,14 @@ def run_probes(
     last_buffers: list | None,
     watch: PriorAnswerWatch | None = None,
     on_outputs=None,
+    built: dict | None = None,
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
 
     `source` (`input_source.py`) makes each call's inputs when it comes; the `precomputed` call runs under
     `watch` (samples in `watch.records`), the degeneracy probes last.  `on_outputs(["probe", name, trial],
-    record)`, when given, follows each call: the caller hands the outputs out before the next."""
+    record)`, when given, follows each call: the caller hands the outputs out before the next.  `built`: the
+    model's buffers as built, restored before each mode probe (as the reference's are)."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
@@ -153,6 +185,7 @@ def run_probes(
     try:
         n = source.n_main
         for k, (grad, train) in enumerate(MODE_PROBES):
+            restore_buffers(model, built)
             call(mode_probe_name(grad, train), k % n, source.trial(k % n), grad, train)
         if n > 1 and last_buffers is not None:
             values = source.trial(0)  # the last trial used trial n-1's values: these differ

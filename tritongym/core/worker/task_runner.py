@@ -107,7 +107,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.worker.launches import LaunchRecorder
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.plugin_probes import probe_results
-    from tritongym.core.worker.probes import compare_probes, prior_answers, reference_probe_outputs
+    from tritongym.core.worker.probes import buffer_snapshot, compare_probes, prior_answers, reference_probe_outputs
     from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
     device = torch.device(task.device)
@@ -120,6 +120,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.stage = "problem"
     reference = load_reference(task, workdir)
     ref_model, init_inputs = build_reference(task, reference, device)
+    built = buffer_snapshot(ref_model)  # the mode probes start from the buffers as built
     trial_inputs = [make_inputs(reference, seed, device) for seed in task.seeds]
     ghost_inputs = make_inputs(reference, ghost_seed(task), device)
     precomputed_inputs = make_inputs(reference, precomputed_seed(task), device)
@@ -156,7 +157,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             main_sent.append(sent)
     try:
         with exact_reference():
-            probe_refs = reference_probe_outputs(ref_model, source)
+            probe_refs = reference_probe_outputs(ref_model, source, built=built)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
