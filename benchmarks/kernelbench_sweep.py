@@ -28,7 +28,8 @@ seconds and `--resume JSON` skips the problems a previous run's JSON holds (`--r
 those that failed for the machinery; `--retry-status hacked`: those with that status) and carries its rows
 and wall time forward.  `--merge A.json B.json ...`
 joins shard files into one (rows, and the wall time of every run once).  `--jobs N` evaluates N problems at
-once (per-problem seconds then overlap; the total wall time is what counts).
+once (per-problem seconds then overlap; the total wall time is what counts), and `--order mixed` then
+puts a small problem after each large one.
 
     python benchmarks/kernelbench_sweep.py --levels 1 2 --shard 1/8 --out $OUT/sweep-1.json
     python benchmarks/kernelbench_sweep.py --budget-s 300 --problem-limit-s 240 --out $OUT/sweep.json \\
@@ -208,6 +209,30 @@ def footprint(problem: Problem, path: Path, level: int, gpu_mb: float | None) ->
     fits = None if gpu_mb is None or found["forward_mb"] is None else found["forward_mb"] <= gpu_mb
     found["forward_fits_gpu"] = fits
     return found
+
+
+def mixed_order(todo: list[tuple[int, Path]], size: str) -> list[tuple[int, Path]]:
+    """The problems largest forward first, each followed by the smallest left: with `--jobs N` a large problem
+    (which waits for GPU and host memory held by another large one) runs beside small ones that fit beside it,
+    instead of beside the other large ones its neighbours in name order are (level 1's 19-39 each need most
+    of an H100 and half its host).  Weighed on the meta device (`footprint`); one that cannot be weighed goes
+    with the small ones."""
+
+    def weight(item: tuple[int, Path]) -> float:
+        level, path = item
+        try:
+            problem = parse_problem(path.read_text(), f"level{level}/{path.stem}", str(path), size)
+        except ProblemFormatError:
+            return 0.0
+        return footprint(problem, path, level, None).get("forward_mb") or 0.0
+
+    ranked = sorted(todo, key=weight, reverse=True)
+    mixed = []
+    while ranked:
+        mixed.append(ranked.pop(0))
+        if ranked:
+            mixed.append(ranked.pop())
+    return mixed
 
 
 def empty_row(level: int, path: Path) -> dict:
@@ -497,7 +522,7 @@ def run(args) -> dict:
         )
         lock = threading.Lock()
         pending: queue.Queue = queue.Queue()
-        for item in todo:
+        for item in mixed_order(todo, evaluator.size) if args.order == "mixed" else todo:
             pending.put(item)
 
         def finish(row: dict) -> None:
@@ -608,6 +633,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--timeout-s", type=float, default=120.0, help="EvalConfig.timeout_s: the time limit's floor")
     parser.add_argument("--workers-per-gpu", type=int, default=None, help="backend option (default: the backend's)")
     parser.add_argument("--jobs", type=int, default=1, help="problems evaluated at once (1: per-problem times clean)")
+    parser.add_argument(
+        "--order",
+        choices=["name", "mixed"],
+        default="name",
+        help="name: level and number; mixed: largest forward first, each followed by the smallest left (with "
+        "--jobs N, large problems run beside small ones rather than beside each other)",
+    )
     parser.add_argument(
         "--problem-limit-s",
         type=float,

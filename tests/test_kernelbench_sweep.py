@@ -201,3 +201,33 @@ def test_a_forward_is_weighed_on_the_meta_device(sweep):
     assert relu["forward_fits_gpu"] is True and weigh(1, "19_ReLU", 10000.0)["forward_fits_gpu"] is False
     skinny = weigh(1, "9_Tall_skinny_matrix_multiplication_", None)
     assert skinny["inputs_mb"] < 10 and skinny["outputs_mb"] == 4096.0 and skinny["forward_fits_gpu"] is None
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"KernelBench problems not at {KERNELBENCH}")
+def test_the_mixed_order_puts_a_small_problem_after_each_large_one(sweep):
+    """`--order mixed`: with several jobs, ReLU (a 12 GiB forward) and Softmax run beside small problems, not
+    beside each other as they do in name order."""
+    stems = ["19_ReLU", "23_Softmax", "1_Square_matrix_multiplication_", "12_Matmul_with_diagonal_matrices_"]
+    todo = [(1, KERNELBENCH / "level1" / f"{s}.py") for s in stems]
+    order = [p.stem for _, p in sweep.mixed_order(todo, "gpu")]
+    assert sorted(order) == sorted(stems)
+    large = {"19_ReLU", "23_Softmax"}
+    assert order[0] in large and order[1] not in large and order[2] in large and order[3] not in large, order
+
+
+def test_a_resumed_sweep_runs_again_the_rows_of_a_status_it_is_told_to_retry(sweep, tmp_path):
+    """`--retry-status hacked`: a resumed sweep keeps every other row and runs those again (here with no time
+    budget, so they are what is left)."""
+    kb = _write(tmp_path / "kb", {k: PROBLEMS[k] for k in ("19_ReLU", "23_Softmax")})
+    rows = [
+        {"name": "level1/19_ReLU", "level": 1, "status": "ok", "infrastructure_failure": False},
+        {"name": "level1/23_Softmax", "level": 1, "status": "hacked", "infrastructure_failure": False},
+    ]
+    previous = tmp_path / "previous.json"
+    previous.write_text(json.dumps({"rows": rows, "runs": []}))
+    argv = ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--budget-s", "0"]
+    argv += ["--resume", str(previous), "--out", str(tmp_path / "out.json")]
+    kept = sweep.main(argv)
+    assert [r["name"] for r in kept["rows"]] == ["level1/19_ReLU", "level1/23_Softmax"] and kept["left"] == []
+    retried = sweep.main([*argv, "--retry-status", "hacked"])
+    assert [r["name"] for r in retried["rows"]] == ["level1/19_ReLU"] and retried["left"] == ["level1/23_Softmax"]
