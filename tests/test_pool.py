@@ -8,6 +8,7 @@ wait for one another to queue, and the worker's side of it (the frames a worker 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -515,6 +516,7 @@ def test_a_screen_that_ran_out_of_memory_is_run_again_alone(pool, tmp_path):
     (a marker file), as beside other work."""
     marker = tmp_path / "ran-once"
     source = f"""
+import json
 import os
 import torch
 import torch.nn as nn
@@ -598,3 +600,30 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
             driver._release()
             driver.keeper.call("FREE", json.dumps({"task_id": driver.task_id}).encode(), 60.0)
         pool._retire(worker)  # it was sent RCHD while waiting for a task: not a worker to hand on
+
+
+def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried(relu_problem, monkeypatch):
+    """A keeper answering `FAIL` to a request about the candidate's outputs (on the H100: `JTIM` out of memory
+    beside a worker holding most of the GPU) is the keeper's failure: retried (alone, had it been memory), never
+    "the worker sent a malformed frame", a crash charged to the candidate.  Here the keeper forgets the task
+    (`FREE`) right after preparing it, on the first attempt only, so its `JUDG` fails for real."""
+    from tritongym.core.sandbox import gpu_pool
+
+    prepare = gpu_pool.TaskDriver._prepare
+    forgotten: list[str] = []
+
+    def prepare_then_forget(self):
+        failed = prepare(self)
+        if not forgotten:
+            forgotten.append(self.task_id)
+            self.keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
+        return failed
+
+    monkeypatch.setattr(gpu_pool.TaskDriver, "_prepare", prepare_then_forget)
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    finally:
+        pool.close()
+    assert len(forgotten) == 1  # the first attempt's JUDG failed; the retry ran
+    assert evidence.error is None and evidence.stage == "done", evidence.error

@@ -434,6 +434,17 @@ class KeeperUnavailable(Exception):
         self.timed_out = timed_out
 
 
+class KeeperRefused(KeeperUnavailable):
+    """The keeper answered `FAIL` to a request about a candidate's outputs (`HOUT`, `HDAT`, `JUDG`, `JTIM`): its
+    own failure (out of GPU memory beside a large worker, for one), never the candidate's.  It used to read as
+    "the worker sent a malformed frame", a crash charged to the candidate; it is retried as a dead keeper is
+    (with the GPU alone when it ran out of memory)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        prefix = f"the reference keeper failed on {kind}: "  # how the keeper words it (keeper.serve)
+        super().__init__(f"on {kind}: {message.removeprefix(prefix)}")
+
+
 class KeeperProcess(Worker):
     """The GPU's reference keeper (`worker/keeper.py`): requests answered one at a time, `OKAY` or `FAIL`.
 
@@ -691,6 +702,10 @@ class WorkerPool:
                 # other work gets the GPU alone, once; out of memory alone, it is the problem's own size
                 alone = True
                 continue
+            if died and evidence.error is not None and evidence.error.kind == "KeeperCrashed":
+                # the keeper's own failure: retried once, with the GPU alone when it ran out of memory beside
+                # other work (a full-size problem's judging beside a large worker, on the H100)
+                alone = alone or _out_of_memory(evidence)
             if not died:
                 return evidence
             if attempt == 2 and evidence.error is not None:
@@ -828,7 +843,7 @@ class TaskDriver:
                 self._release_reference()
                 if failed is not None:
                     return self._problem(failed, started), False
-                self._admit()
+                self._admit(alone=self.alone)
                 self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
@@ -1055,7 +1070,7 @@ class TaskDriver:
             asked = json.loads(payload)["outputs"]
             ok, answer = self._ask("HOUT", {"task_id": self.task_id, "outputs": asked}, exclusive=None)
             if not ok:
-                raise ValueError(answer["error"]["message"])
+                raise KeeperRefused("HOUT", answer["error"]["message"])
             self.worker.send("HAND", json.dumps(answer).encode())
         elif kind == "HDAT":
             data = frames.tensors_from_bytes(payload)
@@ -1063,7 +1078,7 @@ class TaskDriver:
                 "HDAT", {"task_id": self.task_id, "ids": data["ids"], "values": data["values"]}, None
             )
             if not ok:
-                raise ValueError(answer["error"]["message"])
+                raise KeeperRefused("HDAT", answer["error"]["message"])
             self.worker.send("HDOK")
         elif kind == "CAND" and not self.candidate_seen:
             self.candidate_seen = True
@@ -1073,7 +1088,7 @@ class TaskDriver:
                 raise ValueError("CAND reports more trials than were planned")
             ok, judged = self._ask("JUDG", {"task_id": self.task_id, "report": self.report}, exclusive=None)
             if not ok:
-                raise ValueError(judged["error"]["message"])
+                raise KeeperRefused("JUDG", judged["error"]["message"])
             self.judged = judged
             self.trials = [
                 self._trial(t, sent, comparisons)
@@ -1107,7 +1122,7 @@ class TaskDriver:
                 raise ValueError("TIMD names a trial that was not planned")
             ok, judged = self._ask("JTIM", {"task_id": self.task_id, "timed": timed}, exclusive=None)
             if not ok:
-                raise ValueError(judged["error"]["message"])
+                raise KeeperRefused("JTIM", judged["error"]["message"])
             for trial, n_outputs, comparisons in judged["timed"]:
                 sent = {"n_outputs": n_outputs, "launches": [], "mutated": []}
                 self.timed_trials.append(self._trial(trial, sent, comparisons))
