@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -457,3 +458,44 @@ def test_a_screens_normal_inputs_are_drawn_on_the_inputs_device_and_repeat():
     assert first[1] == 3 and first[0].device == inputs[0].device and first[0].dtype == torch.float32
     assert torch.equal(first[0], again[0]) and not torch.equal(first[0], other[0])
     assert 3.0 < float(first[0].std()) < 5.0  # scaled by 4
+
+
+SLOW_FIRST_CALL = RELU_KERNEL.replace(
+    "    def forward(self, x):\n",
+    "    def forward(self, x):\n        import time\n\n        if not hasattr(self, 'slept'):\n"
+    "            self.slept = True\n            time.sleep(6)\n",
+)
+
+
+def test_the_samples_of_a_batch_share_their_records_host_memory():
+    """A full-size record's parked outputs (54-66 GiB for a level-1 ReLU on the H100) are one for every task
+    that shares the record (an RL batch's samples of a problem: same problem, same seeds), and so is their
+    host reservation: a second sample arriving while the first runs does not wait for it to end, though the
+    host budget holds one record's outputs and not two.  Every output parked (`TRITONGYM_PARK_BYTES=1`)."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    everything = {"TRITONGYM_PARK_BYTES": "1"}
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=2, max_tasks=5, memory_mb=4096, extra_env=everything))
+    try:
+        relu = load_problem("relu")
+        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # measures the record's size
+        (record_mb,) = pool.host_peaks.values()
+        pool.memory["cpu"] = MemoryBudget(100000.0)  # the GPU's budget: ample
+        pool.total_mb["cpu"] = 200000.0
+        host = pool.host_memory = MemoryBudget(1.5 * record_mb)  # one record's parked outputs, not two
+        found = []
+        slow = task_for(relu, SLOW_FIRST_CALL, seeds=[21, 22])
+        first = threading.Thread(target=lambda: found.append(pool.run(slow, timeout_s=120)))
+        first.start()
+        deadline = time.monotonic() + 60
+        while not host.holders and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert host.holders, "the first sample never reserved its record's host memory"
+        second = pool.run(task_for(relu, RELU_KERNEL, seeds=[21, 22]), timeout_s=120)  # the same record
+        assert first.is_alive()  # the first still sleeps in its first call: the second did not wait for it
+        assert second.error is None and second.phases["gpu_memory_wait"] < 1.0, second.phases
+        first.join(timeout=120)
+        assert found[0].error is None
+        assert host.reserved_mb == 0.0 and host.holders == 0  # the last holder released it
+    finally:
+        pool.close()

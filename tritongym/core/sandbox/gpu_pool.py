@@ -529,6 +529,11 @@ class WorkerPool:
         # from; made with the GPU budgets (`_warm_keeper`), shared by every GPU of this host
         self.host_peaks: dict[str, float] = {}
         self.host_memory: MemoryBudget | None = None
+        # per keeper record (`record_key`): the host MiB reserved for its parked outputs and how many running
+        # tasks hold it.  The record is one for all of them (an RL batch's samples share it), so is its
+        # reservation: reserved by the first, released by the last (`TaskDriver._hold_host`)
+        self.host_records: dict[str, list] = {}
+        self._host_key_locks: dict[str, threading.Lock] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -770,7 +775,7 @@ class TaskDriver:
         self.phase = "the reference's side"
         self.granted_mb: float | None = None
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
-        self.host_granted_mb: float | None = None  # host memory for the record's parked outputs, until the task ends
+        self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
         self.memory_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
@@ -900,9 +905,7 @@ class TaskDriver:
         finally:
             self._release()
             self._release_reference()
-            if self.host_granted_mb is not None and self.pool.host_memory is not None:
-                self.pool.host_memory.release(self.host_granted_mb)
-                self.host_granted_mb = None
+            self._let_go_of_host()
             if self.granted_mb is not None:
                 self.pool.memory[self.worker.gpu].release(self.granted_mb)
                 self.granted_mb = None
@@ -946,11 +949,52 @@ class TaskDriver:
                 parked = self._parked_estimate(answer)
         began = time.monotonic()
         if self.pool.host_memory is not None and parked:
-            self.host_granted_mb = self.pool.host_memory.reserve(parked)  # held until the task ends
+            self._hold_host(parked)  # held until the task ends
         self.reference_granted_mb = budget.reserve(CONTEXT_MB + max(1024.0, peak or 0.0))
         waited = time.monotonic() - began
         self.deadline += waited
         self.memory_wait_s += waited
+
+    def _hold_host(self, parked_mb: float) -> None:
+        """Hold the host memory of this task's record: reserved by the first task of the record, shared by the
+        ones that come while it is held (an RL batch of a full-size problem: one record of 54-66 GiB parked for
+        all its samples, where each task reserving its own copy ran them one at a time)."""
+        from tritongym.core.worker.keeper import record_key
+
+        key = record_key(self.task)
+        pool = self.pool
+        with pool._guard:
+            key_lock = pool._host_key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # a second task of the record waits for the first's reservation, then shares it
+            with pool._guard:
+                entry = pool.host_records.get(key)
+                if entry is not None:
+                    entry[1] += 1
+            if entry is None:
+                granted = pool.host_memory.reserve(parked_mb)
+                with pool._guard:
+                    entry = pool.host_records.get(key)
+                    shared = entry is not None  # another task of the record (under a newer lock) was first
+                    if not shared:
+                        entry = pool.host_records[key] = [granted, 0]
+                    entry[1] += 1
+                if shared:
+                    pool.host_memory.release(granted)
+        self.host_record = key
+
+    def _let_go_of_host(self) -> None:
+        """This task's hold on its record's host memory back; the last holder releases the reservation."""
+        if self.host_record is None:
+            return
+        pool, key, self.host_record = self.pool, self.host_record, None
+        with pool._guard:
+            entry = pool.host_records[key]
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del pool.host_records[key]
+            pool._host_key_locks.pop(key, None)
+        pool.host_memory.release(entry[0])
 
     def _parked_estimate(self, size: dict) -> float:
         """Host MiB the record will park, before it exists: an output at least `park_mb` large parked once per
