@@ -15,7 +15,7 @@ import threading
 import pytest
 import torch
 
-from tests.conftest import task_for
+from tests.conftest import RELU_KERNEL, task_for
 from tritongym.core.errors import BackendUnavailable, ConfigError
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
@@ -627,3 +627,57 @@ def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried
         pool.close()
     assert len(forgotten) == 1  # the first attempt's JUDG failed; the retry ran
     assert evidence.error is None and evidence.stage == "done", evidence.error
+
+
+def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone(tmp_path):
+    """The pool sizes a candidate's worker from its reference's forward (`TaskDriver.worker_need_mb`) and caps
+    its allocator there; one that runs out of memory anyway is run once more with the GPU alone before the
+    failure is the candidate's.  Here the candidate runs out the first time only (a marker file), as beside
+    other work; a memory budget stands for the GPU's (the CPU has none)."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    marker = tmp_path / "ran-once"
+    hungry = RELU_KERNEL.replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n"
+        f"        import os\n\n        if not os.path.exists({str(marker)!r}):\n"
+        f"            open({str(marker)!r}, 'w').close()\n"
+        "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB.')\n",
+    )
+    relu = load_problem("relu")
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        pool.keeper("cpu")
+        budget = pool.memory["cpu"] = MemoryBudget(8000.0)
+        pool.total_mb["cpu"] = 8000.0
+        evidence = pool.run(task_for(relu, hungry), timeout_s=120)
+        assert marker.exists()
+        assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert budget.reserved_mb == 0.0 and budget.holders == 0
+        # out of memory alone too: the candidate's own failure, once retried
+        marker.unlink()
+        always = hungry.replace(f"if not os.path.exists({str(marker)!r}):", "if True:")
+        failed = pool.run(task_for(relu, always, seeds=[4, 5]), timeout_s=120)
+        assert failed.error is not None and "out of memory" in failed.error.message.lower()
+    finally:
+        pool.close()
+
+
+def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
+    """A full-size ReLU measured on the H100 (stop 33): its keeper's build peaked at 49156 MiB (the float64
+    gold's temporaries), one forward at 18432 MiB (6 GiB in, its clone, 6 GiB out).  Sized from the build, its
+    worker needed more than the 55 GiB the pool's budget has and took the GPU alone; sized from the forward it
+    fits beside a small problem's worker.  A record without the forward's peak (an older keeper) falls back
+    to the build's."""
+    from tritongym.core.sandbox.gpu_pool import TaskDriver
+
+    def need(prep: dict) -> float:
+        driver = TaskDriver.__new__(TaskDriver)
+        driver.prep = prep
+        return driver.worker_need_mb()
+
+    budget_mb = 0.95 * 81559 - 0.25 * 81559 - 600
+    relu = need({"peak_mb": 49156.0, "forward_peak_mb": 18432.0})
+    older = need({"peak_mb": 49156.0})
+    assert 2 * 18432 <= relu < budget_mb - 4096 < budget_mb < older
+    assert need({"peak_mb": 3.0, "forward_peak_mb": 1.0}) >= 1024  # never less than a floor

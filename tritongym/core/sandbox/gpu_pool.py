@@ -707,6 +707,12 @@ class WorkerPool:
                 # other work gets the GPU alone, once; out of memory alone, it is the problem's own size
                 alone = True
                 continue
+            if task.mode != "screen" and not alone and attempt == 1 and self._worker_out_of_memory(evidence):
+                # the pool sized the worker from its reference (`TaskDriver.worker_need_mb`) and capped its
+                # allocator there: a candidate that ran out beside other work gets the GPU alone, once; out of
+                # memory alone, it is the candidate's own
+                alone = True
+                continue
             if died and evidence.error is not None and evidence.error.kind == "KeeperCrashed":
                 # the keeper's own failure: retried once, with the GPU alone when it ran out of memory beside
                 # other work (a full-size problem's judging beside a large worker, on the H100)
@@ -716,6 +722,10 @@ class WorkerPool:
             if attempt == 2 and evidence.error is not None:
                 evidence.error.message += " (also on a retry with a fresh worker)"
         return evidence
+
+    def _worker_out_of_memory(self, evidence: Evidence) -> bool:
+        """The candidate's worker ran out of GPU memory (not the keeper, not the reference) on a GPU."""
+        return bool(self.memory) and evidence.stage in ("init", "bind", "run") and _out_of_memory(evidence)
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
@@ -916,9 +926,15 @@ class TaskDriver:
                     pass
 
     def worker_need_mb(self) -> float:
-        """What a candidate's worker is expected to need on the GPU: its context, and twice the reference's
-        measured peak (its own inputs, weights, outputs and temporaries, with room for a less frugal kernel)."""
-        return CONTEXT_MB + max(1024.0, 2.0 * float(self.prep.get("peak_mb") or 0.0))
+        """What a candidate's worker is expected to need on the GPU: its context, and twice one forward of the
+        reference as the keeper measured it (inputs, their clone, outputs, temporaries, weights: a worker holds
+        about that plus a copy of the outputs), with room for a less frugal kernel.  Not the keeper's whole
+        build, whose float64 gold no worker computes: sized from that (49 GiB for a full-size ReLU), every
+        large problem's worker took the GPU alone.  A worker that still runs out of memory is run again alone
+        (`WorkerPool.run`) before it is the candidate's."""
+        forward = float(self.prep.get("forward_peak_mb") or 0.0)
+        peak = forward or float(self.prep.get("peak_mb") or 0.0)
+        return CONTEXT_MB + max(1024.0, 2.0 * peak)
 
     REFERENCE_NEED_FACTOR = 4.0
     """A problem seen for the first time reserves this many times one forward weighed on the meta device (inputs,

@@ -98,6 +98,7 @@ class ReferenceRecord:
         self.torch_ops: dict = {}
         self.torch_work: dict = {}
         self.input_bytes = 0  # one main trial's inputs (timing's bytes moved)
+        self.forward_peak_bytes = 0
         model64 = gold_model(self.ref_model)
         generator = torch.Generator(device=device)
         generator.manual_seed(task.init_seed ^ 0x601D)
@@ -113,6 +114,11 @@ class ReferenceRecord:
             self.torch_work = self.torch_work or work
             outputs = flatten_outputs(raw)
             del raw
+            if cuda and t == 0:
+                # one forward's peak (its inputs, their clone, its outputs and temporaries, with the weights and
+                # their float64 copy): what a candidate's worker is sized from; the build's whole peak also holds
+                # the float64 gold's temporaries (49 GiB for a 12 GiB ReLU forward), which no worker computes
+                self.forward_peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
             self.golds.append(gold_samples(model64, inputs, outputs, generator, self.ref_model))
             self.ref_outputs.append(park_all(outputs))
             del inputs, outputs
@@ -293,6 +299,7 @@ class Keeper:
             "reference_torch_work": record.torch_work,
             "cached": cached,
             "peak_mb": round(record.peak_bytes / 2**20, 2),
+            "forward_peak_mb": round(record.forward_peak_bytes / 2**20, 2),
             "record_mb": round(record.nbytes / 2**20, 2),
             "record_host_mb": round(record.host_bytes / 2**20, 2),
             "compute_s": round(record.compute_s, 4),
