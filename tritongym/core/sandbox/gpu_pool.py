@@ -434,6 +434,18 @@ class KeeperUnavailable(Exception):
         self.timed_out = timed_out
 
 
+class _HostHold:
+    """One record's host reservation (`WorkerPool.host_records`): the MiB granted, once `ready`, and how many
+    running tasks hold it."""
+
+    __slots__ = ("granted_mb", "holders", "ready")
+
+    def __init__(self) -> None:
+        self.granted_mb = 0.0
+        self.holders = 0
+        self.ready = threading.Event()
+
+
 class KeeperRefused(KeeperUnavailable):
     """The keeper answered `FAIL` to a request about a candidate's outputs (`HOUT`, `HDAT`, `JUDG`, `JTIM`): its
     own failure (out of GPU memory beside a large worker, for one), never the candidate's.  It used to read as
@@ -532,8 +544,7 @@ class WorkerPool:
         # per keeper record (`record_key`): the host MiB reserved for its parked outputs and how many running
         # tasks hold it.  The record is one for all of them (an RL batch's samples share it), so is its
         # reservation: reserved by the first, released by the last (`TaskDriver._hold_host`)
-        self.host_records: dict[str, list] = {}
-        self._host_key_locks: dict[str, threading.Lock] = {}
+        self.host_records: dict[str, _HostHold] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -702,30 +713,25 @@ class WorkerPool:
                 self.ready.put(worker)
             else:
                 self._retire(worker)
-            if task.mode == "screen" and not alone and attempt == 1 and _out_of_memory(evidence):
-                # a screen's memory is not known before it runs (no keeper measured it): one that ran out beside
-                # other work gets the GPU alone, once; out of memory alone, it is the problem's own size
-                alone = True
+            if attempt == 1 and not alone and self._out_of_memory_beside_others(task, evidence):
+                alone = True  # once more with the GPU alone; out of memory alone, the failure stands
                 continue
-            if task.mode != "screen" and not alone and attempt == 1 and self._worker_out_of_memory(evidence):
-                # the pool sized the worker from its reference (`TaskDriver.worker_need_mb`) and capped its
-                # allocator there: a candidate that ran out beside other work gets the GPU alone, once; out of
-                # memory alone, it is the candidate's own
-                alone = True
-                continue
-            if died and evidence.error is not None and evidence.error.kind == "KeeperCrashed":
-                # the keeper's own failure: retried once, with the GPU alone when it ran out of memory beside
-                # other work (a full-size problem's judging beside a large worker, on the H100)
-                alone = alone or _out_of_memory(evidence)
             if not died:
                 return evidence
             if attempt == 2 and evidence.error is not None:
                 evidence.error.message += " (also on a retry with a fresh worker)"
         return evidence
 
-    def _worker_out_of_memory(self, evidence: Evidence) -> bool:
-        """The candidate's worker ran out of GPU memory (not the keeper, not the reference) on a GPU."""
-        return bool(self.memory) and evidence.stage in ("init", "bind", "run") and _out_of_memory(evidence)
+    def _out_of_memory_beside_others(self, task: WorkerTask, evidence: Evidence) -> bool:
+        """Whether a task ran out of GPU memory where the pool's sizing, not the task, may be at fault, so that it
+        runs once more with the GPU alone: a screen (its memory is not measured before it runs), the keeper
+        judging a candidate's outputs beside a large worker (`KeeperRefused`, on the H100), or the candidate's
+        worker, sized from its reference (`TaskDriver.worker_need_mb`) and capped there, on a GPU."""
+        if not _out_of_memory(evidence):
+            return False
+        if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
+            return True
+        return bool(self.memory) and evidence.stage in ("init", "bind", "run")
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
@@ -980,23 +986,17 @@ class TaskDriver:
         key = record_key(self.task)
         pool = self.pool
         with pool._guard:
-            key_lock = pool._host_key_locks.setdefault(key, threading.Lock())
-        with key_lock:  # a second task of the record waits for the first's reservation, then shares it
-            with pool._guard:
-                entry = pool.host_records.get(key)
-                if entry is not None:
-                    entry[1] += 1
-            if entry is None:
-                granted = pool.host_memory.reserve(parked_mb)
-                with pool._guard:
-                    entry = pool.host_records.get(key)
-                    shared = entry is not None  # another task of the record (under a newer lock) was first
-                    if not shared:
-                        entry = pool.host_records[key] = [granted, 0]
-                    entry[1] += 1
-                if shared:
-                    pool.host_memory.release(granted)
+            hold = pool.host_records.get(key)
+            first = hold is None
+            if first:
+                hold = pool.host_records[key] = _HostHold()
+            hold.holders += 1
         self.host_record = key
+        if first:
+            hold.granted_mb = pool.host_memory.reserve(parked_mb)
+            hold.ready.set()
+        else:
+            hold.ready.wait()  # the first task's reservation, then shared
 
     def _let_go_of_host(self) -> None:
         """This task's hold on its record's host memory back; the last holder releases the reservation."""
@@ -1004,13 +1004,12 @@ class TaskDriver:
             return
         pool, key, self.host_record = self.pool, self.host_record, None
         with pool._guard:
-            entry = pool.host_records[key]
-            entry[1] -= 1
-            if entry[1] > 0:
+            hold = pool.host_records[key]
+            hold.holders -= 1
+            if hold.holders > 0:
                 return
             del pool.host_records[key]
-            pool._host_key_locks.pop(key, None)
-        pool.host_memory.release(entry[0])
+        pool.host_memory.release(hold.granted_mb)
 
     def _parked_estimate(self, size: dict) -> float:
         """Host MiB the record will park, before it exists: an output at least `park_mb` large parked once per
