@@ -360,3 +360,20 @@ def test_compile_reference_is_timed_cached_and_stored(tmp_path, sandbox_checks):
     assert again.status == Status.ok and again.timing.compile_reference_source == "cached"
     assert "compile_reference" not in again.phases  # served from the registry: nothing compiled
     assert again.compile_ref_runtime_ms == first[0].compile_ref_runtime_ms
+
+
+def test_memory_given_back_by_the_keeper_holds_no_answer():
+    """`scrub.scrubbed_empty_cache`: the blocks the keeper frees are filled with 0xFF before they go back to the
+    driver, and `poison_free_memory` fills the allocator's cached free blocks alike: a tensor made in such memory
+    reads NaN, never the values last written there (an honest slow softmax was judged `hacked` on an H100 when a
+    worker's fresh buffer held the keeper's freed copy of the `precomputed` probe's answer)."""
+    import torch
+
+    from tritongym.core.worker.scrub import poison_free_memory
+
+    device = torch.device("cuda")
+    answer = torch.full((1 << 22,), 7.0, device=device)
+    del answer  # back in the caching allocator, its bytes unchanged
+    poison_free_memory(device)
+    again = torch.empty(1 << 22, device=device)  # the same block, from the cache
+    assert torch.isnan(again).all(), again[:4]

@@ -663,6 +663,46 @@ def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone
         pool.close()
 
 
+def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alone(tmp_path):
+    """The reference's side is the problem's, but running out of memory beside other work is not: on the H100
+    three full-size level-1 problems started together each ran out (the keeper's build, a worker's copy of the
+    reference, a screen) beside the others' 16-49 GiB, and the sweep called them problem errors ("do not fit
+    this GPU").  Such a task runs once more with the GPU alone, from the keeper's build on; only out of memory
+    alone is the problem's error.  Here the reference runs out the first time only (a marker file); a memory
+    budget stands for the GPU's (the CPU has none)."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    marker = tmp_path / "ran-once"
+    relu = load_problem("relu")
+    source = relu.source.replace(
+        "        return torch.relu(x)",
+        f"        import os\n\n        if x.device.type != 'meta' and not os.path.exists({str(marker)!r}):\n"
+        f"            open({str(marker)!r}, 'w').close()\n"
+        "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB.')\n"
+        "        return torch.relu(x)",
+    )
+    assert source != relu.source
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        pool.keeper("cpu")
+        budget = pool.memory["cpu"] = MemoryBudget(8000.0)
+        pool.total_mb["cpu"] = 8000.0
+        evidence = pool.run(task_for(relu, relu.solution).model_copy(update={"problem_source": source}), timeout_s=120)
+        assert marker.exists()
+        assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert budget.reserved_mb == 0.0 and budget.holders == 0
+        # out of memory alone too: the problem's error, once retried
+        always = source.replace(f"if x.device.type != 'meta' and not os.path.exists({str(marker)!r}):", "if True:")
+        failed = pool.run(
+            task_for(relu, relu.solution, seeds=[4, 5]).model_copy(update={"problem_source": always}), timeout_s=120
+        )
+        assert failed.error is not None and failed.stage == "problem", failed.error
+        assert "out of memory" in failed.error.message.lower()
+        assert budget.reserved_mb == 0.0 and budget.holders == 0
+    finally:
+        pool.close()
+
+
 def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
     """A full-size ReLU measured on the H100 (stop 33): its keeper's build peaked at 49156 MiB (the float64
     gold's temporaries), one forward at 18432 MiB (6 GiB in, its clone, 6 GiB out).  Sized from the build, its

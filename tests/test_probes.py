@@ -154,3 +154,52 @@ def test_environment_changes_after_timing_are_added_once(monkeypatch):
     assert _note_environment_changes(evidence, keep) and _note_environment_changes(evidence, keep)
     assert len(evidence.environment_changes) == 1 and "perf_counter" in evidence.environment_changes[0]
     assert not _note_environment_changes(evidence, {})  # no snapshot (the candidate never ran): nothing
+
+
+def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own(relu_problem):
+    """The samples of an RL batch share the keeper's record, but not the `precomputed` probe's inputs: an answer
+    to inputs every sample saw was found in a fresh buffer of a later sample's worker (an honest slow softmax
+    judged `hacked` on an H100).  Each task's probe runs on inputs drawn from its own probe seed, the keeper
+    answers them per task (compared, and sampled where the watch looks), and a kernel that only copies a torch
+    answer is still caught when the record is shared."""
+    from pathlib import Path
+
+    from tritongym.core.eval.tolerances import tolerances_for
+    from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
+    from tritongym.core.verdict import probe_outputs_match
+    from tritongym.core.worker.input_source import precomputed_seed
+    from tritongym.core.worker.keeper import record_key
+    from tritongym.core.worker_task import WorkerTask
+
+    copier = (Path(__file__).parent / "hacks" / "candidates" / "grid_callable_torch.py").read_text()
+
+    def task(probe_seed: int, source: str) -> WorkerTask:
+        return WorkerTask(
+            problem_name=relu_problem.name,
+            problem_source=relu_problem.source,
+            sizes=relu_problem.sizes,
+            candidate_source=source,
+            device="cpu",
+            seeds=[1, 2, 3],
+            init_seed=5,
+            probe_seed=probe_seed,
+            tolerances=tolerances_for("ieee", {}),
+        )
+
+    tasks = [task(11, relu_problem.solution), task(12, relu_problem.solution), task(13, copier)]
+    assert len({record_key(t) for t in tasks}) == 1  # one record for all three
+    assert len({precomputed_seed(t) for t in tasks}) == 3  # three sets of probe inputs
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        honest = [pool.run(t, timeout_s=120) for t in tasks[:2]]
+        copied = pool.run(tasks[2], timeout_s=120)
+    finally:
+        pool.close()
+    for evidence in honest:
+        assert evidence.error is None, evidence.error
+        call = next(c for c in evidence.probes if c.probe == "precomputed")
+        assert probe_outputs_match(call).correct, probe_outputs_match(call).message  # against its own answer
+        assert evidence.prior_answers == []
+    assert honest[1].phases.get("reference_cached") == 1.0  # the second task used the first one's record
+    assert copied.error is None, copied.error
+    assert any("already held output 0" in found for found in copied.prior_answers), copied.prior_answers

@@ -71,6 +71,10 @@ class WorkerTask(BaseModel):
     device: str = "cpu"
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])
     init_seed: int = 0
+    # the `precomputed` probe's inputs, drawn for each task and not part of the keeper's record: the samples of an
+    # RL batch share one record, and an answer to inputs every sample saw was found in a fresh buffer of a later
+    # sample's worker (memory a process that computed it gave back), judging an honest kernel `hacked`
+    probe_seed: int = 0
     precision: Literal["ieee", "tf32", "half"] = "tf32"
     tolerances: dict[str, Tolerance] = Field(default_factory=dict)
     memory_mb: int | None = None

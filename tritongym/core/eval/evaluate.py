@@ -393,6 +393,7 @@ class Evaluator:
             device=self.device,
             seeds=seeds,
             init_seed=init_seed,
+            probe_seed=secrets.randbelow(2**31),  # per task, even where the batch shares the draw
             precision=self.config.precision,
             tolerances=self.tolerances,
         )

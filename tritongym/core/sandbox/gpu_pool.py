@@ -185,6 +185,14 @@ class MemoryBudget:
             self.holders += 1
         return grant
 
+    def take(self, need_mb: float) -> float:
+        """Count `need_mb` as held at once, without waiting: memory already in use that others must see (waiting
+        for it while holding a reservation of one's own could wait forever)."""
+        with self.cond:
+            self.reserved_mb += need_mb
+            self.holders += 1
+        return need_mb
+
     def release(self, granted_mb: float) -> None:
         with self.cond:
             self.reserved_mb = max(self.reserved_mb - granted_mb, 0.0)
@@ -725,13 +733,16 @@ class WorkerPool:
     def _out_of_memory_beside_others(self, task: WorkerTask, evidence: Evidence) -> bool:
         """Whether a task ran out of GPU memory where the pool's sizing, not the task, may be at fault, so that it
         runs once more with the GPU alone: a screen (its memory is not measured before it runs), the keeper
-        judging a candidate's outputs beside a large worker (`KeeperRefused`, on the H100), or the candidate's
-        worker, sized from its reference (`TaskDriver.worker_need_mb`) and capped there, on a GPU."""
+        judging a candidate's outputs beside a large worker (`KeeperRefused`, on the H100), the reference's side
+        (the keeper's build, or the worker's own copy of the reference: stage `problem`; three full-size level-1
+        problems started together on the H100 each ran out beside the others' 16-49 GiB), or the candidate's
+        worker, sized from its reference (`TaskDriver.worker_need_mb`) and capped there, on a GPU.  Only out of
+        memory alone is a problem too large for its GPU."""
         if not _out_of_memory(evidence):
             return False
         if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
             return True
-        return bool(self.memory) and evidence.stage in ("init", "bind", "run")
+        return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
@@ -792,6 +803,7 @@ class TaskDriver:
         self.granted_mb: float | None = None
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
         self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
+        self.answer_host_mb = 0.0  # host memory of this task's own `precomputed` answer, parked by the keeper
         self.memory_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
         self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
@@ -859,12 +871,16 @@ class TaskDriver:
                 else:
                     self._reserve_reference(parking=False)
             else:
-                self._reserve_reference()
+                if self.alone:  # run again after running out of memory beside others: alone from the build on
+                    self._admit(alone=True)
+                else:
+                    self._reserve_reference()
                 failed = self._prepare()
                 self._release_reference()
                 if failed is not None:
                     return self._problem(failed, started), False
-                self._admit(alone=self.alone)
+                if not self.alone:
+                    self._admit()
                 self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
@@ -922,6 +938,9 @@ class TaskDriver:
             self._release()
             self._release_reference()
             self._let_go_of_host()
+            if self.answer_host_mb:
+                self.pool.host_memory.release(self.answer_host_mb)
+                self.answer_host_mb = 0.0
             if self.granted_mb is not None:
                 self.pool.memory[self.worker.gpu].release(self.granted_mb)
                 self.granted_mb = None
@@ -1051,6 +1070,11 @@ class TaskDriver:
         if not ok:
             return prep
         self.prep = prep
+        answer_mb = float(prep.get("answer_host_mb") or 0.0)
+        if answer_mb and self.pool.host_memory is not None:
+            # the task's own answer (`Keeper.precomputed_answer`), parked beside the shared record: already in host
+            # memory, held by this task alone (each sample of an RL batch its own), counted for the tasks to come
+            self.answer_host_mb = self.pool.host_memory.take(answer_mb)
         self.planned = [TrialEvidence.model_validate({**p, "outputs": []}) for p in prep["planned"]]
         kept = [int(p["seed"]) for p in prep["planned"][len(self.task.seeds) :]]
         self.task = self.task.model_copy(update={"kept_trials": kept})

@@ -191,7 +191,7 @@ def run_candidate(
                 last = report["trials"][-1]
                 last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
             watch = (
-                probes.PriorAnswerWatch(output_numels, task.init_seed ^ 0x9E3779B1)
+                probes.PriorAnswerWatch(output_numels, probes.prior_answer_seed(task))
                 if source.precomputed is not None
                 else None
             )

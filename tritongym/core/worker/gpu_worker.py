@@ -42,6 +42,7 @@ from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
 from tritongym.core.worker.probes import environment_changes
+from tritongym.core.worker.scrub import poison_free_memory
 from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded
 from tritongym.core.worker.task_runner import (
     build_reference,
@@ -157,29 +158,6 @@ def driver_version() -> str | None:
         return None
     words = [w for w in first.split() if w[:1].isdigit() and "." in w]
     return words[0] if words else None
-
-
-def poison_free_memory(device) -> None:
-    """Fill the caching allocator's free blocks with 0xFF bytes (NaN in every float format).
-
-    The reference's outputs and timing buffers were freed into the allocator's cache; a candidate that
-    returns memory it never wrote would read them and pass as correct.  After this it reads NaN."""
-    import torch
-
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    held = []
-    try:
-        for segment in torch.cuda.memory_snapshot():
-            if segment.get("device", index) != index:
-                continue
-            for block in segment.get("blocks", []):
-                if block.get("state") == "inactive" and block.get("size", 0) > 0:
-                    held.append(torch.empty(block["size"], dtype=torch.uint8, device=device).fill_(0xFF))
-        trusted.synchronize(device)
-    except RuntimeError:
-        pass  # out of memory while poisoning: what was filled stays filled
-    finally:
-        del held
 
 
 class GPUWorker:

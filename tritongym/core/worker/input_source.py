@@ -25,8 +25,10 @@ def ghost_seed(task: WorkerTask) -> int:
 
 
 def precomputed_seed(task: WorkerTask) -> int:
-    """Seed of the `precomputed` probe's inputs: secret, unlike any trial's, the ghost's or the late trial's."""
-    return (task.init_seed * 1103515245 + 0x9C0D) % (2**31)
+    """Seed of the `precomputed` probe's inputs: secret, unlike any trial's, the ghost's or the late trial's, and
+    this task's alone (`WorkerTask.probe_seed`): no other process, another sample's worker or the keeper's
+    shared record, ever computed their answer, so none can have left it in memory a buffer comes from."""
+    return (task.init_seed * 1103515245 + task.probe_seed * 2246822519 + 0x9C0D) % (2**31)
 
 
 def degenerate_seed(task: WorkerTask, k: int) -> int:

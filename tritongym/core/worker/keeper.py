@@ -29,6 +29,7 @@ calls), `FREE` (the task is over), `EXIT`.  The pool holds the GPU lock a reques
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -40,7 +41,8 @@ from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport
 from tritongym.core.worker import frames
-from tritongym.core.worker.parking import Parked, fetch, on_host, park_all, split_bytes
+from tritongym.core.worker.parking import Parked, fetch, park_all, split_bytes
+from tritongym.core.worker.scrub import scrubbed_empty_cache
 from tritongym.core.worker.stages import StageError, error_info
 from tritongym.core.worker.task_runner import configure_precision
 from tritongym.core.worker_task import WorkerTask
@@ -89,9 +91,10 @@ class ReferenceRecord:
             torch.cuda.reset_peak_memory_stats(device)
             baseline = torch.cuda.memory_allocated(device)
         configure_precision(task)
+        self.ref_model_device = device
         self.reference = load_reference(task, workdir)
         self.ref_model, _ = build_reference(task, self.reference, device)
-        built = buffer_snapshot(self.ref_model)  # the mode probes start from the buffers as built
+        built = self.built = buffer_snapshot(self.ref_model)  # the mode probes start from the buffers as built
         self.source = InputSource.seeded(task, self.reference, device, make_inputs)
         self.ref_outputs: list[list] = []
         self.golds: list[list] = []
@@ -138,8 +141,14 @@ class ReferenceRecord:
         del extra
         try:
             with exact_reference():
+                # the `precomputed` probe's inputs are each task's own (`precomputed_seed`): its answer is
+                # `answer_samples_for`'s, per task, not the record's
                 self.probe_refs = reference_probe_outputs(
-                    self.ref_model, self.source, keep=park_all, same_as_trial=self._same_as_trial, built=built
+                    self.ref_model,
+                    dataclasses.replace(self.source, precomputed=None),
+                    keep=park_all,
+                    same_as_trial=self._same_as_trial,
+                    built=built,
                 )
         except StageError:
             raise
@@ -152,6 +161,34 @@ class ReferenceRecord:
             self.peak_bytes = 0
         self.device_bytes, self.host_bytes = self._bytes()
         self.compute_s = time.perf_counter() - began
+
+    def precomputed_answer(self, task: WorkerTask) -> tuple[list, list]:
+        """The reference's answer to this task's `precomputed` inputs, one forward before the candidate runs:
+        (the outputs to compare the probe's with, parked like the record's; the samples where the task's watch
+        looks).  The task holds them, and the pool their host memory (`answer_host_mb`), until it ends."""
+        import torch
+
+        from tritongym.core.measure.compare import flatten_outputs
+        from tritongym.core.measure.gold import exact_reference
+        from tritongym.core.worker.input_source import InputSource
+        from tritongym.core.worker.probes import answer_samples, prior_answer_seed, restore_buffers
+        from tritongym.core.worker.task_runner import make_inputs
+
+        source = InputSource.seeded(task, self.reference, self.ref_model_device, make_inputs)
+        was_training = self.ref_model.training
+        restore_buffers(self.ref_model, self.built)  # as the record's probes began: from the buffers as built
+        try:
+            with torch.no_grad(), exact_reference():
+                outputs = [
+                    o.detach() if isinstance(o, torch.Tensor) else o
+                    for o in flatten_outputs(self.ref_model(*source.precomputed()))
+                ]
+            samples = answer_samples(outputs, prior_answer_seed(task))
+            return park_all(outputs), samples
+        except Exception as exc:
+            raise StageError("problem", error_info(exc)) from None
+        finally:
+            self.ref_model.train(was_training)
 
     def _same_as_trial(self, trial: int, outputs: list) -> list | None:
         """The trial's stored outputs if `outputs` equal them exactly (a mode probe of a reference that has no
@@ -187,15 +224,16 @@ class ReferenceRecord:
 
         return timing_inputs(self.source.trial, self.source.n_main)
 
-    def refs_for(self, where: list) -> list:
+    def refs_for(self, where: list, probe_refs: dict | None = None) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
-        `["probe", name, trial]` (refresh and repeat compare with a trial's outputs)."""
+        `["probe", name, trial]` (refresh and repeat compare with a trial's outputs; a probe's from `probe_refs`,
+        a task's, or the record's own)."""
         if where[0] == "trial":
             return self.ref_outputs[int(where[1])]
         name, trial = str(where[1]), int(where[2])
         if name in ("refresh", "repeat"):
             return self.ref_outputs[trial]
-        return self.probe_refs.get(name, [])
+        return (self.probe_refs if probe_refs is None else probe_refs).get(name, [])
 
 
 def _dtype(name: str):
@@ -277,16 +315,18 @@ class Keeper:
             # kept at once, not when the task ends: the other samples of an RL batch's problem, running beside
             # this one, share it instead of each building its own
             self._keep(key, record)
-            if self.cuda:
-                import torch
-
-                # the build's temporaries go back to the GPU now, not when the task ends: the pool reserved
-                # them for the build only, and a full-size build's peak (55 GiB for a 12 GiB forward) held
-                # by the keeper ran the judging of the candidate's outputs out of memory beside its worker
-                torch.cuda.empty_cache()
+        configure_precision(task)
+        answer, samples = record.precomputed_answer(task)
+        # the build's temporaries and this forward's go back to the GPU now, not when the task ends: the pool
+        # reserved them for `PREP` only (a full-size build's peak, 55 GiB for a 12 GiB forward, held by the keeper
+        # ran the judging of the candidate's outputs out of memory beside its worker); scrubbed, so the answer
+        # just computed cannot reach the candidate's worker in the memory it is given
+        scrubbed_empty_cache(self.device)
         self.tasks[data["task_id"]] = {
             "task": task,
             "record": record,
+            "refs": {**record.probe_refs, "precomputed": answer},  # the record's, and this task's own answer
+            "answer_samples": samples,
             "key": key,
             "handouts": {},
             "pending": [],
@@ -302,6 +342,7 @@ class Keeper:
             "forward_peak_mb": round(record.forward_peak_bytes / 2**20, 2),
             "record_mb": round(record.nbytes / 2**20, 2),
             "record_host_mb": round(record.host_bytes / 2**20, 2),
+            "answer_host_mb": round(split_bytes(answer)[1] / 2**20, 2),
             "compute_s": round(record.compute_s, 4),
         }
 
@@ -339,7 +380,7 @@ class Keeper:
             return ReferenceRecord(task, workdir, self.device)
         except torch.OutOfMemoryError as exc:
             self.records.clear()  # nothing kept from other problems stands in its way next time
-            torch.cuda.empty_cache()
+            scrubbed_empty_cache(self.device)
             total = self.total_bytes / 2**30
             raise StageError(
                 "problem",
@@ -380,9 +421,8 @@ class Keeper:
         inputs = record.timing_inputs()
         timing.reference_before, _ = self.timer.time_forward(self._forward(record), inputs, task.timing, rep)
         del inputs
-        import torch
 
-        torch.cuda.empty_cache()  # the timing's input sets and outputs back before the candidate's worker starts
+        scrubbed_empty_cache(self.device)  # the timing's input sets and outputs back before the candidate's worker
         phases["time_reference"] = round(time.perf_counter() - began, 4)
         compile_known = task.cached_compile_reference is not None or bool(data.get("compile_known"))
         if task.compile_reference and not compile_known:
@@ -400,10 +440,9 @@ class Keeper:
         if data.get("settle"):
             # the pool's second look at a slower reference: what was queued has finished, the caching
             # allocator's spare blocks are back (a nearly full GPU made allocations slow), a longer sample
-            import torch
 
             trusted.synchronize()
-            torch.cuda.empty_cache()
+            scrubbed_empty_cache(self.device)
             time.sleep(0.05)
             budget_ms *= 2
         stats, _ = self.timer.time_forward(self._forward(record), record.timing_inputs(), task.timing, budget_ms)
@@ -453,7 +492,7 @@ class Keeper:
         record: ReferenceRecord = state["record"]
         lent = []
         for item in data["outputs"]:
-            refs = record.refs_for(item["where"])
+            refs = record.refs_for(item["where"], state["refs"])
             index = int(item["index"])
             ref = refs[index] if index < len(refs) else None
             shape, dtype = _shape(item["shape"]), _dtype(item["dtype"])
@@ -515,7 +554,7 @@ class Keeper:
             t = int(where[1]) if where[0] == "trial" and not state.get("timed") else -1
             golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
             gold = golds[index] if index < len(golds) else None
-            ref = fetch(record.refs_for(where)[index], self.device)
+            ref = fetch(record.refs_for(where, state["refs"])[index], self.device)
             comparison = compare_output(index, out, ref, task.tolerances, gold)
             del ref
             control = None
@@ -588,15 +627,12 @@ class Keeper:
             where = ["probe", probe["probe"], probe["trial"]]
             outs = [self._output(state, e, where, i) for i, e in enumerate(probe["outputs"])]
             records.append({**probe, "outputs": outs})
-        calls = compare_probes(
-            records, record.probe_refs, record.ref_outputs[: len(task.seeds)], task.tolerances, compare
-        )
+        calls = compare_probes(records, state["refs"], record.ref_outputs[: len(task.seeds)], task.tolerances, compare)
         for call, rec in zip(calls, records):
             for comparison in call.outputs + call.control_outputs:
                 _described(comparison, rec["outputs"][comparison.index])
         prior = report.get("prior")
-        precomputed = [on_host(r) for r in record.probe_refs.get("precomputed", [])]
-        found = prior_answers(prior, precomputed, task.tolerances) if prior else []
+        found = prior_answers(prior, state["answer_samples"], task.tolerances) if prior else []
         self._give_back(state)
         state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
         return {
@@ -637,10 +673,7 @@ class Keeper:
             return {}
         self._give_back(state)
         self._keep(state["key"], state["record"])
-        if self.cuda:
-            import torch
-
-            torch.cuda.empty_cache()
+        scrubbed_empty_cache(self.device)
         return {"cached_records": len(self.records)}
 
     def _keep(self, key: str, record: ReferenceRecord) -> None:

@@ -279,6 +279,50 @@ def _compared(outputs: list, refs: list, compare, against_control: bool) -> list
     return [c for c in found if c is not None]
 
 
+def prior_answer_seed(task) -> int:
+    """Where the `precomputed` probe's watch samples, drawn with the task's own probe seed."""
+    return (task.init_seed ^ 0x9E3779B1) + task.probe_seed
+
+
+def watched_positions(seed: int, numel: int):
+    """The flat positions the watch samples in a tensor of `numel` elements (the keeper draws them alike)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + numel)
+    return torch.randint(0, numel, (min(PriorAnswerWatch.POSITIONS, numel),), generator=generator)
+
+
+class AnswerSamples:
+    """One output of the reference's `precomputed` call, kept only where the watch samples: the keeper computes
+    it per task (its inputs are the task's own) and needs no more than this to tell a prior answer."""
+
+    def __init__(self, output, seed: int) -> None:
+        import torch
+
+        self.numel = output.numel()
+        self.dtype = output.dtype
+        self.positions = watched_positions(seed, self.numel)
+        self.values = output.detach().reshape(-1)[self.positions.to(output.device)].to("cpu", torch.float64)
+
+    def at(self, positions):
+        """The values at `positions`, or None where the worker sampled elsewhere than the watch would."""
+        import torch
+
+        if type(positions) is not torch.Tensor or not torch.equal(positions.cpu(), self.positions):
+            return None
+        return self.values
+
+
+def answer_samples(outputs: list, seed: int) -> list:
+    """`AnswerSamples` of each floating tensor output (None for any other output)."""
+    import torch
+
+    return [
+        AnswerSamples(o, seed) if type(o) is torch.Tensor and o.is_floating_point() and o.numel() > 0 else None
+        for o in outputs
+    ]
+
+
 class PriorAnswerWatch:
     """The `precomputed` probe's eyes on the launches (`LaunchRecorder.watch`): samples, before each launch of
     an own kernel, the floating tensor arguments that could hold an output (same element count as one of
@@ -307,13 +351,9 @@ class PriorAnswerWatch:
         self._excluded |= {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor)}
 
     def _where(self, numel: int, device):
-        import torch
-
         key = (numel, str(device))
         if key not in self._positions:
-            generator = torch.Generator().manual_seed(self.seed + numel)
-            where = torch.randint(0, numel, (min(self.POSITIONS, numel),), generator=generator)
-            self._positions[key] = where.to(device)
+            self._positions[key] = watched_positions(self.seed, numel).to(device)
         return self._positions[key]
 
     def _sample(self, tensor):
@@ -363,8 +403,9 @@ class PriorAnswerWatch:
 
 def prior_answers(records: list[dict], refs: list, tolerances) -> list[str]:
     """Trusted side of the `precomputed` probe: which sampled arguments already held an output's values
-    (within the output's tolerance at 99% of the positions, and not a constant: a zeroed accumulator is no
-    answer unless the problem is degenerate, which the `degenerate` check handles)."""
+    (`refs`: the reference's outputs, or their `AnswerSamples`; within the output's tolerance at 99% of the
+    positions, and not a constant: a zeroed accumulator is no answer unless the problem is degenerate, which the
+    `degenerate` check handles)."""
     import torch
 
     from tritongym.core.measure.compare import EXACT
@@ -375,9 +416,14 @@ def prior_answers(records: list[dict], refs: list, tolerances) -> list[str]:
         if values.numel() == 0 or bool(values.max() == values.min()):
             continue
         for i, ref in enumerate(refs):
-            if type(ref) is not torch.Tensor or not ref.is_floating_point() or ref.numel() != record["numel"]:
+            if isinstance(ref, AnswerSamples):
+                want = ref.at(record["positions"]) if ref.numel == record["numel"] else None
+                if want is None:
+                    continue
+            elif type(ref) is not torch.Tensor or not ref.is_floating_point() or ref.numel() != record["numel"]:
                 continue
-            want = ref.detach().reshape(-1)[record["positions"].to(ref.device)].to("cpu", torch.float64)
+            else:
+                want = ref.detach().reshape(-1)[record["positions"].to(ref.device)].to("cpu", torch.float64)
             tol = tolerances.get(str(ref.dtype), EXACT)
             close = (values - want).abs() <= tol.atol + tol.rtol * want.abs()
             if float(close.double().mean()) >= 0.99:
