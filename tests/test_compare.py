@@ -50,3 +50,25 @@ def test_the_error_against_gold_is_a_norm_ratio_over_finite_positions():
     assert rel_err(torch.zeros(2), torch.zeros(2, dtype=torch.float64)) is None
     assert rel_err(torch.ones(2), torch.zeros(2, dtype=torch.float64)) == float("inf")
     assert rel_err(torch.tensor([float("nan")]), torch.tensor([1.0], dtype=torch.float64)) is None
+
+
+@pytest.mark.parametrize("chunk", [1 << 25, 2])
+def test_integers_are_counted_across_chunks_too(monkeypatch, chunk):
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", chunk)
+    out = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    ref = torch.tensor([[1, 0, 3], [4, 5, 0]])
+    assert compare_output(0, out, ref, TOL).mismatched == 2
+
+
+def test_a_reference_kept_elsewhere_is_compared_as_on_the_device_it_stands_for():
+    """The keeper's parked outputs stay in host memory and are brought over a chunk at a time (`ref_device`):
+    the comparison reads as if the reference were on that device; an output elsewhere is a device mismatch."""
+    out = torch.tensor([1.0, 2.0, 3.5])
+    ref = torch.tensor([1.0, 2.0, 3.0])
+    kept = compare_output(0, out, ref, TOL, ref_device="cpu")
+    assert kept.ref_device == "cpu" and kept.mismatched == 1 and kept.max_abs_err == pytest.approx(0.5)
+    assert kept == compare_output(0, out, ref, TOL)
+    elsewhere = compare_output(0, out.to("meta"), ref, TOL, ref_device="cpu")
+    assert (
+        elsewhere.device == "meta" and elsewhere.ref_device == "cpu" and elsewhere.max_abs_err is None
+    )  # not compared

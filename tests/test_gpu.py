@@ -377,3 +377,28 @@ def test_memory_given_back_by_the_keeper_holds_no_answer():
     poison_free_memory(device)
     again = torch.empty(1 << 22, device=device)  # the same block, from the cache
     assert torch.isnan(again).all(), again[:4]
+
+
+def test_a_parked_reference_is_compared_without_bringing_it_whole_to_the_gpu(monkeypatch):
+    """The keeper compares a candidate's output (on the GPU) with a reference parked in host memory a chunk at a
+    time (`compare_output(..., ref_device=)`): fetched whole beside the candidate's handout, two 8 GiB copies
+    ran the keeper out of GPU memory on the H100 (level 1, 87_conv_pointwise_2D)."""
+    import torch
+
+    from tritongym.core.measure import compare
+    from tritongym.core.measure.compare import compare_output
+    from tritongym.core.worker_task import Tolerance
+
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 1 << 20)
+    out = torch.randn(1 << 26, device="cuda")  # 256 MiB
+    ref = out.cpu()
+    ref[7] += 1.0
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    result = compare_output(
+        0, out, ref, {"torch.float32": Tolerance(atol=1e-6, rtol=0.0, rel_norm=0.0)}, ref_device="cuda"
+    )
+    peak = torch.cuda.max_memory_allocated() - base
+    assert result.mismatched == 1 and result.ref_device.startswith("cuda")
+    assert peak < (64 << 20), peak  # chunks of 1 Mi elements, never the 256 MiB reference

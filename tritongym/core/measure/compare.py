@@ -25,9 +25,17 @@ def flatten_outputs(value) -> list:
     return [value]
 
 
-def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance], gold=None) -> OutputComparison:
+def compare_output(
+    index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance], gold=None, ref_device=None
+) -> OutputComparison:
     """`out` against `ref` at the dtype's tolerance; with `gold` (a `gold.GoldSample`), also the precision
-    numbers: the candidate's and the reference's errors against the float64 gold."""
+    numbers: the candidate's and the reference's errors against the float64 gold.  `ref_device`: the device
+    `ref` stands for when it is kept elsewhere (the keeper's parked outputs, in host memory): it is brought
+    there one chunk at a time as it is compared, never whole (a full-size output is 6-16 GiB, and a keeper
+    that fetched it whole beside the candidate's handout ran out of GPU memory on the H100)."""
+    ref_device = ref.device if ref_device is None else torch.device(ref_device)
+    if ref_device.type == "cuda" and ref_device.index is None:  # as a tensor made there would say
+        ref_device = torch.device("cuda", torch.cuda.current_device())
     tol = tolerances.get(str(ref.dtype), EXACT) if ref.is_floating_point() else EXACT
     result = OutputComparison(
         index=index,
@@ -35,7 +43,7 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         exact_type=type(out) is torch.Tensor,
         ref_shape=list(ref.shape),
         ref_dtype=str(ref.dtype),
-        ref_device=str(ref.device),
+        ref_device=str(ref_device),
         numel=ref.numel(),
         atol=tol.atol,
         rtol=tol.rtol,
@@ -47,12 +55,16 @@ def compare_output(index: int, out, ref: torch.Tensor, tolerances: dict[str, Tol
         result.note = f"output {index} is a {kind}, not a torch.Tensor"
         return result
     result.shape, result.dtype, result.device = list(out.shape), str(out.dtype), str(out.device)
-    if out.shape != ref.shape or out.dtype != ref.dtype or out.device != ref.device:
+    if out.shape != ref.shape or out.dtype != ref.dtype or out.device != ref_device:
         return result
     if ref.numel() == 0:
         return result
     if not ref.is_floating_point() and not ref.is_complex():
-        result.mismatched = int((out != ref).sum())
+        a_all, b_all, chunk = out.detach().reshape(-1), ref.detach().reshape(-1), _chunk_elements()
+        mismatched = torch.zeros((), dtype=torch.int64, device=out.device)
+        for start in range(0, b_all.numel(), chunk):
+            mismatched += (a_all[start : start + chunk] != b_all[start : start + chunk].to(out.device)).sum()
+        result.mismatched = int(mismatched)
         return result
     if gold is not None:
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
@@ -85,13 +97,13 @@ def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[s
     A comparison used to read each number as it went (a dozen host syncs per output); in the GPU's keeper,
     sharing the GPU with busy workers, each sync can wait for the keeper's next time slice, so the numbers
     are kept on the device until the end."""
-    a_all, b_all = out.detach().reshape(-1), ref.detach().reshape(-1)
-    zero = torch.zeros((), dtype=torch.float64, device=ref.device)
+    a_all, b_all = out.detach().reshape(-1), ref.detach().reshape(-1)  # `ref` may be elsewhere: chunks move
+    zero = torch.zeros((), dtype=torch.float64, device=out.device)
     mismatched, finite_n, nan_differs = zero.clone(), zero.clone(), zero.clone()
     max_abs, sum_abs, sum_sq, ref_sq = zero.clone(), zero.clone(), zero.clone(), zero.clone()
     chunk = _chunk_elements()
     for start in range(0, b_all.numel(), chunk):
-        a, b = a_all[start : start + chunk].double(), b_all[start : start + chunk].double()
+        a, b = a_all[start : start + chunk].double(), b_all[start : start + chunk].to(out.device).double()
         a_nan, b_nan = torch.isnan(a), torch.isnan(b)
         same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
         diff = (a - b).abs()

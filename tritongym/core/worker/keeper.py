@@ -544,7 +544,6 @@ class Keeper:
         """The outputs lent before this request (filled by now: the worker asks again only once its copies are
         done) judged at once against the reference their group named (gold for a main trial before `JUDG`; a
         degeneracy probe's also against the control's answer), and their handouts freed."""
-        from tritongym.core.measure.compare import compare_output
         from tritongym.core.worker.handouts import Handout
 
         task, record = state["task"], state["record"]
@@ -554,13 +553,12 @@ class Keeper:
             t = int(where[1]) if where[0] == "trial" and not state.get("timed") else -1
             golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
             gold = golds[index] if index < len(golds) else None
-            ref = fetch(record.refs_for(where, state["refs"])[index], self.device)
-            comparison = compare_output(index, out, ref, task.tolerances, gold)
-            del ref
+            ref = record.refs_for(where, state["refs"])[index]
+            comparison = self._compared(index, out, ref, task.tolerances, gold)
             control = None
             answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []
             if index < len(answer) and _is_ref(answer[index]):
-                control = compare_output(index, out, fetch(answer[index], self.device), task.tolerances)
+                control = self._compared(index, out, answer[index], task.tolerances)
             state["judged"][ident] = (where, index, comparison, control)
             if isinstance(lent, Handout):
                 lent.free()
@@ -591,16 +589,25 @@ class Keeper:
             return {"not_a_tensor": str(entry["not_a_tensor"])[:200]}
         return {"not_a_tensor": "unknown"}
 
+    def _compared(self, index: int, out, stored, tolerances, gold=None) -> OutputComparison:
+        """`compare_output` against a stored reference output; a parked one is brought to this device a chunk at
+        a time, never whole: a full-size output fetched whole beside the candidate's handout of it (both 8 GiB,
+        level 1's 87_conv_pointwise_2D) ran the keeper out of GPU memory on the H100, even with the GPU alone."""
+        from tritongym.core.measure.compare import compare_output
+
+        if isinstance(stored, Parked):
+            return compare_output(index, out, stored.host, tolerances, gold, ref_device=self.device)
+        return compare_output(index, out, stored, tolerances, gold)
+
     def _compare(self, tolerances):
         """A handout's judgement, or an unlent output (stand-in, type name) compared with its reference."""
-        from tritongym.core.measure.compare import compare_output
 
         def compare(i: int, out, stored, against_control: bool = False, gold=None):
             if isinstance(out, _Judged):
                 return out.control if against_control else out.comparison
             if not _is_ref(stored):
                 return None
-            return _described(compare_output(i, out, fetch(stored, self.device), tolerances, gold), out)
+            return _described(self._compared(i, out, stored, tolerances, gold), out)
 
         return compare
 
