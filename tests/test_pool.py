@@ -703,6 +703,51 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         pool.close()
 
 
+def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone():
+    """A task's GPU reservation used to go back when the task ended, before its worker was killed: the next task
+    then allocated beside a dying process still holding its GiBs (full-size problems at `--jobs 4` on the H100
+    ran out of memory beside processes no reservation stood for).  Now the pool retires the worker, waits for
+    its process to be gone, and only then releases what it held."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    events: list = []
+    retired: list[int] = []
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(") ")[-1][:1] != "Z"
+        except OSError:
+            return False
+
+    class Watching(MemoryBudget):
+        def release(self, granted_mb: float) -> None:
+            events.append(("release", [alive(pid) for pid in retired]))
+            super().release(granted_mb)
+
+    relu = load_problem("relu")
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    retire = pool._retire
+
+    def watched_retire(worker, replace: bool = True) -> None:
+        retired.append(worker.pid)
+        events.append(("retire", worker.pid))
+        retire(worker, replace)
+
+    pool._retire = watched_retire
+    try:
+        pool.keeper("cpu")
+        budget = pool.memory["cpu"] = Watching(8000.0)
+        pool.total_mb["cpu"] = 8000.0
+        evidence = pool.run(task_for(relu, relu.solution), timeout_s=120)
+        assert evidence.error is None, evidence.error
+        assert [kind for kind, _ in events][-2:] == ["retire", "release"], events  # the worker's grant last
+        assert events[-1][1] == [False], events  # and by then its process was gone
+        assert budget.reserved_mb == 0.0 and budget.holders == 0
+    finally:
+        pool.close()
+
+
 def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
     """A full-size ReLU measured on the H100 (stop 33): its keeper's build peaked at 49156 MiB (the float64
     gold's temporaries), one forward at 18432 MiB (6 GiB in, its clone, 6 GiB out).  Sized from the build, its

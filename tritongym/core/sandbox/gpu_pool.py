@@ -224,6 +224,7 @@ class Zygote:
         self.dead = False
         self.pids: dict[int, int] = {}
         self.exits: dict[int, int] = {}
+        self.gone: set[int] = set()  # children whose exit status was read (`exit_status`)
         self._ids = itertools.count()
         self._send_lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -267,7 +268,14 @@ class Zygote:
     def exit_status(self, pid: int, timeout: float = 5.0) -> int | None:
         with self.cond:
             self.cond.wait_for(lambda: pid in self.exits or self.dead, timeout)
+            if pid in self.exits:
+                self.gone.add(pid)
             return self.exits.pop(pid, None)
+
+    def wait_gone(self, pid: int, timeout: float) -> bool:
+        """Whether the child `pid` has exited (and been reaped) within `timeout`; its exit status stays."""
+        with self.cond:
+            return self.cond.wait_for(lambda: pid in self.exits or pid in self.gone or self.dead, timeout)
 
     def close(self) -> None:
         self.sock.close()
@@ -376,6 +384,16 @@ class Worker:
                 return int(f.read().split()[1]) * _PAGE / (1 << 20)
         except (OSError, ValueError, IndexError):
             return 0.0
+
+    def wait_gone(self, timeout: float = 30.0) -> None:
+        """Wait (after `kill`) until the process has exited: only then has the driver taken back its GPU memory."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        elif self.zygote is not None:
+            self.zygote.wait_gone(self.pid, timeout)
 
     def death(self) -> str:
         """Why the process ended, in words."""
@@ -711,16 +729,21 @@ class WorkerPool:
             waited = time.monotonic()
             worker = self._take()
             waited = time.monotonic() - waited
-            evidence, died = TaskDriver(self, worker, task, timeout_s, alone=alone).drive()
-            evidence.phases["wait_worker"] = round(waited, 4)
-            with self._guard:
-                self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
-            worker.tasks += 1
-            healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
-            if healthy:
-                self.ready.put(worker)
-            else:
-                self._retire(worker)
+            driver = TaskDriver(self, worker, task, timeout_s, alone=alone)
+            try:
+                evidence, died = driver.drive()
+                evidence.phases["wait_worker"] = round(waited, 4)
+                with self._guard:
+                    self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
+                worker.tasks += 1
+                healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
+                if healthy:
+                    self.ready.put(worker)
+                else:
+                    self._retire(worker)
+                    worker.wait_gone()
+            finally:
+                driver.release_worker_memory()
             if attempt == 1 and not alone and self._out_of_memory_beside_others(task, evidence):
                 alone = True  # once more with the GPU alone; out of memory alone, the failure stands
                 continue
@@ -936,19 +959,24 @@ class TaskDriver:
             return evidence, True
         finally:
             self._release()
-            self._release_reference()
             self._let_go_of_host()
             if self.answer_host_mb:
                 self.pool.host_memory.release(self.answer_host_mb)
                 self.answer_host_mb = 0.0
-            if self.granted_mb is not None:
-                self.pool.memory[self.worker.gpu].release(self.granted_mb)
-                self.granted_mb = None
             if self.keeper is not None and not self.keeper.dead:
                 try:
                     self.keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
                 except KeeperUnavailable:
                     pass
+
+    def release_worker_memory(self) -> None:
+        """The worker's GPU reservation back (and a screen's, which its worker used), once `WorkerPool.run` has
+        retired the worker and its process is gone: released when the task ended, a killed worker's GiBs were
+        still held by the dying process while the next task allocated beside them."""
+        self._release_reference()
+        if self.granted_mb is not None:
+            self.pool.memory[self.worker.gpu].release(self.granted_mb)
+            self.granted_mb = None
 
     def worker_need_mb(self) -> float:
         """What a candidate's worker is expected to need on the GPU: its context, and twice one forward of the
