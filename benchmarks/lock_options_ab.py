@@ -11,6 +11,12 @@ settings in both orders (`--settings a b` then `--settings b a`) to see the orde
 noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
 
     python benchmarks/lock_options_ab.py --settings locked unlocked yield unlocked+yield
+
+`window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
+behind it: one drain for several timings), e.g. `unlocked+window=1.5`.  `--workload rl` runs the RL-like batch
+(`kernelgym_throughput.rl_candidates`: 128 candidates, more timings per minute than the bundled 27, the registry
+cache on as in training) instead of the bundled pairs.  Stop 34 on an H100 (bundled): `unlocked+yield` 138 and
+114 s against `unlocked` 79 s, so `yield_between_calls` stays off.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pathlib import Path
 
 from _common import fmt, print_table
 from eval_throughput import run_tritongym
-from kernelgym_throughput import bundled_candidates
+from kernelgym_throughput import bundled_candidates, rl_candidates
 
 from tritongym.core.config import EvalConfig
 
@@ -31,12 +37,22 @@ OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls"}
 
 
 def timing_options(setting: str) -> dict:
-    """`locked`, `unlocked`, `yield` or a `+`-joined mix: each named option on, the others off."""
-    names = set(setting.split("+")) - {"locked"}
+    """`locked`, `unlocked`, `yield`, `window=S` or a `+`-joined mix: each named option on, the others off."""
+    parts = set(setting.split("+")) - {"locked"}
+    windows = [p for p in parts if p.startswith("window=")]
+    names = parts - set(windows)
     unknown = names - set(OPTIONS)
-    if unknown:
-        raise SystemExit(f"unknown setting {sorted(unknown)}: use locked, {', '.join(OPTIONS)} or a '+' mix")
-    return {option: name in names for name, option in OPTIONS.items()}
+    if unknown or len(windows) > 1:
+        raise SystemExit(
+            f"unknown setting {sorted(unknown) or windows}: use locked, {', '.join(OPTIONS)}, window=S or a '+' mix"
+        )
+    options: dict = {option: name in names for name, option in OPTIONS.items()}
+    if windows:
+        try:
+            options["timing_window_s"] = float(windows[0].removeprefix("window="))
+        except ValueError:
+            raise SystemExit(f"{windows[0]!r}: the window is seconds, e.g. window=1.5") from None
+    return options
 
 
 def main() -> None:
@@ -44,17 +60,20 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=["locked", "unlocked", "yield", "unlocked+yield"])
     parser.add_argument("--size", choices=["cpu", "gpu"], default="gpu")
     parser.add_argument("--backend", default="triton-cuda")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N bundled problems")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N candidates")
+    parser.add_argument("--workload", choices=["bundled", "rl"], default="bundled")
     parser.add_argument("--out", type=Path, default=RESULTS / "lock_options_ab.json")
     args = parser.parse_args()
     for setting in args.settings:
         timing_options(setting)  # every setting understood before anything runs
-    cands = bundled_candidates(args.size)[: args.limit]
-    report: dict = {"settings": args.settings, "candidates": len(cands), "runs": {}}
+    cands = (bundled_candidates if args.workload == "bundled" else rl_candidates)(args.size)[: args.limit]
+    report: dict = {"settings": args.settings, "workload": args.workload, "candidates": len(cands), "runs": {}}
     rows = []
     for setting in args.settings:
         options = {"timing": timing_options(setting)} if args.backend == "triton-cuda" else {}
-        config = EvalConfig(backend=args.backend, size=args.size, use_cache=False, backend_options=options)
+        config = EvalConfig(
+            backend=args.backend, size=args.size, use_cache=args.workload == "rl", backend_options=options
+        )
         with tempfile.TemporaryDirectory(prefix="lock-ab-") as tmp:
             summary = run_tritongym(setting, cands, config, Path(tmp) / "registry.db", [], None)["summary"]
         lock = next(iter(summary["gpu_lock_s"].values()), {})
@@ -66,7 +85,7 @@ def main() -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))  # after every setting: a cut-off run keeps its rows
     headers = ["setting", "wall s", "statuses", "exclusive s", "draining s", "shared s", "idle s"]
-    print_table(f"GPU lock options, {len(cands)} bundled problems", headers, rows)
+    print_table(f"GPU lock options, {len(cands)} {args.workload} candidates", headers, rows)
     print(f"wrote {args.out}")
 
 

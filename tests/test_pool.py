@@ -275,6 +275,45 @@ def test_gpu_lock_lets_correctness_work_share_and_gives_timing_the_gpu_alone():
     assert events == ["timing", "late sharer"]
 
 
+def test_a_timing_window_admits_sharers_until_it_passes_then_one_drain_serves_every_waiting_timer():
+    """`TimingOptions.timing_window_s`: a timer first waits with sharers still admitted, timers arriving meanwhile
+    queue behind it, and once its window has passed new sharers are held back until every waiting timer has
+    run: one drain of the GPU for both timings (without a window, each timer drains the GPU on arrival)."""
+    lock, cond = watched_lock()
+    events = cond.events
+    lock.acquire(exclusive=False)  # a worker's correctness trials
+
+    def timer(label: str, window_s: float):
+        def run() -> None:
+            lock.acquire(exclusive=True, window_s=window_s)
+            cond.note(label)
+            lock.release(exclusive=True)
+
+        return run
+
+    def sharer():
+        lock.acquire(exclusive=False)
+        cond.note("late sharer")
+        lock.release(exclusive=False)
+
+    first = start(timer("timing a", 0.5), "timer a")
+    cond.until(lambda: first in cond.blocked, "timer a waiting in its window")
+    lock.acquire(exclusive=False)  # within the window a new sharer still gets in, without waiting
+    assert not lock.holding_back
+    second = start(timer("timing b", 30.0), "timer b")  # its own window is long: it goes with a's drain
+    cond.until(lambda: second in cond.blocked, "timer b queueing")
+    cond.until(lambda: lock.holding_back, "a's window passing")
+    late = start(sharer, "late sharer")
+    cond.until(lambda: late in cond.blocked, "the late sharer held back")
+    assert events == []
+    lock.release(exclusive=False)
+    lock.release(exclusive=False)
+    for thread in (first, second, late):
+        thread.join(5)
+    assert sorted(events[:2]) == ["timing a", "timing b"] and events[2:] == ["late sharer"]  # timers in any order
+    assert lock.exclusive_grants == 2 and not lock.holding_back
+
+
 def test_a_resumed_shared_hold_goes_ahead_of_a_waiting_timer_but_not_a_running_one():
     lock, cond = watched_lock()
     events = cond.events

@@ -45,6 +45,13 @@ class TimingOptions(BaseModel):
         "and take it again behind waiting timings, so a timing waits for one call of each sharer rather than "
         "its whole correctness phase",
     )
+    timing_window_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=30,
+        description="a timing waits up to this long for other timings to queue behind it, correctness work going "
+        "on, before new sharers are held back: one drain of the GPU for several timings (0: drain at once)",
+    )
     reconcile_tolerance: float = Field(
         default=0.05, gt=0, description="a cached reference within this relative distance of the paired one is used"
     )
