@@ -787,20 +787,33 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
         pool.close()
 
 
+def test_the_gpu_budget_leaves_out_every_processs_context_idle_workers_included():
+    """On the H100 nine idle workers held 690-794 MiB each, 6.6 GiB no reservation stood for, and full-size
+    problems ran out of memory inside their budget.  The budget leaves out a context for every worker and
+    keeper (started ahead of need), the keepers' cache share and a margin; never below a quarter of the GPU."""
+    from tritongym.core.sandbox.gpu_pool import CONTEXT_MB, gpu_budget_mb
+
+    assert CONTEXT_MB >= 794
+    h100 = 81559.0
+    assert gpu_budget_mb(h100, keepers=4, workers=8) == pytest.approx(0.95 * h100 - 0.25 * h100 - 12 * CONTEXT_MB)
+    assert gpu_budget_mb(h100, keepers=4, workers=8) < gpu_budget_mb(h100, keepers=1, workers=2)
+    assert gpu_budget_mb(8000.0, keepers=4, workers=8) == pytest.approx(2000.0)  # a small GPU: its floor
+
+
 def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
     """A full-size ReLU measured on the H100 (stop 33): its keeper's build peaked at 49156 MiB (the float64
     gold's temporaries), one forward at 18432 MiB (6 GiB in, its clone, 6 GiB out).  Sized from the build, its
     worker needed more than the 55 GiB the pool's budget has and took the GPU alone; sized from the forward it
     fits beside a small problem's worker.  A record without the forward's peak (an older keeper) falls back
     to the build's."""
-    from tritongym.core.sandbox.gpu_pool import TaskDriver
+    from tritongym.core.sandbox.gpu_pool import TaskDriver, gpu_budget_mb
 
     def need(prep: dict) -> float:
         driver = TaskDriver.__new__(TaskDriver)
         driver.prep = prep
         return driver.worker_need_mb()
 
-    budget_mb = 0.95 * 81559 - 0.25 * 81559 - 600
+    budget_mb = gpu_budget_mb(81559, keepers=4, workers=8)  # an H100 with the default 8 workers, 4 keepers
     relu = need({"peak_mb": 49156.0, "forward_peak_mb": 18432.0})
     older = need({"peak_mb": 49156.0})
     assert 2 * 18432 <= relu < budget_mb - 4096 < budget_mb < older

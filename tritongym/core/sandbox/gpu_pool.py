@@ -58,7 +58,7 @@ from tritongym.core.worker_task import WorkerTask
 
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-CONTEXT_MB = 600.0  # a CUDA context with torch's and Triton's modules loaded, per process
+CONTEXT_MB = 800.0  # a CUDA context with torch's and Triton's modules loaded, per process (690-794 MiB on an H100)
 KEEPER_CACHE_SHARE = 0.25  # of the GPU, for all its keepers' records together (keeper.py's cache_mb)
 KEEPER_HOST_CACHE_SHARE = 0.25  # of the host's memory, for all keepers' parked outputs together (keeper.py)
 HOST_PARKING_SHARE = 0.5  # of the host's memory, for the parked outputs of the records tasks hold while they run
@@ -641,10 +641,8 @@ class WorkerPool:
             self.keepers[(gpu, k)] = keeper
             total = float(keeper.info.get("total_mb") or 0.0)
             if total and gpu not in self.memory:
-                # what the workers may reserve: the GPU less the keepers' share (their record caches and
-                # contexts) and a margin for the drivers' own allocations
-                keepers = KEEPER_CACHE_SHARE * total + self.keepers_per_gpu * CONTEXT_MB
-                self.memory[gpu] = MemoryBudget(max(total * 0.95 - keepers, total * 0.25))
+                budget = gpu_budget_mb(total, self.keepers_per_gpu, self.options.workers_per_gpu)
+                self.memory[gpu] = MemoryBudget(budget)
                 self.total_mb[gpu] = total
                 if self.host_memory is None:
                     host_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -798,6 +796,14 @@ class WorkerPool:
         if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
             return True
         return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
+
+
+def gpu_budget_mb(total_mb: float, keepers: int, workers: int) -> float:
+    """What the tasks on one GPU may reserve: the GPU less the keepers' share (their record caches), every
+    process's context (workers are started ahead of need and hold theirs while idle: on the H100 nine idle
+    workers held 6.6 GiB that no reservation stood for) and a margin for the driver's own allocations."""
+    contexts = (keepers + workers) * CONTEXT_MB
+    return max(total_mb * 0.95 - KEEPER_CACHE_SHARE * total_mb - contexts, total_mb * 0.25)
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
@@ -1011,7 +1017,7 @@ class TaskDriver:
             self.granted_mb = None
 
     def worker_need_mb(self) -> float:
-        """What a candidate's worker is expected to need on the GPU: its context, and twice one forward of the
+        """What a candidate's worker is expected to need on the GPU: twice one forward of the
         reference as the keeper measured it (inputs, their clone, outputs, temporaries, weights: a worker holds
         about that plus a copy of the outputs), with room for a less frugal kernel.  Not the keeper's whole
         build, whose float64 gold no worker computes: sized from that (49 GiB for a full-size ReLU), every
@@ -1019,7 +1025,7 @@ class TaskDriver:
         (`WorkerPool.run`) before it is the candidate's."""
         forward = float(self.prep.get("forward_peak_mb") or 0.0)
         peak = forward or float(self.prep.get("peak_mb") or 0.0)
-        return CONTEXT_MB + max(1024.0, 2.0 * peak)
+        return max(1024.0, 2.0 * peak)  # its context is the budget's already
 
     REFERENCE_NEED_FACTOR = 4.0
     """A problem seen for the first time reserves this many times one forward weighed on the meta device (inputs,
@@ -1051,7 +1057,7 @@ class TaskDriver:
         began = time.monotonic()
         if self.pool.host_memory is not None and parked:
             self._hold_host(parked)  # held until the task ends
-        self.reference_granted_mb = budget.reserve(CONTEXT_MB + max(1024.0, peak or 0.0))
+        self.reference_granted_mb = budget.reserve(max(1024.0, peak or 0.0))  # contexts: the budget's already
         waited = time.monotonic() - began
         self.deadline += waited
         self.memory_wait_s += waited
