@@ -164,7 +164,7 @@ def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own
     answer is still caught when the record is shared."""
     from pathlib import Path
 
-    from tritongym.core.eval.tolerances import tolerances_for
+    from tests.conftest import task_for
     from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
     from tritongym.core.verdict import probe_outputs_match
     from tritongym.core.worker.input_source import precomputed_seed
@@ -174,17 +174,7 @@ def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own
     copier = (Path(__file__).parent / "hacks" / "candidates" / "grid_callable_torch.py").read_text()
 
     def task(probe_seed: int, source: str) -> WorkerTask:
-        return WorkerTask(
-            problem_name=relu_problem.name,
-            problem_source=relu_problem.source,
-            sizes=relu_problem.sizes,
-            candidate_source=source,
-            device="cpu",
-            seeds=[1, 2, 3],
-            init_seed=5,
-            probe_seed=probe_seed,
-            tolerances=tolerances_for("ieee", {}),
-        )
+        return task_for(relu_problem, source, init_seed=5, probe_seed=probe_seed)
 
     tasks = [task(11, relu_problem.solution), task(12, relu_problem.solution), task(13, copier)]
     assert len({record_key(t) for t in tasks}) == 1  # one record for all three
