@@ -366,7 +366,7 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(tmp_path):
         runner = threading.Thread(target=lambda: found.append(pool.run(kept, timeout_s=120)))
         runner.start()
         runner.join(timeout=3.0)
-        assert runner.is_alive()  # 3600 + a context is beyond the budget: alone, after the 500 MiB holder
+        assert runner.is_alive()  # 3600 does not fit beside the 500 MiB holder in 4000: it waits for it
         budget.release(held)
         runner.join(timeout=120)
         assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
@@ -417,16 +417,16 @@ def test_a_screen_reserves_gpu_memory_as_a_reference_build_does():
         assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
         budget = pool.memory["cpu"] = MemoryBudget(4000.0)
         pool.total_mb["cpu"] = 8000.0
-        # 150 MiB in, 150 MiB out: weighed 300 MiB, so 600 + 4 x 300 = 1800 MiB reserved; with 1700 left it waits,
-        # where the token a screen reserved before (600 + 1024) would have gone ahead
+        # 150 MiB in, 150 MiB out: weighed 300 MiB, so 4 x 300 = 1200 MiB reserved (contexts are the budget's
+        # already); with 1100 left it waits, where the token a screen reserved before (1024) would have gone ahead
         source = BIG_RELU.replace(f"ROWS = {ROWS}", "ROWS = 6400").replace(f"COLS = {COLS}", "COLS = 6144")
-        held = budget.reserve(2300.0)
+        held = budget.reserve(2900.0)
         found = []
         screen = big_task(mode="screen", problem_source=source)
         runner = threading.Thread(target=lambda: found.append(pool.run(screen, timeout_s=300)))
         runner.start()
         runner.join(timeout=3.0)
-        assert runner.is_alive() and budget.reserved_mb == 2300.0  # waiting, nothing granted beside the holder
+        assert runner.is_alive() and budget.reserved_mb == 2900.0  # waiting, nothing granted beside the holder
         budget.release(held)
         runner.join(timeout=300)
         assert found[0].error is None and found[0].stage == "done" and budget.reserved_mb == 0.0
