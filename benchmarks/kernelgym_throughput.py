@@ -661,13 +661,16 @@ def main() -> None:
     )
     parser.add_argument("--plugin", action="append", default=[], help="extra tritongym plugin module or file")
     parser.add_argument("--out", type=Path, default=RESULTS / "kernelgym_throughput.json")
-    parser.add_argument("--anchor-log", type=Path, default=None, help="KernelGYM's output (default: OUT with .log)")
+    parser.add_argument(
+        "--anchor-log", type=Path, default=None, help="KernelGYM's output (default: OUT with .anchor.log)"
+    )
     args = parser.parse_args()
     run_started = time.perf_counter()
     args.device_type = "cpu" if args.device == "cpu" else "cuda"
     args.device_id = int(args.device.split(":")[1]) if ":" in args.device else 0
     args.size = args.size or ("gpu" if args.device_type == "cuda" else "cpu")
-    args.anchor_log = args.anchor_log or args.out.with_suffix(".log")
+    # not OUT with `.log`: where a run's own output is usually sent (stop 34 interleaved the two in one file)
+    args.anchor_log = args.anchor_log or args.out.with_suffix(".anchor.log")
     if args.device_type == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
     sys.path.insert(0, str(HERE))
