@@ -307,7 +307,9 @@ class Zygote:
     def wait_gone(self, pid: int, timeout: float) -> bool:
         """Whether the child `pid` has exited (and been reaped) within `timeout`; its exit status stays."""
         with self.cond:
-            return self.cond.wait_for(lambda: pid in self.exits or pid in self.gone or self.dead, timeout)
+            gone = self.cond.wait_for(lambda: pid in self.exits or pid in self.gone or self.dead, timeout)
+            self.gone.discard(pid)  # read once: a later child given the same pid is not taken for gone
+            return gone
 
     def close(self) -> None:
         self.sock.close()
@@ -833,7 +835,7 @@ class TaskDriver:
 
     def __init__(self, pool: WorkerPool, worker: Worker, task: WorkerTask, timeout_s: float, alone=False) -> None:
         self.pool, self.worker, self.task = pool, worker, task
-        self.alone = alone  # a retried screen: the whole GPU's memory reserved, no other task beside it
+        self.alone = alone  # run again after running out of memory: the whole GPU's memory reserved, from the build on
         self.timeout_s = timeout_s
         self.budget_s = timeout_s
         self.lock = pool.locks[worker.gpu]
@@ -1138,8 +1140,8 @@ class TaskDriver:
         self.prep = prep
         answer_mb = float(prep.get("answer_host_mb") or 0.0)
         if answer_mb and self.pool.host_memory is not None:
-            # the task's own answer (`Keeper.precomputed_answer`), parked beside the shared record: already in host
-            # memory, held by this task alone (each sample of an RL batch its own), counted for the tasks to come
+            # the task's own answer (`ReferenceRecord.precomputed_answer`), parked beside the shared record: already
+            # in host memory, held by this task alone (each sample of an RL batch its own), counted for the rest
             self.answer_host_mb = self.pool.host_memory.take(answer_mb)
         self.planned = [TrialEvidence.model_validate({**p, "outputs": []}) for p in prep["planned"]]
         kept = [int(p["seed"]) for p in prep["planned"][len(self.task.seeds) :]]

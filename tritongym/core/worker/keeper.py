@@ -91,7 +91,7 @@ class ReferenceRecord:
             torch.cuda.reset_peak_memory_stats(device)
             baseline = torch.cuda.memory_allocated(device)
         configure_precision(task)
-        self.ref_model_device = device
+        self.device = device
         self.reference = load_reference(task, workdir)
         self.ref_model, _ = build_reference(task, self.reference, device)
         built = self.built = buffer_snapshot(self.ref_model)  # the mode probes start from the buffers as built
@@ -142,7 +142,7 @@ class ReferenceRecord:
         try:
             with exact_reference():
                 # the `precomputed` probe's inputs are each task's own (`precomputed_seed`): its answer is
-                # `answer_samples_for`'s, per task, not the record's
+                # `precomputed_answer`'s, per task, not the record's
                 self.probe_refs = reference_probe_outputs(
                     self.ref_model,
                     dataclasses.replace(self.source, precomputed=None),
@@ -174,7 +174,7 @@ class ReferenceRecord:
         from tritongym.core.worker.probes import answer_samples, prior_answer_seed, restore_buffers
         from tritongym.core.worker.task_runner import make_inputs
 
-        source = InputSource.seeded(task, self.reference, self.ref_model_device, make_inputs)
+        source = InputSource.seeded(task, self.reference, self.device, make_inputs)
         was_training = self.ref_model.training
         restore_buffers(self.ref_model, self.built)  # as the record's probes began: from the buffers as built
         try:
@@ -224,16 +224,16 @@ class ReferenceRecord:
 
         return timing_inputs(self.source.trial, self.source.n_main)
 
-    def refs_for(self, where: list, probe_refs: dict | None = None) -> list:
+    def refs_for(self, where: list, probe_refs: dict) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
-        `["probe", name, trial]` (refresh and repeat compare with a trial's outputs; a probe's from `probe_refs`,
-        a task's, or the record's own)."""
+        `["probe", name, trial]` (refresh and repeat compare with a trial's outputs; a probe's from the task's
+        `probe_refs`: the record's, with the task's own `precomputed` answer)."""
         if where[0] == "trial":
             return self.ref_outputs[int(where[1])]
         name, trial = str(where[1]), int(where[2])
         if name in ("refresh", "repeat"):
             return self.ref_outputs[trial]
-        return (self.probe_refs if probe_refs is None else probe_refs).get(name, [])
+        return probe_refs.get(name, [])
 
 
 def _dtype(name: str):
