@@ -12,6 +12,7 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
 
     python benchmarks/lock_options_ab.py --settings locked unlocked yield unlocked+yield
 
+`workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8).
 `window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
 behind it: one drain for several timings), e.g. `unlocked+window=1.5`.  `--workload rl` runs the RL-like batch
 (`kernelgym_throughput.rl_candidates`: 128 candidates, more timings per minute than the bundled 27, the registry
@@ -36,9 +37,21 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls"}
 
 
+def workers_option(setting: str) -> dict:
+    """The backend option a `workers=N` part of a setting names (none: the backend's default)."""
+    for part in setting.split("+"):
+        if part.startswith("workers="):
+            try:
+                return {"workers_per_gpu": int(part.removeprefix("workers="))}
+            except ValueError:
+                raise SystemExit(f"{part!r}: the workers are a count, e.g. workers=12") from None
+    return {}
+
+
 def timing_options(setting: str) -> dict:
-    """`locked`, `unlocked`, `yield`, `window=S` or a `+`-joined mix: each named option on, the others off."""
-    parts = set(setting.split("+")) - {"locked"}
+    """`locked`, `unlocked`, `yield`, `window=S` or a `+`-joined mix: each named option on, the others off
+    (`workers=N` is the backend's, not the timing's: `workers_option`)."""
+    parts = {p for p in setting.split("+") if not p.startswith("workers=")} - {"locked"}
     windows = [p for p in parts if p.startswith("window=")]
     names = parts - set(windows)
     unknown = names - set(OPTIONS)
@@ -65,12 +78,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "lock_options_ab.json")
     args = parser.parse_args()
     for setting in args.settings:
-        timing_options(setting)  # every setting understood before anything runs
+        timing_options(setting), workers_option(setting)  # every setting understood before anything runs
     cands = (bundled_candidates if args.workload == "bundled" else rl_candidates)(args.size)[: args.limit]
     report: dict = {"settings": args.settings, "workload": args.workload, "candidates": len(cands), "runs": {}}
     rows = []
     for setting in args.settings:
-        options = {"timing": timing_options(setting)} if args.backend == "triton-cuda" else {}
+        options = {}
+        if args.backend == "triton-cuda":
+            options = {"timing": timing_options(setting), **workers_option(setting)}
         config = EvalConfig(
             backend=args.backend, size=args.size, use_cache=args.workload == "rl", backend_options=options
         )

@@ -692,6 +692,7 @@ def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone
         evidence = pool.run(task_for(relu, hungry), timeout_s=120)
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert evidence.phases.get("ran_alone") == 1.0  # a batch's summed phases count such runs
         assert budget.reserved_mb == 0.0 and budget.holders == 0
         # out of memory alone too: the candidate's own failure, once retried
         marker.unlink()
@@ -729,6 +730,7 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         evidence = pool.run(task_for(relu, relu.solution).model_copy(update={"problem_source": source}), timeout_s=120)
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert evidence.phases.get("ran_alone") == 1.0  # a batch's summed phases count such runs
         assert budget.reserved_mb == 0.0 and budget.holders == 0
         # out of memory alone too: the problem's error, once retried
         always = source.replace(f"if x.device.type != 'meta' and not os.path.exists({str(marker)!r}):", "if True:")
@@ -817,4 +819,6 @@ def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
     relu = need({"peak_mb": 49156.0, "forward_peak_mb": 18432.0})
     older = need({"peak_mb": 49156.0})
     assert 2 * 18432 <= relu < budget_mb - 4096 < budget_mb < older
-    assert need({"peak_mb": 3.0, "forward_peak_mb": 1.0}) >= 1024  # never less than a floor
+    # never less than a floor with room to spare: capped at 1 GiB, the smallest problems' workers ran out of
+    # memory on the H100 (Triton's benchmarking buffer, the poisoned free blocks) and each ran again alone
+    assert need({"peak_mb": 3.0, "forward_peak_mb": 1.0}) >= 2048

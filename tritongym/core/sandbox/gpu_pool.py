@@ -779,6 +779,8 @@ class WorkerPool:
             if attempt == 1 and not alone and self._out_of_memory_beside_others(task, evidence):
                 alone = True  # once more with the GPU alone; out of memory alone, the failure stands
                 continue
+            if alone:  # counted, so that a batch's summed phases say how often its work ran alone
+                evidence.phases["ran_alone"] = 1.0
             if not died:
                 return evidence
             if attempt == 2 and evidence.error is not None:
@@ -1027,7 +1029,14 @@ class TaskDriver:
         (`WorkerPool.run`) before it is the candidate's."""
         forward = float(self.prep.get("forward_peak_mb") or 0.0)
         peak = forward or float(self.prep.get("peak_mb") or 0.0)
-        return max(1024.0, 2.0 * peak)  # its context is the budget's already
+        return self.WORKER_SLACK_MB + max(1024.0, 2.0 * peak)  # its context is the budget's already
+
+    WORKER_SLACK_MB = 1024.0
+    """Allocator room a worker gets beyond twice its reference's forward, whatever the problem: Triton's own
+    benchmarking buffer (256 MiB for an autotuned kernel), the poisoning of free blocks before the candidate
+    runs (`scrub.poison_free_memory`: a copy of each, briefly), fragmentation.  Without it the smallest
+    problems' workers were capped at 1 GiB, ran out of memory on the H100 (stop 35) and were each run again
+    with the GPU alone: an RL batch of 64 took 188 s instead of 120 s."""
 
     REFERENCE_NEED_FACTOR = 4.0
     """A problem seen for the first time reserves this many times one forward weighed on the meta device (inputs,
