@@ -13,6 +13,8 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
     python benchmarks/lock_options_ab.py --settings locked unlocked yield unlocked+yield
 
 `workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8).
+`shared=S` sets `shared_check_s` (how recent another task's timing of the reference before its candidate may be to
+serve this one; `shared=0`: every task takes an exclusive hold to time it itself).
 `window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
 behind it: one drain for several timings), e.g. `unlocked+window=1.5`.  `--workload rl` runs the RL-like batch
 (`kernelgym_throughput.rl_candidates`: 128 candidates, more timings per minute than the bundled 27, the registry
@@ -52,6 +54,8 @@ def timing_options(setting: str) -> dict:
     """`locked`, `unlocked`, `yield`, `window=S` or a `+`-joined mix: each named option on, the others off
     (`workers=N` is the backend's, not the timing's: `workers_option`)."""
     parts = {p for p in setting.split("+") if not p.startswith("workers=")} - {"locked"}
+    shared = [p for p in parts if p.startswith("shared=")]
+    parts -= set(shared)
     windows = [p for p in parts if p.startswith("window=")]
     names = parts - set(windows)
     unknown = names - set(OPTIONS)
@@ -60,6 +64,11 @@ def timing_options(setting: str) -> dict:
             f"unknown setting {sorted(unknown) or windows}: use locked, {', '.join(OPTIONS)}, window=S or a '+' mix"
         )
     options: dict = {option: name in names for name, option in OPTIONS.items()}
+    if shared:
+        try:
+            options["shared_check_s"] = float(shared[0].removeprefix("shared="))
+        except ValueError:
+            raise SystemExit(f"{shared[0]!r}: the freshness is seconds, e.g. shared=0 (each task its own)") from None
     if windows:
         try:
             options["timing_window_s"] = float(windows[0].removeprefix("window="))

@@ -235,13 +235,24 @@ def test_an_rl_batch_of_one_problem_builds_and_times_its_reference_once(tmp_path
     reference's timing: one full timing, the others a short drift check against it."""
     problem = load_problem("softmax", "gpu")
     samples = [(problem.solution + f"\nSAMPLE = {k}\n", problem) for k in range(4)]  # four distinct kernels
-    with fresh_evaluator(tmp_path, sandbox_checks) as (evaluator, _):
+    sharing = {"timing": {"shared_check_s": 30.0}}
+    with fresh_evaluator(tmp_path, sandbox_checks, remeasure_speedup_above=None, backend_options=sharing) as (
+        evaluator,
+        _,
+    ):
+        pool = evaluator.backend.pool()
+        before = sum(pool.exclusive_grants().values())
         results = evaluator.evaluate_many(samples)
+        grants = sum(pool.exclusive_grants().values()) - before
     assert [r.status for r in results] == [Status.ok] * 4, [r.message for r in results]
     assert sum(r.phases.get("reference_cached") == 1.0 for r in results) == 3, [r.phases for r in results]
     full = [r for r in results if r.timing.reference_cached is None]
     drifted = any("disagreed" in note for r in results for note in r.timing.notes)
     assert len(full) == 1 or (drifted and len(full) <= 2), [r.timing.notes for r in results]
+    # with `shared_check_s` on, the reference timed before the candidates once for all four: one exclusive hold for it
+    # and one per candidate's timing, where each task's own check made it eight
+    shared = sum(r.phases.get("reference_check_shared") == 1.0 for r in results)
+    assert (shared == 3 and grants == 5) or drifted, (shared, grants)
 
 
 def test_the_drift_check_shares_the_candidates_exclusive_hold(tmp_path, sandbox_checks):

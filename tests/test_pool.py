@@ -822,3 +822,100 @@ def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
     # never less than a floor with room to spare: capped at 1 GiB, the smallest problems' workers ran out of
     # memory on the H100 (Triton's benchmarking buffer, the poisoned free blocks) and each ran again alone
     assert need({"peak_mb": 3.0, "forward_peak_mb": 1.0}) >= 2048
+
+
+def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_problem_while_fresh():
+    """Every task took an exclusive hold of the GPU for the reference's timing before its candidate (stop 35: most of
+    an RL batch's drains).  A timing another task of the problem took at most `shared_check_s` ago (before this
+    candidate existed) serves this task instead; one still being taken is waited for rather than queued behind.
+    A stale or failed one, a known timing the pool has dropped, or sharing turned off: the task times its own.
+    (The GPU path runs in tests/test_gpu.py's RL-batch test; here the decision, on the pool's real records.)"""
+    import threading
+    import time
+    import types
+
+    from tritongym.core.models import TimingReport, TimingStats
+    from tritongym.core.sandbox.gpu_pool import TaskDriver, _ReferenceCheck
+    from tritongym.core.worker_task import TimingOptions
+
+    stats = TimingStats(median_ms=0.25, iqr_ms=0.01, samples=40, mode="graph")
+    report = TimingReport(precision="ieee", reference_before=stats).model_dump_json()
+    relu = load_problem("relu")
+
+    def driver(shared_s=30.0, known=True, **update):
+        pool = types.SimpleNamespace(
+            _guard=threading.Lock(),
+            reference_checks={},
+            bandwidth={},
+            references={"key": stats.model_dump()} if known else {},
+        )
+        d = TaskDriver.__new__(TaskDriver)
+        d.pool, d.worker, d.reference_key = pool, types.SimpleNamespace(gpu="0"), "key"
+        d.task = task_for(relu, None, timing=TimingOptions(shared_check_s=shared_s), **update)
+        d.deadline, d.lock_wait_s, d.reference_phases, d.timing, d.reference_before = 0.0, 0.0, {}, None, None
+        return d
+
+    def taken(d, age_s=0.0, timing=report):
+        check = d.pool.reference_checks["key"] = _ReferenceCheck()
+        check.timing, check.at = timing, time.monotonic() - age_s
+        check.done.set()
+        return check
+
+    d = driver()
+    assert not d._shared_reference_check()  # nobody timed it yet
+    taken(d)
+    assert d._shared_reference_check()
+    assert d.reference_before == stats and d.reference_phases == {"reference_check_shared": 1.0}
+    assert d.timing.reference_cached == stats  # reconciled with the known timing, as its own check would be
+
+    stale = driver()
+    taken(stale, age_s=31.0)
+    assert not stale._shared_reference_check()
+    failed = driver()
+    taken(failed, timing=None)
+    assert not failed._shared_reference_check()
+    dropped = driver(known=False)  # the known timing disagreed and was dropped: a full timing of its own
+    taken(dropped)
+    assert not dropped._shared_reference_check()
+    off = driver(shared_s=0.0)
+    taken(off)
+    assert not off._shared_reference_check()
+    compiled = driver(compile_reference=True)  # torch.compile's timing still to be measured
+    taken(compiled)
+    assert not compiled._shared_reference_check()
+
+    # one being taken: waited for, and its wait counted as waiting for the GPU, not as the candidate's time
+    waiting = driver()
+    check = waiting.pool.reference_checks["key"] = _ReferenceCheck()
+
+    def answer():
+        time.sleep(0.3)
+        check.timing, check.at = report, time.monotonic()
+        check.done.set()
+
+    threading.Thread(target=answer).start()
+    assert waiting._shared_reference_check()
+    assert waiting.lock_wait_s >= 0.25 and waiting.deadline >= 0.25
+
+
+def test_the_keeper_frees_a_tasks_memory_under_a_shared_hold_never_beside_a_timing(pool, relu_problem, monkeypatch):
+    """`FREE` runs kernels in the keeper (it poisons what it gives back, `scrub.py`: GiBs of fills for a large
+    record).  Sent with no hold, it overlapped other tasks' timings on the H100 and two honest level-2
+    references ran 2.2x slower in their drift checks, judged `hacked`.  It is sent under a shared hold now: a
+    timing waiting or running keeps it back."""
+    from tritongym.core.sandbox.gpu_pool import KeeperProcess
+
+    lock = pool.locks["cpu"]
+    seen: list[tuple[int, bool]] = []
+    call = KeeperProcess.call
+
+    def watched(self, kind, payload, timeout):
+        if kind == "FREE":
+            seen.append((lock.readers, lock.writer))
+        return call(self, kind, payload, timeout)
+
+    monkeypatch.setattr(KeeperProcess, "call", watched)
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    assert evidence.error is None, evidence.error
+    assert seen and all(readers >= 1 and not writer for readers, writer in seen), seen
+    assert lock.readers == 0 and not lock.writer  # given back after

@@ -494,6 +494,19 @@ class KeeperUnavailable(Exception):
         self.timed_out = timed_out
 
 
+class _ReferenceCheck:
+    """The reference's timing before a candidate (`RTIM`), as one task of a problem took it for the tasks of the
+    same problem that come within `TimingOptions.shared_check_s` (`WorkerPool.reference_checks`): `done` once
+    the keeper answered; `timing` its `TimingReport` as JSON (None: it failed, each task times its own)."""
+
+    __slots__ = ("done", "timing", "at")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.timing: str | None = None
+        self.at = 0.0
+
+
 class _HostHold:
     """One record's host reservation (`WorkerPool.host_records`): the MiB granted, once `ready`, and how many
     running tasks hold it."""
@@ -593,6 +606,10 @@ class WorkerPool:
         # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
+        # per problem (TaskDriver.reference_key), the last reference timing taken before a candidate: the samples
+        # of an RL batch reuse it for `shared_check_s` instead of each draining the GPU for its own (stop 35:
+        # every task took an exclusive hold for it, most of an RL batch's drains)
+        self.reference_checks: dict[str, _ReferenceCheck] = {}
         # per problem (TaskDriver.reference_key), the reference side's GPU peak its keeper measured, in MiB: what
         # the next task of the problem reserves before the keeper's PREP, instead of an estimate
         self.peaks: dict[str, float] = {}
@@ -1006,10 +1023,16 @@ class TaskDriver:
                 self.pool.host_memory.release(self.answer_host_mb)
                 self.answer_host_mb = 0.0
             if self.keeper is not None and not self.keeper.dead:
+                # under a shared hold like any GPU work: the keeper poisons what it frees (`scrub.py`), GiBs of
+                # fills for a large record, which beside another task's timing made honest level-2 references
+                # run 2.2x slower in their drift checks (H100, stop 35)
+                self._acquire(exclusive=False)
                 try:
                     self.keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
                 except KeeperUnavailable:
                     pass
+                finally:
+                    self._release()
 
     def release_worker_memory(self) -> None:
         """The worker's GPU reservation back (and a screen's, which its worker used), once `WorkerPool.run` has
@@ -1159,26 +1182,78 @@ class TaskDriver:
         self.budget_s = self.timeout_s + extra
         if self.worker.gpu != "cpu" and self.task.timing.enabled:
             self.phase = "timing the reference"
-            # under the exclusive lock, look again: a task of the same problem that started beside this one
-            # (an RL batch's samples) may have timed the reference while this one waited, and then a short
-            # drift check does instead of a full timing; the lock is held until the timing is known here
-            self._acquire(exclusive=True)
-            try:
-                self._with_known_timings()
-                known = {
-                    "task_id": self.task_id,
-                    "known": self.task.cached_reference is not None,
-                    "compile_known": self.task.cached_compile_reference is not None,
-                }
-                ok, answer = self._ask("RTIM", known, exclusive=None)
-                if not ok:
-                    return answer
-                self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
-                self.reference_phases = {k: float(v) for k, v in answer.get("phases", {}).items()}
-            finally:
-                self._release()
+            if not self._shared_reference_check():
+                failed = self._time_reference()
+                if failed is not None:
+                    return failed
         self.deadline = time.monotonic() + self.budget_s  # the candidate's budget starts when its work does
         return None
+
+    def _time_reference(self) -> dict | None:
+        """The keeper's `RTIM` under an exclusive hold of its own; the keeper's `FAIL` answer, or None.  Under the
+        lock, look again: a task of the same problem that started beside this one may have timed the reference
+        while this one waited, and then a short check does instead of a full timing."""
+        check = self._claim_reference_check()
+        self._acquire(exclusive=True)
+        try:
+            self._with_known_timings()
+            known = {
+                "task_id": self.task_id,
+                "known": self.task.cached_reference is not None,
+                "compile_known": self.task.cached_compile_reference is not None,
+            }
+            ok, answer = self._ask("RTIM", known, exclusive=None)
+            if not ok:
+                return answer
+            self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
+            self.reference_phases = {k: float(v) for k, v in answer.get("phases", {}).items()}
+            if check is not None:
+                check.timing, check.at = answer["timing"], time.monotonic()
+            return None
+        finally:
+            self._release()
+            if check is not None:
+                check.done.set()
+
+    def _claim_reference_check(self) -> _ReferenceCheck | None:
+        """This task's check, for others of its problem to share (None: sharing is off)."""
+        if not self.task.timing.shared_check_s:
+            return None
+        check = _ReferenceCheck()
+        with self.pool._guard:
+            self.pool.reference_checks[self.reference_key] = check
+        return check
+
+    def _shared_reference_check(self) -> bool:
+        """Whether a reference timing that another task of this problem took (or is taking) serves this task: one
+        taken at most `shared_check_s` ago, before this candidate existed, so nothing this candidate does can have
+        slowed it, and close enough in time to pair with this candidate's timing and its drift check.  An RL
+        batch's samples of a problem then cost one exclusive hold for the reference, not one each."""
+        fresh_s = self.task.timing.shared_check_s
+        if not fresh_s:
+            return False
+        with self.pool._guard:
+            check = self.pool.reference_checks.get(self.reference_key)
+        if check is None:
+            return False
+        began = time.monotonic()
+        check.done.wait(self.REFERENCE_LIMIT_S)  # one being taken: wait for it rather than queue for another
+        waited = time.monotonic() - began
+        self.deadline += waited
+        self.lock_wait_s += waited
+        if check.timing is None or time.monotonic() - check.at > fresh_s:
+            return False
+        self._with_known_timings()
+        if self.task.cached_reference is None:
+            return False  # the pool dropped the known timing (it disagreed): this task times it afresh
+        if self.task.compile_reference and self.task.cached_compile_reference is None:
+            return False  # torch.compile's timing is still to be measured
+        timing = TimingReport.model_validate_json(check.timing)
+        # torch.compile's timing, if that task measured one, is that task's to report; the known one is used here
+        timing.compile_reference, timing.compile_reference_source = None, None
+        self._reference_timing(timing)
+        self.reference_phases = {"reference_check_shared": 1.0}
+        return True
 
     def _reference_timing(self, timing: TimingReport) -> None:
         """The keeper's reference timing, reconciled with the one the pool or the registry already knew."""
