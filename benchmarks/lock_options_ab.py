@@ -12,7 +12,8 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
 
     python benchmarks/lock_options_ab.py --settings locked unlocked yield unlocked+yield
 
-`workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8).
+`workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8), `spares=N` its
+`spare_workers_per_gpu` (warm workers on standby, so a task never waits for a fresh one to start).
 `shared=S` sets `shared_check_s` (how recent another task's timing of the reference before its candidate may be to
 serve this one; `shared=0`: every task takes an exclusive hold to time it itself).
 `window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
@@ -39,21 +40,26 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls"}
 
 
+BACKEND_COUNTS = {"workers": "workers_per_gpu", "spares": "spare_workers_per_gpu"}
+
+
 def workers_option(setting: str) -> dict:
-    """The backend option a `workers=N` part of a setting names (none: the backend's default)."""
+    """The backend options the `workers=N` and `spares=N` parts of a setting name (none: the backend's default)."""
+    options = {}
     for part in setting.split("+"):
-        if part.startswith("workers="):
+        name, _, value = part.partition("=")
+        if name in BACKEND_COUNTS:
             try:
-                return {"workers_per_gpu": int(part.removeprefix("workers="))}
+                options[BACKEND_COUNTS[name]] = int(value)
             except ValueError:
-                raise SystemExit(f"{part!r}: the workers are a count, e.g. workers=12") from None
-    return {}
+                raise SystemExit(f"{part!r}: {name} is a count, e.g. {name}=4") from None
+    return options
 
 
 def timing_options(setting: str) -> dict:
     """`locked`, `unlocked`, `yield`, `window=S` or a `+`-joined mix: each named option on, the others off
     (`workers=N` is the backend's, not the timing's: `workers_option`)."""
-    parts = {p for p in setting.split("+") if not p.startswith("workers=")} - {"locked"}
+    parts = {p for p in setting.split("+") if p.partition("=")[0] not in BACKEND_COUNTS} - {"locked"}
     shared = [p for p in parts if p.startswith("shared=")]
     parts -= set(shared)
     windows = [p for p in parts if p.startswith("window=")]

@@ -917,5 +917,52 @@ def test_the_keeper_frees_a_tasks_memory_under_a_shared_hold_never_beside_a_timi
     monkeypatch.setattr(KeeperProcess, "call", watched)
     evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
     assert evidence.error is None, evidence.error
-    assert seen and all(readers >= 1 and not writer for readers, writer in seen), seen
-    assert lock.readers == 0 and not lock.writer  # given back after
+    with lock.cond:  # sent in the background (the task's slot is not held for it): given back once done
+        assert lock.cond.wait_for(lambda: seen and lock.readers == 0 and not lock.writer, timeout=30), seen
+    assert all(readers >= 1 and not writer for readers, writer in seen), seen
+
+
+def test_spare_workers_wait_warm_on_standby_and_never_raise_the_tasks_run_at_once(relu_problem, monkeypatch):
+    """Every candidate gets a fresh process, so after each task a replacement starts (fork, CUDA context, warm-up
+    under the GPU lock) while the next task waits for it.  `spare_workers_per_gpu` keeps warm workers on standby
+    beyond `workers_per_gpu`: a slot that frees goes to one at once, and no more than `workers_per_gpu` tasks
+    run at a time (more sharers of the GPU lengthen every timing's drain)."""
+    import time
+
+    from tritongym.core.sandbox.gpu_pool import TaskDriver
+
+    running, most = [0], [0]
+    guard = threading.Lock()
+    drive = TaskDriver.drive
+
+    def counted(self):
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return drive(self)
+        finally:
+            with guard:
+                running[0] -= 1
+
+    monkeypatch.setattr(TaskDriver, "drive", counted)
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, spare_workers_per_gpu=2, memory_mb=4096))
+    try:
+        deadline = time.monotonic() + 120
+        while pool.ready.qsize() + len(pool._standby["cpu"]) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pool.ready.qsize() == 1 and len(pool._standby["cpu"]) == 2  # one slot; two warm on standby
+        threads = [
+            threading.Thread(target=lambda: pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120))
+            for _ in range(3)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert most[0] == 1  # three tasks, one at a time, as with no spares
+        evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+        assert evidence.error is None and evidence.phases["worker_startup"] > 0
+        assert pool._slotted["cpu"] <= 1
+    finally:
+        pool.close()

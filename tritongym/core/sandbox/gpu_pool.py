@@ -68,6 +68,10 @@ HOST_PARKING_SHARE = 0.5  # of the host's memory, for the parked outputs of the 
 class PoolOptions:
     gpus: list[str]  # CUDA device indices as strings, or ["cpu"] (the interpreter, for tests)
     workers_per_gpu: int = 2
+    # warm workers per GPU beyond `workers_per_gpu`, waiting on standby: a fresh process per candidate means a
+    # replacement starts (fork, CUDA context, warm-up under the GPU lock) after every task, and with spares the
+    # next task takes one already warm instead of waiting for it; at most `workers_per_gpu` tasks still run
+    spare_workers_per_gpu: int = 0
     max_tasks: int = 1
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0
@@ -603,6 +607,10 @@ class WorkerPool:
         self.info: dict = {}
         self._live: set[Worker] = set()
         self._guard = threading.Lock()
+        # per GPU, the workers given a task slot (running one, or waiting in `ready`), at most `workers_per_gpu`;
+        # warm workers beyond that wait on standby until a slot frees (`PoolOptions.spare_workers_per_gpu`)
+        self._slotted = dict.fromkeys(options.gpus, 0)
+        self._standby: dict[str, list[Worker]] = {gpu: [] for gpu in options.gpus}
         # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
@@ -632,7 +640,7 @@ class WorkerPool:
         for gpu in options.gpus:
             for k in range(self.keepers_per_gpu):
                 threading.Thread(target=self._warm_keeper, args=(gpu, k), daemon=True).start()
-            for _ in range(options.workers_per_gpu):
+            for _ in range(options.workers_per_gpu + options.spare_workers_per_gpu):
                 self._spawn(gpu)
 
     # --- the reference keepers ---------------------------------------------------------------------------
@@ -660,7 +668,8 @@ class WorkerPool:
             self.keepers[(gpu, k)] = keeper
             total = float(keeper.info.get("total_mb") or 0.0)
             if total and gpu not in self.memory:
-                budget = gpu_budget_mb(total, self.keepers_per_gpu, self.options.workers_per_gpu)
+                workers = self.options.workers_per_gpu + self.options.spare_workers_per_gpu
+                budget = gpu_budget_mb(total, self.keepers_per_gpu, workers)
                 self.memory[gpu] = MemoryBudget(budget)
                 self.total_mb[gpu] = total
                 if self.host_memory is None:
@@ -707,7 +716,7 @@ class WorkerPool:
             if self.closed:
                 self._retire(worker, replace=False)
             else:
-                self.ready.put(worker)
+                self._offer(worker)
             return
         if frame is None:
             why = f"did not start within {self.options.start_timeout_s:g} s"
@@ -719,6 +728,23 @@ class WorkerPool:
         tail = worker.log_tail(1500).strip()
         self.failures.append(f"GPU {gpu}: {why}" + (f"\n{tail}" if tail else ""))
         self._retire(worker, replace=False)
+
+    def _offer(self, worker: Worker) -> None:
+        """A warm worker: into `ready` if its GPU has a task slot free, else on standby for the next one."""
+        with self._guard:
+            if self._slotted[worker.gpu] >= self.options.workers_per_gpu:
+                self._standby[worker.gpu].append(worker)
+                return
+            self._slotted[worker.gpu] += 1
+        self.ready.put(worker)
+
+    def _slot_freed(self, gpu: str) -> None:
+        """A task on `gpu` ended: its slot goes to a worker on standby, if one is."""
+        with self._guard:
+            self._slotted[gpu] -= 1
+            waiting = self._standby[gpu].pop(0) if self._standby[gpu] else None
+        if waiting is not None:
+            self._offer(waiting)
 
     def _retire(self, worker: Worker, replace: bool = True) -> None:
         with self._guard:
@@ -779,19 +805,23 @@ class WorkerPool:
             worker = self._take()
             waited = time.monotonic() - waited
             driver = TaskDriver(self, worker, task, timeout_s, alone=alone)
+            healthy = False
             try:
                 evidence, died = driver.drive()
                 evidence.phases["wait_worker"] = round(waited, 4)
                 with self._guard:
                     self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
+                # how long the worker that ran it took to start (before this task; a replacement's, mostly)
+                evidence.phases["worker_startup"] = float(worker.info.get("startup_s") or 0.0)
                 worker.tasks += 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
+            finally:
+                self._slot_freed(worker.gpu)  # a spare on standby starts the next task now
                 if healthy:
-                    self.ready.put(worker)
+                    self._offer(worker)
                 else:
                     self._retire(worker)
                     worker.wait_gone()
-            finally:
                 driver.release_worker_memory()
             if attempt == 1 and not alone and self._out_of_memory_beside_others(task, evidence):
                 alone = True  # once more with the GPU alone; out of memory alone, the failure stands
@@ -1023,16 +1053,20 @@ class TaskDriver:
                 self.pool.host_memory.release(self.answer_host_mb)
                 self.answer_host_mb = 0.0
             if self.keeper is not None and not self.keeper.dead:
-                # under a shared hold like any GPU work: the keeper poisons what it frees (`scrub.py`), GiBs of
-                # fills for a large record, which beside another task's timing made honest level-2 references
-                # run 2.2x slower in their drift checks (H100, stop 35)
-                self._acquire(exclusive=False)
-                try:
-                    self.keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
-                except KeeperUnavailable:
-                    pass
-                finally:
-                    self._release()
+                # in the background, so the task's slot is not held while a timing keeps the hold back
+                threading.Thread(target=self._free_in_keeper, args=(self.keeper,), daemon=True).start()
+
+    def _free_in_keeper(self, keeper: KeeperProcess) -> None:
+        """The keeper's `FREE` for this task, under a shared hold like any GPU work: the keeper poisons what it
+        frees (`scrub.py`), GiBs of fills for a large record, and sent with no hold those fills ran beside other
+        tasks' timings (two honest level-2 references 2.2x slower in their drift checks, H100, stop 35)."""
+        self.lock.acquire(exclusive=False)
+        try:
+            keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
+        except KeeperUnavailable:
+            pass
+        finally:
+            self.lock.release(exclusive=False)
 
     def release_worker_memory(self) -> None:
         """The worker's GPU reservation back (and a screen's, which its worker used), once `WorkerPool.run` has

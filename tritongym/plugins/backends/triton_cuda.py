@@ -64,6 +64,13 @@ class TritonCUDABackend(Backend):
         workers_per_gpu: int | None = Field(
             default=None, ge=1, le=64, description="warm workers per GPU; None = CPUs per GPU, at most 8"
         )
+        spare_workers_per_gpu: int = Field(
+            default=0,
+            ge=0,
+            le=64,
+            description="warm workers per GPU on standby beyond workers_per_gpu, so that a task never waits for a "
+            "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run",
+        )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
         )
@@ -122,6 +129,7 @@ class TritonCUDABackend(Backend):
                     PoolOptions(
                         gpus=gpus,
                         workers_per_gpu=self.workers_per_gpu(len(gpus)),
+                        spare_workers_per_gpu=self.options.spare_workers_per_gpu,
                         max_tasks=self.options.max_tasks_per_worker,
                         memory_mb=self.options.memory_mb,
                     )
