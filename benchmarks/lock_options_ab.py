@@ -108,13 +108,19 @@ def main() -> None:
             summary = run_tritongym(setting, cands, config, Path(tmp) / "registry.db", [], None)["summary"]
         lock = next(iter(summary["gpu_lock_s"].values()), {})
         report["runs"][setting] = {k: summary[k] for k in ("wall_s", "statuses", "phases_s", "gpu_lock_s")}
+        phases, ran = summary["phases_s"], summary["worker_evaluations"] or 1
         rows.append(
             [setting, fmt(summary["wall_s"]), json.dumps(summary["statuses"])]
             + [fmt(lock.get(state)) for state in ("exclusive", "draining", "shared", "idle")]
+            # per evaluation: the worker's start before it (what spares hide), waits for the GPU lock and for a
+            # worker; and how many ran again alone (out of memory beside others)
+            + [fmt(phases.get(k, 0.0) / ran) for k in ("worker_startup", "gpu_lock_wait", "wait_worker")]
+            + [fmt(phases.get("ran_alone", 0.0))]
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))  # after every setting: a cut-off run keeps its rows
     headers = ["setting", "wall s", "statuses", "exclusive s", "draining s", "shared s", "idle s"]
+    headers += ["startup s/eval", "lock wait s/eval", "worker wait s/eval", "ran alone"]
     print_table(f"GPU lock options, {len(cands)} {args.workload} candidates", headers, rows)
     print(f"wrote {args.out}")
 
