@@ -40,47 +40,33 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls"}
 
 
-BACKEND_COUNTS = {"workers": "workers_per_gpu", "spares": "spare_workers_per_gpu"}
+SECONDS = {"window": "timing_window_s", "shared": "shared_check_s"}  # `name=S` parts: timing options in seconds
+COUNTS = {"workers": "workers_per_gpu", "spares": "spare_workers_per_gpu"}  # `name=N` parts: backend options
 
 
-def workers_option(setting: str) -> dict:
-    """The backend options the `workers=N` and `spares=N` parts of a setting name (none: the backend's default)."""
-    options = {}
-    for part in setting.split("+"):
-        name, _, value = part.partition("=")
-        if name in BACKEND_COUNTS:
-            try:
-                options[BACKEND_COUNTS[name]] = int(value)
-            except ValueError:
-                raise SystemExit(f"{part!r}: {name} is a count, e.g. {name}=4") from None
-    return options
-
-
-def timing_options(setting: str) -> dict:
-    """`locked`, `unlocked`, `yield`, `window=S` or a `+`-joined mix: each named option on, the others off
-    (`workers=N` is the backend's, not the timing's: `workers_option`)."""
-    parts = {p for p in setting.split("+") if p.partition("=")[0] not in BACKEND_COUNTS} - {"locked"}
-    shared = [p for p in parts if p.startswith("shared=")]
-    parts -= set(shared)
-    windows = [p for p in parts if p.startswith("window=")]
-    names = parts - set(windows)
-    unknown = names - set(OPTIONS)
-    if unknown or len(windows) > 1:
-        raise SystemExit(
-            f"unknown setting {sorted(unknown) or windows}: use locked, {', '.join(OPTIONS)}, window=S or a '+' mix"
-        )
-    options: dict = {option: name in names for name, option in OPTIONS.items()}
-    if shared:
+def backend_options(setting: str) -> dict:
+    """The triton-cuda backend's options for a setting: `locked`, `unlocked`, `yield` and `name=value` parts
+    (`window=S`, `shared=S`, `workers=N`, `spares=N`) joined by `+`; each named switch on, the others off."""
+    switches, timing, backend = set(), {}, {}
+    for part in set(setting.split("+")) - {"locked"}:
+        name, eq, value = part.partition("=")
+        if not eq and name in OPTIONS:
+            switches.add(name)
+            continue
+        if not eq or name not in SECONDS | COUNTS:
+            raise SystemExit(
+                f"unknown setting {part!r}: use locked, {', '.join(OPTIONS)}, "
+                f"{', '.join(f'{n}=S' for n in SECONDS)}, {', '.join(f'{n}=N' for n in COUNTS)}, or a '+' mix"
+            )
         try:
-            options["shared_check_s"] = float(shared[0].removeprefix("shared="))
+            if name in SECONDS:
+                timing[SECONDS[name]] = float(value)
+            else:
+                backend[COUNTS[name]] = int(value)
         except ValueError:
-            raise SystemExit(f"{shared[0]!r}: the freshness is seconds, e.g. shared=0 (each task its own)") from None
-    if windows:
-        try:
-            options["timing_window_s"] = float(windows[0].removeprefix("window="))
-        except ValueError:
-            raise SystemExit(f"{windows[0]!r}: the window is seconds, e.g. window=1.5") from None
-    return options
+            raise SystemExit(f"{part!r}: {name} takes a number, e.g. {name}=2") from None
+    timing.update({option: name in switches for name, option in OPTIONS.items()})
+    return {"timing": timing, **backend}
 
 
 def main() -> None:
@@ -93,14 +79,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "lock_options_ab.json")
     args = parser.parse_args()
     for setting in args.settings:
-        timing_options(setting), workers_option(setting)  # every setting understood before anything runs
+        backend_options(setting)  # every setting understood before anything runs
     cands = (bundled_candidates if args.workload == "bundled" else rl_candidates)(args.size)[: args.limit]
     report: dict = {"settings": args.settings, "workload": args.workload, "candidates": len(cands), "runs": {}}
     rows = []
     for setting in args.settings:
         options = {}
         if args.backend == "triton-cuda":
-            options = {"timing": timing_options(setting), **workers_option(setting)}
+            options = backend_options(setting)
         config = EvalConfig(
             backend=args.backend, size=args.size, use_cache=args.workload == "rl", backend_options=options
         )
