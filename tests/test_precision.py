@@ -54,3 +54,31 @@ def test_truncated_tf32_reproduces_tritons_default_dot_and_leaves_the_flags_alon
     assert (torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()) == before
     assert 7.0e-4 < rel_err(truncated, gold) < 8.5e-4
     assert rel_err(exact, gold) < 1e-6
+
+
+def test_a_candidates_torch_calls_run_as_torch_leaves_them_and_the_reference_is_timed_in_the_policys_class():
+    """Under `tf32` the keeper times the reference with TF32 on (no TF32 kernel timed against an exact float32
+    baseline), while the candidate's own torch matmuls start exact, as in KernelBench's harness: forced into TF32,
+    the reference itself failed KernelBench's tolerance on level 2's 14 and 18 (an H100, stop 36)."""
+    from tritongym.core.worker.task_runner import configure_precision
+    from tritongym.core.worker_task import WorkerTask
+
+    def flags():
+        backends = torch.backends
+        return backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
+
+    saved = flags()
+
+    try:
+        task = WorkerTask(problem_name="p", problem_source="", precision="tf32")
+        configure_precision(task, candidate=True)
+        assert flags() == (False, True, "highest")  # torch's own defaults
+        configure_precision(task)
+        assert flags() == (True, True, "high")
+        ieee = task.model_copy(update={"precision": "ieee"})
+        for candidate in (True, False):
+            configure_precision(ieee, candidate=candidate)
+            assert flags() == (False, False, "highest")
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])

@@ -101,5 +101,5 @@ def worst(classes: Iterable[str | None]) -> str | None:
 
 def tf32_enabled(policy: str) -> bool:
     """Whether torch's float32 matmuls and convolutions may use TF32 under this policy (the reference is
-    timed so, and the candidate's own torch calls run so)."""
+    timed so; a candidate's own torch calls run as torch leaves them: `task_runner.configure_precision`)."""
     return policy != "ieee"

@@ -219,7 +219,9 @@ class GPUWorker:
 
                 configure_precision(task)
                 with exact_reference():
-                    run_screen(task, taskdir, evidence)
+                    # the controls run the reference's forwards: GPU work, so under shared holds like any other
+                    # (without them a screen's forwards ran beside other tasks' timings: references timed 2x slow)
+                    run_screen(task, taskdir, evidence, hold=lambda: self.channel.gpu(False, needed=self.cuda))
             else:
                 self._run(task, taskdir, evidence)
         evidence.autotune = list(self.recorder.autotune.choices)  # also for a failed run: what it ran with
@@ -242,7 +244,7 @@ class GPUWorker:
         from tritongym.core.measure.compare import flatten_outputs
         from tritongym.core.worker.candidate_runner import run_candidate
 
-        configure_precision(task)
+        configure_precision(task, candidate=True)
         reference = load_reference(task, taskdir)
         # the reference's weights, and the trial inputs' seeds, the same secret ones as the keeper's: never its
         # outputs (the keeper holds those in its own process; the answers reach no memory of this one).  No input

@@ -25,6 +25,7 @@ one that computes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from types import ModuleType
@@ -197,16 +198,23 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))
 
 
-def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
+def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextlib.nullcontext) -> None:
     """Negative controls: each must fail the comparison, or the problem is degenerate; each is also
-    compared on every transform of the inputs (`controls.py`), for the parent to pick one that breaks it."""
+    compared on every transform of the inputs (`controls.py`), for the parent to pick one that breaks it.
+
+    `hold()` is a shared hold of the GPU lock (`gpu_worker.Channel.gpu`), taken around each seed's and each
+    transform's GPU work rather than the whole screen (seconds for a large problem): a timing elsewhere waits for
+    one piece, never for all of them, and never runs beside one (stop 36 on an H100: seven honest references in
+    the KernelBench sweep timed ~2x slow in their drift checks while screens ran their forwards unlocked)."""
     import torch
 
     from tritongym.core.measure.compare import compare_output, flatten_outputs
 
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
-    ref_model, _ = build_reference(task, reference, device)
+    with hold():
+        ref_model, _ = build_reference(task, reference, device)
+        _synchronize(device)
     controls: dict[str, list[TrialEvidence]] = {name: [] for name in CONTROLS}
     breaks: dict[str, dict[str, list[TrialEvidence]]] = {name: {t: [] for t in TRANSFORMS} for name in CONTROLS}
     evidence.stage = "run"
@@ -224,41 +232,53 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence) -> None:
     # ran the H100 out of memory; here at most five are alive (inputs, the other seed's outputs, a transform's
     # inputs, their clone for the call and its outputs)
     for seed in task.seeds:
-        inputs = make_inputs(reference, seed, device)
-        with torch.no_grad():
-            refs = flatten_outputs(ref_model(*clone_all(inputs)))
-            other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
-            other_refs = flatten_outputs(ref_model(*other))
-            del other
-        formed = []  # the controls that can be formed on these inputs (the identity needs a matching input)
-        for name in CONTROLS:
-            answer = control_answer(name, inputs, refs, other_refs)
-            if answer is not None:
-                controls[name].append(judged(seed, answer, refs))
-                formed.append(name)
-            del answer
-        del refs
+        with hold():
+            inputs = make_inputs(reference, seed, device)
+            with torch.no_grad():
+                refs = flatten_outputs(ref_model(*clone_all(inputs)))
+                other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)
+                other_refs = flatten_outputs(ref_model(*other))
+                del other
+            formed = []  # the controls that can be formed on these inputs (the identity needs a matching input)
+            for name in CONTROLS:
+                answer = control_answer(name, inputs, refs, other_refs)
+                if answer is not None:
+                    controls[name].append(judged(seed, answer, refs))
+                    formed.append(name)
+                del answer
+            del refs
+            _synchronize(device)
         for transform in TRANSFORMS:
-            changed = transform_inputs(transform, inputs, seed)
-            if changed is None:
-                continue
-            try:
-                with torch.no_grad():
-                    changed_refs = flatten_outputs(ref_model(*clone_all(changed)))
-            except Exception:  # noqa: BLE001 - a reference that cannot take these inputs: another transform
-                continue
-            for name in formed:
-                changed_answer = control_answer(name, changed, changed_refs, other_refs)
-                if changed_answer is not None:
-                    breaks[name][transform].append(judged(seed, changed_answer, changed_refs))
-                del changed_answer
-            del changed, changed_refs
+            with hold():
+                changed = transform_inputs(transform, inputs, seed)
+                if changed is None:
+                    continue
+                try:
+                    with torch.no_grad():
+                        changed_refs = flatten_outputs(ref_model(*clone_all(changed)))
+                except Exception:  # noqa: BLE001 - a reference that cannot take these inputs: another transform
+                    continue
+                for name in formed:
+                    changed_answer = control_answer(name, changed, changed_refs, other_refs)
+                    if changed_answer is not None:
+                        breaks[name][transform].append(judged(seed, changed_answer, changed_refs))
+                    del changed_answer
+                del changed, changed_refs
+                _synchronize(device)
         del inputs, other_refs
     evidence.controls = {k: v for k, v in controls.items() if v}
     evidence.control_breaks = {
         k: {t: v for t, v in per.items() if v} for k, per in breaks.items() if k in evidence.controls
     }
     evidence.stage = "done"
+
+
+def _synchronize(device) -> None:
+    """The GPU work queued so far finished before a hold is given back (a no-op off CUDA)."""
+    if device.type == "cuda":
+        from tritongym.core.measure import trusted
+
+        trusted.synchronize(device)
 
 
 def install_autotune_policy() -> None:
@@ -277,18 +297,26 @@ def install_autotune_policy() -> None:
         print(f"tritongym: the interpreter's autotune policy is not installed: {why}", file=sys.stderr, flush=True)
 
 
-def configure_precision(task: WorkerTask) -> None:
-    """TF32 for torch's float32 matmuls and convolutions as the policy allows (core/precision.py): what the
-    candidate's own torch calls and the reference's timing run with.  The reference's *outputs* are always
+def configure_precision(task: WorkerTask, candidate: bool = False) -> None:
+    """The TF32 switches of torch's float32 matmuls and convolutions for the policy (core/precision.py).
+
+    The reference's timing (`candidate=False`) runs in the policy's class: TF32 on under `tf32` and `half`, so a
+    TF32 kernel is never timed against an exact float32 baseline.  The candidate's own torch calls
+    (`candidate=True`) run as torch leaves them (matmuls exact, convolutions TF32) unless the policy is `ieee`
+    (all exact): what KernelBench's harness and KernelGYM run a candidate with, and where a candidate that calls
+    torch's matmul is judged as they judge it.  Forced into TF32, the reference itself failed KernelBench's
+    tolerance on problems that sum a GEMM's outputs (level 2's 14 and 18, H100, stop 36).  Switching the flags
+    is the candidate's to leave alone under every policy (the `monkeypatch` and `environment` checks); TF32 in its
+    own kernels (`tl.dot`'s default) is what the precision class measures.  The reference's *outputs* are always
     computed with it off (`gold.exact_reference`)."""
     import torch
 
     from tritongym.core.precision import tf32_enabled
 
     allow = tf32_enabled(task.precision)
-    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cuda.matmul.allow_tf32 = allow and not candidate
     torch.backends.cudnn.allow_tf32 = allow
-    torch.set_float32_matmul_precision("high" if allow else "highest")
+    torch.set_float32_matmul_precision("high" if allow and not candidate else "highest")
 
 
 def main() -> None:
@@ -308,7 +336,7 @@ def main() -> None:
 
         from tritongym.core.fingerprint import local_fingerprint
 
-        configure_precision(task)
+        configure_precision(task, candidate=True)
         device = torch.device(task.device)
         evidence.stage = "problem"
         if device.type == "cuda":
