@@ -132,3 +132,14 @@ def registry_before(path: Path, migration: str):
         fn(db)
         db[MIGRATIONS_TABLE].insert({"name": fn.__name__, "applied_at": "then"})
     return db
+
+
+def settled(budget, timeout_s: float = 30.0):
+    """`budget` (a pool's `MemoryBudget`) once nothing holds it any more, or as it is after `timeout_s`: the keeper's
+    `FREE` runs in the background after a task, and releases the keeper's count then (`_count_keeper_memory`)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while budget.holders and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return budget

@@ -15,7 +15,7 @@ import threading
 import pytest
 import torch
 
-from tests.conftest import RELU_KERNEL, task_for
+from tests.conftest import RELU_KERNEL, settled, task_for
 from tritongym.core.errors import BackendUnavailable, ConfigError
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
@@ -693,7 +693,7 @@ def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
         assert evidence.phases.get("ran_alone") == 1.0  # a batch's summed phases count such runs
-        assert budget.reserved_mb == 0.0 and budget.holders == 0
+        assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
         # out of memory alone too: the candidate's own failure, once retried
         marker.unlink()
         always = hungry.replace(f"if not os.path.exists({str(marker)!r}):", "if True:")
@@ -731,7 +731,7 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
         assert evidence.phases.get("ran_alone") == 1.0  # a batch's summed phases count such runs
-        assert budget.reserved_mb == 0.0 and budget.holders == 0
+        assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
         # out of memory alone too: the problem's error, once retried
         always = source.replace(f"if x.device.type != 'meta' and not os.path.exists({str(marker)!r}):", "if True:")
         failed = pool.run(
@@ -739,7 +739,7 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         )
         assert failed.error is not None and failed.stage == "problem", failed.error
         assert "out of memory" in failed.error.message.lower()
-        assert budget.reserved_mb == 0.0 and budget.holders == 0
+        assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
     finally:
         pool.close()
 
@@ -749,7 +749,8 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
     then allocated beside a dying process still holding its GiBs (full-size problems at `--jobs 4` on the H100
     ran out of memory beside processes no reservation stood for).  Now the pool retires the worker, waits for
     its process to be gone, and only then releases what it held."""
-    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget, TaskDriver
 
     events: list = []
     retired: list[int] = []
@@ -763,7 +764,8 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
 
     class Watching(MemoryBudget):
         def release(self, granted_mb: float) -> None:
-            events.append(("release", [alive(pid) for pid in retired]))
+            if granted_mb >= TaskDriver.WORKER_SLACK_MB:  # a worker's grant, not the keeper's few MiB for its record
+                events.append(("release", [alive(pid) for pid in retired]))
             super().release(granted_mb)
 
     relu = load_problem("relu")
@@ -784,7 +786,7 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
         assert evidence.error is None, evidence.error
         assert [kind for kind, _ in events][-2:] == ["retire", "release"], events  # the worker's grant last
         assert events[-1][1] == [False], events  # and by then its process was gone
-        assert budget.reserved_mb == 0.0 and budget.holders == 0
+        assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
     finally:
         pool.close()
 
@@ -966,3 +968,32 @@ def test_spare_workers_wait_warm_on_standby_and_never_raise_the_tasks_run_at_onc
         assert pool._slotted["cpu"] <= 1
     finally:
         pool.close()
+
+
+def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypatch):
+    """From `PREP` to its `FREE` the keeper holds the task's record and handouts on the GPU; the budget counts them
+    until the keeper has freed them (`TaskDriver._count_keeper_memory`), so a large problem is not admitted beside
+    a freeing keeper's GiBs (the KernelBench sweep on an H100, stop 36: 2 GiB free after a 40 GiB record, one
+    problem at a time).  Real pool and keeper on the CPU, with a budget as a GPU's first keeper would make."""
+
+    from tritongym.core.sandbox.gpu_pool import KeeperProcess, MemoryBudget
+
+    budget = MemoryBudget(1_000_000.0)
+    seen = []
+    call = KeeperProcess.call
+
+    def watched(self, kind, payload, timeout_s):
+        if kind == "FREE":
+            seen.append((budget.reserved_mb, len(pool.device_records)))
+        return call(self, kind, payload, timeout_s)
+
+    monkeypatch.setattr(KeeperProcess, "call", watched)
+    pool.memory["cpu"], pool.total_mb["cpu"] = budget, 1_000_000.0
+    try:
+        evidence = pool.run(task_for(load_problem("relu"), RELU_KERNEL), timeout_s=120)
+        assert evidence.error is None, evidence.error
+        settled(budget)
+        assert seen and seen[0][0] > 0 and seen[0][1] == 1  # the record and the handouts, while FREE ran
+        assert budget.holders == 0 and budget.reserved_mb == 0.0 and not pool.device_records
+    finally:
+        del pool.memory["cpu"], pool.total_mb["cpu"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import RELU_KERNEL, task_for
+from tests.conftest import RELU_KERNEL, settled, task_for
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.problems import load_problem
 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
@@ -332,7 +332,7 @@ def test_a_task_waits_for_gpu_memory_before_its_reference_is_built():
         evidence = found[0]
         assert evidence.error is None and evidence.stage == "done", evidence.error
         assert evidence.phases["gpu_memory_wait"] >= 0.3, evidence.phases  # without the reservation: ~0.0001 s
-        assert len(pool.peaks) == 2 and budget.reserved_mb == 0.0  # measured and kept; everything given back
+        assert len(pool.peaks) == 2 and settled(budget).reserved_mb == 0.0  # measured and kept; everything given back
     finally:
         pool.close()
 
@@ -429,7 +429,7 @@ def test_a_screen_reserves_gpu_memory_as_a_reference_build_does():
         assert runner.is_alive() and budget.reserved_mb == 2900.0  # waiting, nothing granted beside the holder
         budget.release(held)
         runner.join(timeout=300)
-        assert found[0].error is None and found[0].stage == "done" and budget.reserved_mb == 0.0
+        assert found[0].error is None and found[0].stage == "done" and settled(budget).reserved_mb == 0.0
     finally:
         pool.close()
 

@@ -630,6 +630,9 @@ class WorkerPool:
         # tasks hold it.  The record is one for all of them (an RL batch's samples share it), so is its
         # reservation: reserved by the first, released by the last (`TaskDriver._hold_host`)
         self.host_records: dict[str, _HostHold] = {}
+        # per (GPU, keeper record): the MiB of the record's device part counted in the GPU's budget while tasks hold
+        # it, and how many do (`TaskDriver._count_keeper_memory`)
+        self.device_records: dict[tuple[str, str], list] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -915,6 +918,9 @@ class TaskDriver:
         self.granted_mb: float | None = None
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
         self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
+        # the keeper's GPU memory for this task, counted until its FREE (`_count_keeper_memory`); None: not counted
+        self.keeper_mb: float | None = None
+        self.device_record: tuple | None = None  # (gpu, record key) whose device memory this task counts with others
         self.answer_host_mb = 0.0  # host memory of this task's own `precomputed` answer, parked by the keeper
         self.memory_wait_s = 0.0
         identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
@@ -993,6 +999,7 @@ class TaskDriver:
                     return self._problem(failed, started), False
                 if not self.alone:
                     self._admit()
+                self._count_keeper_memory()
                 self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
@@ -1054,12 +1061,17 @@ class TaskDriver:
                 self.answer_host_mb = 0.0
             if self.keeper is not None and not self.keeper.dead:
                 # in the background, so the task's slot is not held while a timing keeps the hold back
-                threading.Thread(target=self._free_in_keeper, args=(self.keeper,), daemon=True).start()
+                counted = (self.keeper_mb, self.device_record)
+                threading.Thread(target=self._free_in_keeper, args=(self.keeper, *counted), daemon=True).start()
+            else:
+                self._uncount_keeper_memory(self.keeper_mb, self.device_record)
+            self.keeper_mb, self.device_record = None, None
 
-    def _free_in_keeper(self, keeper: KeeperProcess) -> None:
+    def _free_in_keeper(self, keeper: KeeperProcess, keeper_mb: float | None = None, device_record=None) -> None:
         """The keeper's `FREE` for this task, under a shared hold like any GPU work: the keeper poisons what it
         frees (`scrub.py`), GiBs of fills for a large record, and sent with no hold those fills ran beside other
-        tasks' timings (two honest level-2 references 2.2x slower in their drift checks, H100, stop 35)."""
+        tasks' timings (two honest level-2 references 2.2x slower in their drift checks, H100, stop 35).  The
+        keeper's memory for the task (`_count_keeper_memory`) is counted until the answer comes."""
         self.lock.acquire(exclusive=False)
         try:
             keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
@@ -1067,6 +1079,48 @@ class TaskDriver:
             pass
         finally:
             self.lock.release(exclusive=False)
+            self._uncount_keeper_memory(keeper_mb, device_record)
+
+    def _count_keeper_memory(self) -> None:
+        """Count what the keeper holds for this task on the GPU, from `PREP` to its `FREE`: the record's device
+        part (a large one is over the keepers' cache share, so that share does not stand for it) and one call's
+        handouts.  Uncounted, the next large problem was admitted beside them and ran out of memory: in the
+        KernelBench sweep on an H100 (stop 36), with one problem at a time, a screen found 2 GiB free after a
+        loss problem's 40 GiB record, and a keeper held 49 GiB beside a task run "alone".  Taken without
+        waiting (the task's own worker is admitted already); released once the keeper has freed it."""
+        from tritongym.core.worker.keeper import record_key
+
+        budget = self.pool.memory.get(self.worker.gpu)
+        if budget is None:
+            return
+        self.keeper_mb = budget.take(float(self.prep.get("lent_mb") or 0.0))
+        # the record once for all the tasks that hold it (an RL batch's samples share one), like its host memory
+        key = (self.worker.gpu, record_key(self.task))
+        with self.pool._guard:
+            held = self.pool.device_records.setdefault(key, [0.0, 0])
+            if held[1] == 0:
+                held[0] = budget.take(float(self.prep.get("record_device_mb") or 0.0))
+            held[1] += 1
+        self.device_record = key
+
+    def _uncount_keeper_memory(self, keeper_mb: float | None, key: tuple | None) -> None:
+        """`_count_keeper_memory` undone, once the keeper has freed the task's share: its handouts, and the record
+        when no other task holds it.  Nothing when nothing was counted (a screen, a task whose `PREP` failed): a
+        release without its take would leave the budget's holders below zero, and a task waiting for the GPU
+        alone would wait forever."""
+        budget = self.pool.memory.get(self.worker.gpu)
+        if budget is None or keeper_mb is None:
+            return
+        budget.release(keeper_mb)
+        if key is None:
+            return
+        with self.pool._guard:
+            held = self.pool.device_records[key]
+            held[1] -= 1
+            if held[1] > 0:
+                return
+            del self.pool.device_records[key]
+        budget.release(held[0])
 
     def release_worker_memory(self) -> None:
         """The worker's GPU reservation back (and a screen's, which its worker used), once `WorkerPool.run` has
@@ -1389,6 +1443,14 @@ class TaskDriver:
             timed = [(int(t), int(n), list(entries)) for t, n, entries in data["timed"]]
             if any(not 0 <= t < len(self.planned) for t, _, _ in timed):
                 raise ValueError("TIMD names a trial that was not planned")
+            if self.prep.get("draws_random"):
+                # a reference that draws random numbers (KernelBench's dropout in training mode) has no one answer
+                # for a call whose generator state nobody set: the trials seed it, the timed calls cannot
+                timing.notes.append(
+                    "the reference draws random numbers (dropout, for example): the timed calls' outputs were not "
+                    "compared with its, only the seeded trials'"
+                )
+                timed = []
             ok, judged = self._ask("JTIM", {"task_id": self.task_id, "timed": timed}, exclusive=None)
             if not ok:
                 raise KeeperRefused("JTIM", judged["error"]["message"])

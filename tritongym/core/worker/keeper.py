@@ -105,14 +105,19 @@ class ReferenceRecord:
         model64 = gold_model(self.ref_model)
         generator = torch.Generator(device=device)
         generator.manual_seed(task.init_seed ^ 0x601D)
+        self.draws_random = False  # whether the reference's forward draws from torch's generators (dropout, randn)
         for t in range(self.source.n_main):
             inputs = self.source.trial(t)
             self.input_bytes = self.input_bytes or tensor_bytes(inputs)
+            before = _rng_states(device)
             try:
                 with torch.no_grad(), exact_reference():
                     raw, ops, work = traced_call(self.ref_model, *clone_all(inputs))
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
+            self.draws_random = self.draws_random or any(
+                not torch.equal(a, b) for a, b in zip(before, _rng_states(device))
+            )
             self.torch_ops = self.torch_ops or ops
             self.torch_work = self.torch_work or work
             outputs = flatten_outputs(raw)
@@ -342,8 +347,12 @@ class Keeper:
             "forward_peak_mb": round(record.forward_peak_bytes / 2**20, 2),
             "record_mb": round(record.nbytes / 2**20, 2),
             "record_host_mb": round(record.host_bytes / 2**20, 2),
+            "record_device_mb": round(record.device_bytes / 2**20, 2),
+            # what one call's handouts take on the device while the candidate's outputs are judged
+            "lent_mb": round(sum(split_bytes(record.ref_outputs[0])) / 2**20, 2) if record.ref_outputs else 0.0,
             "answer_host_mb": round(split_bytes(answer)[1] / 2**20, 2),
             "compute_s": round(record.compute_s, 4),
+            "draws_random": record.draws_random,
         }
 
     def size(self, payload: bytes) -> dict:
@@ -693,6 +702,16 @@ class Keeper:
             or sum(r.host_bytes for r in self.records.values()) > self.host_cache_bytes
         ):
             self.records.popitem(last=False)
+
+
+def _rng_states(device) -> list:
+    """torch's generator states a forward on `device` may draw from: the CPU's, and the device's own."""
+    import torch
+
+    states = [torch.get_rng_state()]
+    if device.type == "cuda":
+        states.append(torch.cuda.get_rng_state(device))
+    return states
 
 
 class _Judged:

@@ -1,0 +1,48 @@
+"""A reference that draws random numbers has no one answer for a call whose generator state nobody set.
+
+KernelBench's level 2 66 (`Matmul_Dropout_Softmax`) and 83 keep `nn.Dropout` in training mode: the seeded trials
+match (the candidate's process draws from the state the trial's inputs left, as the keeper's did), but the timed
+calls run many forwards in a row, so their outputs differ from the reference's by construction.  On an H100
+(stop 36) the reference itself was judged `incorrect` there.  The keeper now says whether the reference's forward
+moved torch's generators (`draws_random` in its `PREP` answer), and the pool then compares no timed outputs."""
+
+from __future__ import annotations
+
+import torch
+
+from tests.conftest import task_for
+from tritongym.core.problems import load_problem
+from tritongym.core.worker.keeper import ReferenceRecord
+
+DROPOUT = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dropout = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return torch.softmax(self.dropout(x), dim=1)
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_keeper_says_whether_the_reference_draws_random_numbers(tmp_path):
+    relu = load_problem("relu")
+    (tmp_path / "relu").mkdir()
+    (tmp_path / "dropout").mkdir()
+    plain = ReferenceRecord(task_for(relu, None), str(tmp_path / "relu"), torch.device("cpu"))
+    assert plain.draws_random is False
+    task = task_for(relu, None).model_copy(update={"problem_name": "dropout", "problem_source": DROPOUT, "sizes": {}})
+    noisy = ReferenceRecord(task, str(tmp_path / "dropout"), torch.device("cpu"))
+    assert noisy.draws_random is True
