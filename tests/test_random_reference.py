@@ -14,7 +14,7 @@ from tests.conftest import task_for
 from tritongym.core.problems import load_problem
 from tritongym.core.worker.keeper import ReferenceRecord
 
-DROPOUT = '''
+DROPOUT = """
 import torch
 import torch.nn as nn
 
@@ -34,7 +34,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_the_keeper_says_whether_the_reference_draws_random_numbers(tmp_path):
