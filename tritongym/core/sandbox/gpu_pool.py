@@ -511,9 +511,10 @@ class _ReferenceCheck:
         self.at = 0.0
 
 
-class _HostHold:
-    """One record's host reservation (`WorkerPool.host_records`): the MiB granted, once `ready`, and how many
-    running tasks hold it."""
+class _SharedHold:
+    """One keeper record's share of a budget, held by every running task of the record and given back by the last:
+    its host memory (`WorkerPool.host_records`, granted once `ready`) or its device part
+    (`WorkerPool.device_records`); the MiB granted and how many tasks hold it."""
 
     __slots__ = ("granted_mb", "holders", "ready")
 
@@ -629,10 +630,10 @@ class WorkerPool:
         # per keeper record (`record_key`): the host MiB reserved for its parked outputs and how many running
         # tasks hold it.  The record is one for all of them (an RL batch's samples share it), so is its
         # reservation: reserved by the first, released by the last (`TaskDriver._hold_host`)
-        self.host_records: dict[str, _HostHold] = {}
+        self.host_records: dict[str, _SharedHold] = {}
         # per (GPU, keeper record): the MiB of the record's device part counted in the GPU's budget while tasks hold
         # it, and how many do (`TaskDriver._count_keeper_memory`)
-        self.device_records: dict[tuple[str, str], list] = {}
+        self.device_records: dict[tuple[str, str], _SharedHold] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -1097,10 +1098,10 @@ class TaskDriver:
         # the record once for all the tasks that hold it (an RL batch's samples share one), like its host memory
         key = (self.worker.gpu, record_key(self.task))
         with self.pool._guard:
-            held = self.pool.device_records.setdefault(key, [0.0, 0])
-            if held[1] == 0:
-                held[0] = budget.take(float(self.prep.get("record_device_mb") or 0.0))
-            held[1] += 1
+            hold = self.pool.device_records.setdefault(key, _SharedHold())
+            if hold.holders == 0:
+                hold.granted_mb = budget.take(float(self.prep.get("record_device_mb") or 0.0))
+            hold.holders += 1
         self.device_record = key
 
     def _uncount_keeper_memory(self, keeper_mb: float | None, key: tuple | None) -> None:
@@ -1115,12 +1116,12 @@ class TaskDriver:
         if key is None:
             return
         with self.pool._guard:
-            held = self.pool.device_records[key]
-            held[1] -= 1
-            if held[1] > 0:
+            hold = self.pool.device_records[key]
+            hold.holders -= 1
+            if hold.holders > 0:
                 return
             del self.pool.device_records[key]
-        budget.release(held[0])
+        budget.release(hold.granted_mb)
 
     def release_worker_memory(self) -> None:
         """The worker's GPU reservation back (and a screen's, which its worker used), once `WorkerPool.run` has
@@ -1196,7 +1197,7 @@ class TaskDriver:
             hold = pool.host_records.get(key)
             first = hold is None
             if first:
-                hold = pool.host_records[key] = _HostHold()
+                hold = pool.host_records[key] = _SharedHold()
             hold.holders += 1
         self.host_record = key
         if first:
