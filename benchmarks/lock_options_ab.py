@@ -20,7 +20,9 @@ serve this one; `shared=0`: every task takes an exclusive hold to time it itself
 behind it: one drain for several timings), e.g. `unlocked+window=1.5`.  `--workload rl` runs the RL-like batch
 (`kernelgym_throughput.rl_candidates`: 128 candidates, more timings per minute than the bundled 27, the registry
 cache on as in training) instead of the bundled pairs.  Stop 34 on an H100 (bundled): `unlocked+yield` 138 and
-114 s against `unlocked` 79 s, so `yield_between_calls` stays off.
+114 s against `unlocked` 79 s, so `yield_between_calls` stays off.  `handback` sets `yield_to_waiting_timings`
+(the hold given back between calls only while a timing waits: a byte the pool shares, no round trip otherwise),
+e.g. `--workload rl --limit 64 --settings unlocked unlocked+handback`; the `yields/eval` column counts them.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from kernelgym_throughput import bundled_candidates, rl_candidates
 from tritongym.core.config import EvalConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
-OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls"}
+OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls", "handback": "yield_to_waiting_timings"}
 
 
 SECONDS = {"window": "timing_window_s", "shared": "shared_check_s"}  # `name=S` parts: timing options in seconds
@@ -101,12 +103,12 @@ def main() -> None:
             # per evaluation: the worker's start before it (what spares hide), waits for the GPU lock and for a
             # worker; and how many ran again alone (out of memory beside others)
             + [fmt(phases.get(k, 0.0) / ran) for k in ("worker_startup", "gpu_lock_wait", "wait_worker")]
-            + [fmt(phases.get("ran_alone", 0.0))]
+            + [fmt(phases.get("ran_alone", 0.0)), fmt(phases.get("yields", 0.0) / ran)]
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))  # after every setting: a cut-off run keeps its rows
     headers = ["setting", "wall s", "statuses", "exclusive s", "draining s", "shared s", "idle s"]
-    headers += ["startup s/eval", "lock wait s/eval", "worker wait s/eval", "ran alone"]
+    headers += ["startup s/eval", "lock wait s/eval", "worker wait s/eval", "ran alone", "yields/eval"]
     print_table(f"GPU lock options, {len(cands)} {args.workload} candidates", headers, rows)
     print(f"wrote {args.out}")
 

@@ -548,6 +548,71 @@ def test_a_worker_can_yield_its_shared_hold_between_calls_behind_waiting_timers(
     assert order == ["timed", "next call"]
 
 
+def test_a_sharer_gives_its_hold_back_between_calls_only_while_a_timing_waits():
+    """`TimingOptions.yield_to_waiting_timings`: the lock sets a byte the workers map (`timing_flag.py`) while it
+    holds new sharers back for a timing; the worker reads it after each call and gives its hold back then only.
+    The worker opens the flag by the pool's /proc path, in another process here (the worker is the zygote's
+    child, not the pool's), so the path must work from outside."""
+    import os
+    import select
+    import subprocess
+    import sys
+    import time
+
+    from tritongym.core.sandbox.gpu_pool import GPULock
+    from tritongym.core.worker import frames
+    from tritongym.core.worker.gpu_worker import Channel
+    from tritongym.core.worker.timing_flag import TimingFlag, TimingWaits
+
+    flag = TimingFlag()
+    lock = GPULock(flag)
+    waits = TimingWaits(flag.path)
+    probe = (
+        "import sys, time; from tritongym.core.worker.timing_flag import TimingWaits; w = TimingWaits(sys.argv[1]);"
+        "print(w._map is not None, bool(w))"
+    )
+
+    def seen_elsewhere() -> str:
+        return subprocess.run([sys.executable, "-c", probe, flag.path], capture_output=True, text=True).stdout.strip()
+
+    lock.acquire(exclusive=False)
+    assert not waits and seen_elsewhere() == "True False"
+    timer = threading.Thread(target=lambda: (lock.acquire(exclusive=True), lock.release(True)))
+    timer.start()
+    deadline = time.monotonic() + 5
+    while not waits and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert waits and seen_elsewhere() == "True True"  # a timing waits for this sharer
+
+    to_worker_r, to_worker_w = os.pipe()
+    from_worker_r, from_worker_w = os.pipe()
+    channel = Channel(to_worker_r, from_worker_w)
+    channel.timing_waits = waits
+    channel.yield_to_timings = True
+
+    def sent() -> list[str]:
+        kinds = []
+        while select.select([from_worker_r], [], [], 0)[0]:
+            kinds.append(frames.receive(from_worker_r)[0])
+        return kinds
+
+    for _ in range(2):
+        frames.send(to_worker_w, "GRNT")
+    with channel.gpu(exclusive=False):
+        channel.yield_hold()  # a timing waits: give back, ask again
+    assert sent() == ["SHAR", "UNLK", "SHAR", "UNLK"] and channel.yields == 1
+
+    lock.release(exclusive=False)  # what that UNLK does in the parent: the timing runs, and the flag clears
+    timer.join(timeout=5)
+    assert not timer.is_alive() and not waits and seen_elsewhere() == "True False"
+    frames.send(to_worker_w, "GRNT")
+    with channel.gpu(exclusive=False):
+        channel.yield_hold()  # nobody waits: the hold is kept, no round trip
+    assert sent() == ["SHAR", "UNLK"] and channel.yields == 1
+    assert not TimingWaits(None) and not TimingWaits("/nonexistent/flag")  # no flag: never yields
+    flag.close()
+
+
 def test_a_screen_that_ran_out_of_memory_is_run_again_alone(pool, tmp_path):
     """A screen's memory is not measured before it runs (no keeper built its reference), so screens of large
     problems running side by side can run out of GPU memory (the level-1 sweep at --jobs 6: 48 of 73 problems).
@@ -824,6 +889,47 @@ def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
     # never less than a floor with room to spare: capped at 1 GiB, the smallest problems' workers ran out of
     # memory on the H100 (Triton's benchmarking buffer, the poisoned free blocks) and each ran again alone
     assert need({"peak_mb": 3.0, "forward_peak_mb": 1.0}) >= 2048
+
+
+def test_a_worker_alone_on_the_gpu_is_capped_at_the_gpu_less_contexts_and_its_keeper_not_at_the_budget():
+    """Level 1's 45_Average_Pooling_2D (16 GiB input) ran again alone on the H100 (stop 36) and its worker, capped at
+    the budget (46 GiB: the keepers' cache share left out), ran out of memory asking for 16 GiB with 36 GiB of the
+    GPU free.  Alone, the cap is the GPU less every context and what the keeper holds for the task; a task beside
+    others keeps its grant, and a cap the configuration set is never touched."""
+    import types
+
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget, TaskDriver, alone_room_mb, gpu_budget_mb
+
+    h100, workers, keepers = 81559.0, 8, 4
+    budget = MemoryBudget(gpu_budget_mb(h100, keepers, workers))
+    prep = {"forward_peak_mb": 16519.0, "record_device_mb": 200.0, "lent_mb": 135.0}
+
+    def fraction_for(alone: bool, configured: float | None = None) -> float:
+        d = TaskDriver.__new__(TaskDriver)
+        d.pool = types.SimpleNamespace(
+            memory={"0": budget},
+            total_mb={"0": h100},
+            options=PoolOptions(gpus=["0"], workers_per_gpu=workers),
+            keepers_per_gpu=keepers,
+        )
+        d.worker = types.SimpleNamespace(gpu="0")
+        d.task = task_for(load_problem("relu"), None, gpu_memory_fraction=configured)
+        d.alone, d.prep, d.capped_here, d.granted_mb, d.deadline, d.memory_wait_s = alone, prep, False, None, 0.0, 0.0
+        d._admit(alone=alone)
+        try:
+            d._widen_alone_cap()
+            return d.task.gpu_memory_fraction
+        finally:
+            budget.release(d.granted_mb)
+
+    room = alone_room_mb(h100, keepers, workers) - 335.0
+    assert fraction_for(alone=True) == pytest.approx(room / h100, abs=1e-4)
+    assert room > budget.capacity_mb + 0.2 * h100 - 1  # the keepers' cache share is the worker's when alone
+    assert (room / h100) * h100 - 32.77 * 1024 > 16 * 1024  # the 16 GiB it asked for beside its 32.77 now fit
+    need = TaskDriver.worker_need_mb(types.SimpleNamespace(prep=prep, WORKER_SLACK_MB=TaskDriver.WORKER_SLACK_MB))
+    assert fraction_for(alone=False) == pytest.approx(need / h100, abs=1e-4)  # beside others: its grant
+    assert fraction_for(alone=True, configured=0.3) == 0.3
+    assert budget.holders == 0 and budget.reserved_mb == 0.0
 
 
 def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_problem_while_fresh():

@@ -45,6 +45,12 @@ class TimingOptions(BaseModel):
         "and take it again behind waiting timings, so a timing waits for one call of each sharer rather than "
         "its whole correctness phase",
     )
+    yield_to_waiting_timings: bool = Field(
+        default=False,
+        description="give the shared GPU hold back after a correctness call only while a timing waits for the "
+        "GPU (a flag the pool shares with its workers, read after each call: no round trip otherwise), so the "
+        "timing waits for one call of each sharer rather than its whole correctness phase",
+    )
     timing_window_s: float = Field(
         default=0.0,
         ge=0,

@@ -54,6 +54,8 @@ from tritongym.core.models import (
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
 from tritongym.core.worker import frames
 from tritongym.core.worker.stages import exit_text
+from tritongym.core.worker.timing_flag import ENV as TIMING_WAITS_ENV
+from tritongym.core.worker.timing_flag import TimingFlag
 from tritongym.core.worker_task import WorkerTask
 
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
@@ -104,8 +106,11 @@ class GPULock:
 
     STATES = ("exclusive", "draining", "shared", "idle")
 
-    def __init__(self) -> None:
+    def __init__(self, flag: TimingFlag | None = None) -> None:
         self.cond = threading.Condition()
+        # shared with the workers: set while new sharers are held back, so a sharer gives its hold back at its
+        # next call's end instead of at its correctness phase's (`TimingOptions.yield_to_waiting_timings`)
+        self.flag = flag
         self.readers = 0
         self.writer = False
         self.waiting_writers = 0
@@ -132,6 +137,12 @@ class GPULock:
         self._seconds[self._state()] += now - self._since
         self._since = now
 
+    def _hold_back(self, value: bool) -> None:
+        """Called under `cond`: new sharers wait (or go on), and the workers' flag says so."""
+        self.holding_back = value
+        if self.flag is not None:
+            self.flag.set(value)
+
     def seconds(self) -> dict[str, float]:
         with self.cond:
             self._account()
@@ -154,7 +165,7 @@ class GPULock:
                             now = time.monotonic()
                             if not self.readers or min(self._deadlines) <= now:
                                 self._account()
-                                self.holding_back = True
+                                self._hold_back(True)
                                 self.cond.notify_all()
                                 continue
                             self.cond.wait(timeout=min(self._deadlines) - now)
@@ -166,7 +177,7 @@ class GPULock:
                     self._account()
                     self.waiting_writers -= 1
                     if not granted and not self.waiting_writers and not self.writer:
-                        self.holding_back = False  # interrupted: nobody is held back for a timer that left
+                        self._hold_back(False)  # interrupted: nobody is held back for a timer that left
                         self.cond.notify_all()
                 self.writer = True
                 self.exclusive_grants += 1
@@ -181,7 +192,7 @@ class GPULock:
             if exclusive:
                 self.writer = False
                 if not self.waiting_writers:  # the last timer held back for: sharers go on
-                    self.holding_back = False
+                    self._hold_back(False)
             else:
                 self.readers -= 1
             self.cond.notify_all()
@@ -338,7 +349,9 @@ class Worker:
     MODULE = "tritongym.core.worker.gpu_worker"
     ROLE = "worker"
 
-    def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None) -> None:
+    def __init__(
+        self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.gpu = gpu
         self.tasks = 0
         self._channel = threading.Lock()  # held by `send` while writing and by `kill` while closing
@@ -350,6 +363,7 @@ class Worker:
         env = _gpu_env(self.tmp, options)
         device = "cpu" if gpu == "cpu" else "cuda:0"
         env.update(self.role_env())
+        env.update(extra_env or {})  # this worker's own: its GPU's timing flag
         if gpu == "cpu":
             env["TRITON_INTERPRET"] = "1"
         else:
@@ -601,7 +615,7 @@ class WorkerPool:
 
     def __init__(self, options: PoolOptions) -> None:
         self.options = options
-        self.locks = {gpu: GPULock() for gpu in options.gpus}
+        self.locks = {gpu: GPULock(TimingFlag()) for gpu in options.gpus}
         self.ready: queue.Queue[Worker] = queue.Queue()
         self.failures: list[str] = []
         self.closed = False
@@ -694,7 +708,8 @@ class WorkerPool:
     def _start_worker(self, gpu: str) -> None:
         if self.closed:
             return
-        worker = Worker(gpu, self.options, self.zygote)
+        flag = self.locks[gpu].flag
+        worker = Worker(gpu, self.options, self.zygote, {TIMING_WAITS_ENV: flag.path} if flag else None)
         with self._guard:
             self._live.add(worker)
         deadline = time.monotonic() + self.options.start_timeout_s
@@ -797,6 +812,9 @@ class WorkerPool:
             worker.kill()
         if self.zygote is not None:
             self.zygote.close()
+        for lock in self.locks.values():
+            if lock.flag is not None:
+                lock.flag.close()
 
     # --- one task --------------------------------------------------------------------------------------
 
@@ -817,6 +835,8 @@ class WorkerPool:
                     self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
                 # how long the worker that ran it took to start (before this task; a replacement's, mostly)
                 evidence.phases["worker_startup"] = float(worker.info.get("startup_s") or 0.0)
+                for part, seconds in (worker.info.get("startup_parts") or {}).items():
+                    evidence.phases[f"worker_startup_{part}"] = float(seconds)
                 worker.tasks += 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
             finally:
@@ -859,6 +879,12 @@ def gpu_budget_mb(total_mb: float, keepers: int, workers: int) -> float:
     workers held 6.6 GiB that no reservation stood for) and a margin for the driver's own allocations."""
     contexts = (keepers + workers) * CONTEXT_MB
     return max(total_mb * 0.95 - KEEPER_CACHE_SHARE * total_mb - contexts, total_mb * 0.25)
+
+
+def alone_room_mb(total_mb: float, keepers: int, workers: int) -> float:
+    """What a task that has the GPU alone may use, worker and keeper together: the GPU less every process's
+    context and the driver's margin (`gpu_budget_mb` without the keepers' cache share)."""
+    return total_mb * 0.95 - (keepers + workers) * CONTEXT_MB
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
@@ -917,6 +943,7 @@ class TaskDriver:
         self.keeper_queue_s = 0.0
         self.phase = "the reference's side"
         self.granted_mb: float | None = None
+        self.capped_here = False  # the worker's allocator cap is the pool's (`_admit`), not the configuration's
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
         self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
         # the keeper's GPU memory for this task, counted until its FREE (`_count_keeper_memory`); None: not counted
@@ -1001,6 +1028,7 @@ class TaskDriver:
                 if not self.alone:
                     self._admit()
                 self._count_keeper_memory()
+                self._widen_alone_cap()
                 self.phase = "import and correctness trials"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
@@ -1250,8 +1278,27 @@ class TaskDriver:
         self.deadline += waited
         self.memory_wait_s += waited
         if self.task.gpu_memory_fraction is None:
+            self.capped_here = True
             fraction = min(1.0, self.granted_mb / self.pool.total_mb[self.worker.gpu])
             self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})
+
+    def _widen_alone_cap(self) -> None:
+        """A worker that has the GPU alone (run again alone, or a need over the budget) is capped at what the GPU
+        has beside every process's context and what the keeper holds for this task, not at the budget: the budget
+        also leaves out the keepers' cache share, and capped there a full-size level-1 average pooling (16 GiB
+        input) ran out at 46 GiB with 36 GiB of the GPU free (H100, stop 36).  Known only after `PREP`: the
+        keeper's record and handouts for the task."""
+        budget = self.pool.memory.get(self.worker.gpu)
+        if budget is None or not self.capped_here or self.granted_mb is None:
+            return
+        if not (self.alone or self.granted_mb >= budget.capacity_mb):
+            return
+        total = self.pool.total_mb[self.worker.gpu]
+        workers = self.pool.options.workers_per_gpu + self.pool.options.spare_workers_per_gpu
+        keeper = float(self.prep.get("record_device_mb") or 0.0) + float(self.prep.get("lent_mb") or 0.0)
+        room = alone_room_mb(total, self.pool.keepers_per_gpu, workers) - keeper
+        fraction = min(1.0, max(room, self.granted_mb) / total)
+        self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})
 
     def _prepare(self) -> dict | None:
         """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""

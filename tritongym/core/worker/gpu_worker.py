@@ -51,6 +51,8 @@ from tritongym.core.worker.task_runner import (
     load_reference,
     make_inputs,
 )
+from tritongym.core.worker.timing_flag import ENV as TIMING_WAITS_ENV
+from tritongym.core.worker.timing_flag import TimingWaits
 from tritongym.core.worker.trial_plan import plan_extra_trials
 from tritongym.core.worker_task import WorkerTask
 
@@ -66,6 +68,9 @@ class Channel:
         self.compile_s = 0.0  # time spent compiling Triton kernels with the GPU given back
         self.unlock_compiles = False  # TimingOptions.unlock_compiles of the task in hand
         self.yield_calls = False  # TimingOptions.yield_between_calls of the task in hand
+        self.yield_to_timings = False  # TimingOptions.yield_to_waiting_timings of the task in hand
+        self.timing_waits = TimingWaits(os.environ.get(TIMING_WAITS_ENV))  # the pool's flag (`timing_flag.py`)
+        self.yields = 0  # holds given back between calls in the task in hand
 
     def send(self, kind: str, payload: bytes = b"") -> None:
         frames.send(self.out_fd, kind, payload)
@@ -106,9 +111,14 @@ class Channel:
     def yield_hold(self) -> None:
         """Between two correctness calls (the last one synchronised and handed out): give a shared hold back and
         take it again, behind any timing that waits (`SHAR`, not the compiler's `RSHR`), so that timing waits for
-        one call of this worker rather than all of its calls.  Nothing of this process runs on the GPU meanwhile."""
-        if self.holding != "shared" or not self.yield_calls:
+        one call of this worker rather than all of its calls.  Nothing of this process runs on the GPU meanwhile.
+        Always with `yield_between_calls`; with `yield_to_waiting_timings` only while the pool's flag says a
+        timing waits (one byte read, no round trip otherwise)."""
+        if self.holding != "shared":
             return
+        if not (self.yield_calls or (self.yield_to_timings and self.timing_waits)):
+            return
+        self.yields += 1
         self._give_back()
         self._take(exclusive=False)
 
@@ -174,6 +184,7 @@ class GPUWorker:
         self.recorder.install()
         install_autotune_policy()  # a no-op on a GPU; the pool's CPU workers run Triton's interpreter
         self.timer = None
+        self.startup_parts: dict[str, float] = {}
         if self.cuda:
             release_gpu_while_compiling(channel)
             from tritongym.core.measure.gpu_profile import warm_profiler
@@ -181,12 +192,19 @@ class GPUWorker:
 
             # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
             # they never overlap another worker's timing
+            began = time.perf_counter()
             with channel.gpu(exclusive=False):
+                parts = {"lock_wait": time.perf_counter() - began}
                 torch.cuda.set_device(self.device)
                 torch.empty(1, device=self.device)
+                parts["context"] = time.perf_counter() - began - sum(parts.values())
                 self.timer = Timer(self.device)
+                parts["timer"] = time.perf_counter() - began - sum(parts.values())
                 warm_profiler()
                 trusted.synchronize()
+                parts["profiler"] = time.perf_counter() - began - sum(parts.values())
+            # where a replacement worker's start goes (RL batch on an H100: ~5.8 s of slot time per evaluation)
+            self.startup_parts = {k: round(v, 3) for k, v in parts.items()}
             name = torch.cuda.get_device_properties(self.device).name
             self.fingerprint = local_fingerprint(name, driver=driver_version(), cuda=torch.version.cuda)
         else:
@@ -198,6 +216,7 @@ class GPUWorker:
         return {
             "fingerprint": self.fingerprint.model_dump(),
             "l2_bytes": self.timer.l2_bytes if self.timer else None,
+            "startup_parts": self.startup_parts,
         }
 
     def run(self, task: WorkerTask) -> None:
@@ -212,6 +231,8 @@ class GPUWorker:
         self.channel.compile_s = 0.0
         self.channel.unlock_compiles = task.timing.unlock_compiles
         self.channel.yield_calls = task.timing.yield_between_calls
+        self.channel.yield_to_timings = task.timing.yield_to_waiting_timings
+        self.channel.yields = 0
         with failures_recorded(evidence):
             if task.mode == "screen":  # negative controls only: no candidate code, compared right here
                 from tritongym.core.measure.gold import exact_reference
@@ -308,6 +329,7 @@ class GPUWorker:
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
                 raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
             evidence.phases["hand_outs"] = float(self.hand_outs)
+            evidence.phases["yields"] = float(self.channel.yields)
             lap("hand_out")
         self.channel.send("CAND", frames.tensors_to_bytes(report))
         lap("send_candidate")
@@ -387,6 +409,11 @@ class GPUWorker:
         lap("send_timing")
         evidence.stage = "done"
 
+    LARGE_HAND_OUT = 1 << 30
+    """Bytes of outputs from which a hand-out first gives this process's cached but unused blocks back: the keeper
+    allocates as many for the handouts, outside any cache, and a full-size level-1 norm (8 GiB in, 8 GiB out)
+    found too little of the GPU free for them while this worker kept its temporaries cached (H100, stop 36)."""
+
     def hand_out(self, groups: list[tuple[list, list]]) -> None:
         """Each group's outputs (a list, changed in place) into the keeper's handouts (`handouts.py`).
 
@@ -414,6 +441,10 @@ class GPUWorker:
                     )
         if not asked:
             return
+        if self.cuda and sum(out.nbytes for _, outs in groups for out in outs if type(out) is torch.Tensor) >= (
+            self.LARGE_HAND_OUT
+        ):
+            torch.cuda.empty_cache()  # what this process cached but no longer uses, back before the keeper allocates
         self.hand_outs += 1
         self.channel.send_json("HOUT", {"outputs": asked})
         _, answer = self.channel.expect("HAND")

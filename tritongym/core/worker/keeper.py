@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -493,7 +494,6 @@ class Keeper:
         import torch
 
         from tritongym.core.worker import handouts
-        from tritongym.core.worker.handouts import Handout
 
         data = json.loads(payload)
         state = self._state(data)
@@ -522,7 +522,7 @@ class Keeper:
             ident = self.handout_ids
             state["pending"].append((ident, list(item["where"]), index))
             if self.cuda and nbytes:
-                handout = Handout(dtype, shape)
+                handout = self._allocate_handout(dtype, shape)
                 state["handouts"][ident] = handout
                 lent.append({"id": ident, "handle": handout.handle, "nbytes": handout.nbytes})
             else:  # the CPU (or an empty output): the values come as bytes (`HDAT`), or there are none
@@ -533,6 +533,31 @@ class Keeper:
             # 0xFF after the handle was sent (all NaN: a correct kernel judged incorrect, seen once on an H100)
             handouts.synchronize()
         return {"lent": lent}
+
+    def _allocate_handout(self, dtype, shape: list[int]):
+        """A handout, its allocation tried again once after this process's cached blocks went back to the driver
+        (the handouts are allocated outside torch's cache, so blocks cached from the build stand in their way);
+        out of memory then, the error says what the GPU had free."""
+        import torch
+
+        from tritongym.core.worker.handouts import CudaError, Handout
+
+        try:
+            return Handout(dtype, shape)
+        except CudaError as exc:
+            if "out of memory" not in str(exc):
+                raise
+        scrubbed_empty_cache(self.device)
+        try:
+            return Handout(dtype, shape)
+        except CudaError as exc:
+            free, total = torch.cuda.mem_get_info(self.device)
+            mine = torch.cuda.memory_reserved(self.device)
+            mib = 1 << 20
+            raise CudaError(
+                f"{exc}: a handout of {math.prod(shape) * dtype.itemsize // mib} MiB for the candidate's output, "
+                f"with {free // mib} of {total // mib} MiB of the GPU free and {mine // mib} MiB cached by the keeper"
+            ) from None
 
     def receive(self, payload: bytes) -> dict:
         """The CPU's handouts: the values themselves, each checked against what was lent."""
