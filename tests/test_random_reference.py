@@ -46,3 +46,26 @@ def test_the_keeper_says_whether_the_reference_draws_random_numbers(tmp_path):
     task = task_for(relu, None).model_copy(update={"problem_name": "dropout", "problem_source": DROPOUT, "sizes": {}})
     noisy = ReferenceRecord(task, str(tmp_path / "dropout"), torch.device("cpu"))
     assert noisy.draws_random is True
+
+
+def test_a_reference_that_draws_random_numbers_passes_as_its_own_candidate(tmp_path):
+    """The `refresh` and `repeat` probes call trial 0 again: from torch's generators as the trial found them, so
+    a dropout reference run as the candidate gives trial 0's answer again.  On an H100 (stop 37) level 2's 66 was
+    `hacked` by the determinism check: its repeated call drew another dropout mask."""
+    from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
+    from tritongym.core.verdict import probe_outputs_match
+
+    candidate = DROPOUT.replace("class Model(", "class ModelNew(")
+    relu = load_problem("relu")
+    task = task_for(relu, candidate).model_copy(
+        update={"problem_name": "dropout", "problem_source": DROPOUT, "sizes": {}}
+    )
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        evidence = pool.run(task, timeout_s=120)
+    finally:
+        pool.close()
+    assert evidence.error is None, evidence.error
+    assert all(out.mismatched == 0 for trial in evidence.trials for out in trial.outputs)
+    probed = {call.probe: probe_outputs_match(call) for call in evidence.probes}
+    assert probed["refresh"].correct and probed["repeat"].correct, (probed["refresh"], probed["repeat"])

@@ -189,11 +189,15 @@ def run_probes(
             call(mode_probe_name(grad, train), k % n, source.trial(k % n), grad, train)
         if n > 1 and last_buffers is not None:
             values = source.trial(0)  # the last trial used trial n-1's values: these differ
+            # torch's generators as trial 0's call found them (its inputs just drawn from its seed): a reference
+            # that draws random numbers (dropout in training mode) gives trial 0's answer again only from there
+            generators = _generator_states()
             refilled = _refill(last_buffers, values)
             del values
             if refilled:
-                call("refresh", 0, last_buffers, False, was_training)
-                call("repeat", 0, last_buffers, False, was_training)
+                for name in ("refresh", "repeat"):
+                    _set_generator_states(generators)
+                    call(name, 0, last_buffers, False, was_training)
         call("ghost", -1, source.ghost(), False, was_training, ghost=True)
         if watch is not None and source.precomputed is not None:
             inputs = source.precomputed()
@@ -212,6 +216,23 @@ def run_probes(
     finally:
         model.train(was_training)
     return records
+
+
+def _generator_states() -> tuple:
+    """torch's CPU generator's state and every CUDA device's (none where CUDA is not initialised)."""
+    import torch
+
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
+    return torch.get_rng_state(), cuda
+
+
+def _set_generator_states(states: tuple) -> None:
+    import torch
+
+    cpu, cuda = states
+    torch.set_rng_state(cpu)
+    if cuda:
+        torch.cuda.set_rng_state_all(cuda)
 
 
 def _refill(buffers: list, values: list) -> bool:
