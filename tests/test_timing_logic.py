@@ -81,3 +81,24 @@ def test_faster_than_the_roofline_is_implausible(relu_problem):
     # with the L2 warm the roofline says nothing, and an untimed result passes
     assert judge(timing.model_copy(update={"candidate": stats(0.1, l2="warm")}), relu_problem).passed
     assert judge(TimingReport(precision="ieee"), relu_problem).passed
+
+
+def test_timing_keeps_two_pristine_sets_for_a_candidate_and_may_keep_one_for_the_reference():
+    """Two pristine sets whatever their size, so a candidate's pointer-keyed cache goes stale between samples; the
+    keeper's lean retry (`Keeper._time_lean_on_oom`, after level 1's 96_HuberLoss ran it out of GPU memory on an
+    H100) times the trusted reference from one.  Small sets fill the byte budget."""
+    import torch
+
+    from tritongym.core.measure.tensors import timing_inputs
+
+    made = []
+
+    def make(k, numel=1 << 20):
+        made.append(k)
+        return [torch.full((numel,), float(k))]
+
+    huge = 8 << 20  # bytes of one set against a 4 MiB budget: "huge"
+    assert len(timing_inputs(make, 3, budget=huge // 2)) == 2
+    assert len(timing_inputs(make, 3, budget=huge // 2, least=1)) == 1
+    assert len(timing_inputs(lambda k: make(k, 16), 3, budget=huge)) == 3
+    assert [float(s[0][0]) for s in timing_inputs(make, 3, budget=huge // 2)] == [0.0, 1.0]

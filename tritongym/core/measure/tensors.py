@@ -54,12 +54,13 @@ def plain_output(value):
 TIMING_INPUT_BYTES = 4 << 30  # what timing's pristine input sets may weigh together
 
 
-def timing_inputs(make, n: int, budget: int = TIMING_INPUT_BYTES) -> list[list]:
-    """Timing's pristine sets, main trials 0, 1, ... (`make(k)`), as many as fit `budget` but two when there are:
-    between samples every buffer is refilled with another trial's values (a pointer-keyed cache goes stale)."""
+def timing_inputs(make, n: int, budget: int = TIMING_INPUT_BYTES, least: int = 2) -> list[list]:
+    """Timing's pristine sets, main trials 0, 1, ... (`make(k)`), as many as fit `budget` but `least` (two) when
+    there are: between samples every buffer is refilled with another trial's values (a pointer-keyed cache goes
+    stale).  One set (`least=1`) serves a trusted forward, the reference, where memory is short."""
     sets = [make(0)]
     per_set = max(tensor_bytes(sets[0]), 1)
-    want = min(n, max(2, budget // per_set))
+    want = min(n, max(least, budget // per_set))
     while len(sets) < want:
         sets.append(make(len(sets)))
     return sets

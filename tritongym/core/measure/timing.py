@@ -122,15 +122,17 @@ class Timer:
                 per_set = max(1, set_bytes(pristine[0]))
                 want = max(1, math.ceil(2 * self.l2_bytes / per_set))
                 count = min(calls, want, 64, max(1, (1 << 30) // per_set))
-                sets = InputSets.make(pristine, count)
                 l2 = "rotated" if count * per_set >= 2 * self.l2_bytes else "warm"
                 del graph, outputs
+                sets = None  # the one-set buffers gone before the batch's are made: a full-size set is GiBs
+                sets = InputSets.make(pristine, count)
                 graph, outputs, why = self._capture(forward, sets, calls)
             if graph is not None:
                 samples = self._sample_graph(graph, sets, calls, fast, estimate_ms, rep_ms, options)
                 mode = "graph-batched" if fast else "graph"
                 note = f"{calls} forwards per sample, one CUDA graph" if fast else ""
             else:
+                sets = None  # the failed capture's buffers gone before the eager ones are made
                 sets = InputSets.make(pristine, 1)
                 l2 = "flushed"
                 calls = 1
