@@ -22,7 +22,10 @@ behind it: one drain for several timings), e.g. `unlocked+window=1.5`.  `--workl
 cache on as in training) instead of the bundled pairs.  Stop 34 on an H100 (bundled): `unlocked+yield` 138 and
 114 s against `unlocked` 79 s, so `yield_between_calls` stays off.  `handback` sets `yield_to_waiting_timings`
 (the hold given back between calls only while a timing waits: a byte the pool shares, no round trip otherwise),
-e.g. `--workload rl --limit 64 --settings unlocked unlocked+handback`; the `yields/eval` column counts them.
+e.g. `--workload rl --limit 64 --settings unlocked unlocked+handback`; the `yields/eval` column counts them
+(stop 37 on an H100: 228.5 s against 104.8 s: it lost, since with eight workers some timing nearly always waits,
+so every sharer gave its hold back after every call and waited for the queue of timings).
+`profiler=background` sets the backend's `profiler_warmup` (the profiler's set-up in a thread beside the task).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls", "handb
 
 SECONDS = {"window": "timing_window_s", "shared": "shared_check_s"}  # `name=S` parts: timing options in seconds
 COUNTS = {"workers": "workers_per_gpu", "spares": "spare_workers_per_gpu"}  # `name=N` parts: backend options
+WORDS = {"profiler": "profiler_warmup"}  # `name=word` parts: backend options by name (`profiler=background`)
 
 
 def backend_options(setting: str) -> dict:
@@ -54,6 +58,9 @@ def backend_options(setting: str) -> dict:
         name, eq, value = part.partition("=")
         if not eq and name in OPTIONS:
             switches.add(name)
+            continue
+        if eq and name in WORDS:
+            backend[WORDS[name]] = value
             continue
         if not eq or name not in SECONDS | COUNTS:
             raise SystemExit(

@@ -1,0 +1,164 @@
+"""Where a fresh GPU worker's profiler warm-up goes, and what would shorten it (one GPU).
+
+Why: on an H100 (stop 37) a worker's start took ~4.8 s of which ~3.8 s was `warm_profiler` (torch.profiler's
+first run: CUPTI and Kineto set up), and every candidate gets a fresh worker, so 64 RL candidates spent 242 s of
+worker-slot time on it.  This starts fresh processes the way the pool does (forked from a parent that has
+imported torch, as the zygote is, CUDA untouched until the child), and times in each child: the CUDA context,
+the first profile, a second profile; per variant:
+
+* `zygote`: the parent imports torch and tritongym's modules as `worker/zygote.py` does today;
+* `zygote+profiler`: the parent also imports `torch.profiler` and its Python modules (no CUDA needed);
+* `zygote+profiler+cuda-only`: as above, the child profiling CUDA activity only (no CPU op tracing);
+* `zygote+profiler+background`: the first profile in a thread of the child while its main thread runs Python:
+  `background s` and `python left` (the main thread's speed meanwhile, against alone), then the two as above.
+
+(A parent that runs `torch.profiler` once before the fork, CPU only, leaves a child that cannot profile: tried
+on the H100, stop 37.)
+
+Prints a table and writes JSON (default benchmarks/results/profiler_warmup.json):
+
+    python benchmarks/profiler_warmup.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import fmt, print_table  # noqa: E402
+
+VARIANTS = ("zygote", "zygote+profiler", "zygote+profiler+cuda-only", "zygote+profiler+background")
+
+
+def _preload(variant: str) -> None:
+    from tritongym.core.worker.zygote import _preload as zygote_preload
+
+    zygote_preload()
+    if variant != "zygote":
+        import torch.autograd.profiler  # noqa: F401
+        import torch.profiler  # noqa: F401
+
+
+def _child(variant: str, write_fd: int) -> None:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    times = {}
+    began = time.perf_counter()
+    torch.cuda.set_device(0)
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    times["context_s"] = time.perf_counter() - began
+    activities = (
+        [ProfilerActivity.CUDA] if variant.endswith("cuda-only") else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    )
+    x = torch.ones(16, device="cuda")
+    if variant.endswith("background"):
+        # the first profile in a thread while this one runs Python: how much of this thread's speed is left
+        # (what the warm-up would take from a task it overlapped)
+        def spin(seconds: float) -> float:
+            n, end = 0, time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                n += 1
+            return n / seconds
+
+        alone = spin(0.5)
+        done = threading.Event()
+
+        def warm() -> None:
+            with profile(activities=activities):
+                (x + 1).sum()
+                torch.cuda.synchronize()
+            done.set()
+
+        began = time.perf_counter()
+        threading.Thread(target=warm).start()
+        n = 0
+        while not done.is_set():
+            n += 1
+        times["background_s"] = time.perf_counter() - began
+        times["python_left"] = n / times["background_s"] / alone
+    for name in ("first_profile_s", "second_profile_s"):
+        began = time.perf_counter()
+        with profile(activities=activities) as prof:
+            (x + 1).sum()
+            torch.cuda.synchronize()
+        kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
+        times[name] = time.perf_counter() - began
+        times["kernels_seen"] = len(kernels)
+    os.write(write_fd, json.dumps(times).encode() + b"\n")
+
+
+def run(variant: str) -> dict:
+    """One fresh child per call, forked from a fresh parent that preloaded as `variant` says."""
+    r, w = os.pipe()
+    parent = os.fork()
+    if parent == 0:  # the stand-in zygote: preload, then fork the worker
+        try:
+            os.close(r)
+            began = time.perf_counter()
+            _preload(variant)
+            preload_s = time.perf_counter() - began
+            child = os.fork()
+            if child == 0:
+                _child(variant, w)
+                os._exit(0)
+            os.waitpid(child, 0)
+            os.write(w, json.dumps({"preload_s": preload_s}).encode() + b"\n")
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(parent, 0)
+    merged: dict = {}
+    for line in data.decode().splitlines():  # one JSON line from the child, one from the stand-in zygote
+        if line.strip():
+            merged.update(json.loads(line))
+    if "first_profile_s" not in merged:
+        raise SystemExit(f"{variant}: the child sent no times (no CUDA?): {merged}")
+    return merged
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "profiler_warmup.json")
+    args = parser.parse_args()
+    report: dict = {"runs": {}}
+    rows = []
+    for variant in VARIANTS:
+        try:
+            runs = [run(variant) for _ in range(args.repeats)]
+        except SystemExit as exc:  # a variant whose child cannot profile (Kineto started before the fork)
+            report["runs"][variant] = {"error": str(exc)}
+            rows.append([variant, "-", "-", str(exc)[:60], "-", "-", "-", "-"])
+            continue
+        report["runs"][variant] = runs
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        rows.append(
+            [variant] + [fmt(med[k]) for k in ("preload_s", "context_s", "first_profile_s", "second_profile_s")]
+        )
+        rows[-1] += [str(runs[0]["kernels_seen"]), fmt(med.get("background_s")), fmt(med.get("python_left"))]
+    print_table(
+        f"profiler warm-up in a forked worker, median of {args.repeats}",
+        ["variant", "parent preload s", "child context s", "first profile s", "second profile s", "kernels seen"]
+        + ["background s", "python left"],
+        rows,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
