@@ -9,11 +9,14 @@ the first profile, a second profile; per variant:
 * `zygote`: the parent imports torch and tritongym's modules as `worker/zygote.py` does today;
 * `zygote+profiler`: the parent also imports `torch.profiler` and its Python modules (no CUDA needed);
 * `zygote+profiler+cuda-only`: as above, the child profiling CUDA activity only (no CPU op tracing);
-* `zygote+profiler+background`: the first profile in a thread of the child while its main thread runs Python:
-  `background s` and `python left` (the main thread's speed meanwhile, against alone), then the two as above.
+* `zygote+profiler+background` (`--variants` names it): the first profile in a thread of the child while its
+  main thread runs Python: `background s` and `python left` (the main thread's speed meanwhile, against alone).
 
-(A parent that runs `torch.profiler` once before the fork, CPU only, leaves a child that cannot profile: tried
-on the H100, stop 37.)
+H100, stop 37 (median of 3): first profile 5.67 s (`zygote`), 4.47 s (`+profiler`), 3.88 s (`+cuda-only`); a
+second 5 ms.  The background variant hung its child past the call's limit, and the backend's
+`profiler_warmup = "background"` (the same in the worker) had 25-30 of 32 honest RL candidates judged `hacked`
+while it cut the batch from 130 s to 76-88 s: off.  A parent that runs `torch.profiler` once before the fork
+(CPU only) leaves a child that cannot profile.
 
 Prints a table and writes JSON (default benchmarks/results/profiler_warmup.json):
 
@@ -34,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fmt, print_table  # noqa: E402
 
-VARIANTS = ("zygote", "zygote+profiler", "zygote+profiler+cuda-only", "zygote+profiler+background")
+VARIANTS = ("zygote", "zygote+profiler", "zygote+profiler+cuda-only")
 
 
 def _preload(variant: str) -> None:
@@ -132,11 +135,12 @@ def run(variant: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), help="which variants, in order")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "profiler_warmup.json")
     args = parser.parse_args()
     report: dict = {"runs": {}}
     rows = []
-    for variant in VARIANTS:
+    for variant in args.variants:
         try:
             runs = [run(variant) for _ in range(args.repeats)]
         except SystemExit as exc:  # a variant whose child cannot profile (Kineto started before the fork)

@@ -78,9 +78,6 @@ class PoolOptions:
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
-    # "startup": a worker sets the profiler up (CUPTI, ~4 s on an H100) before it says it is ready; "background":
-    # in a thread beside its task, waited for before its timing hold
-    profiler_warmup: str = "startup"
     keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -712,8 +709,7 @@ class WorkerPool:
         if self.closed:
             return
         flag = self.locks[gpu].flag
-        env = {"TRITONGYM_PROFILER_WARMUP": self.options.profiler_warmup}
-        worker = Worker(gpu, self.options, self.zygote, {**env, **({TIMING_WAITS_ENV: flag.path} if flag else {})})
+        worker = Worker(gpu, self.options, self.zygote, {TIMING_WAITS_ENV: flag.path} if flag else None)
         with self._guard:
             self._live.add(worker)
         deadline = time.monotonic() + self.options.start_timeout_s

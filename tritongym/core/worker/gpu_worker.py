@@ -32,7 +32,6 @@ import contextlib
 import json
 import os
 import sys
-import threading
 import time
 
 from tritongym.core.measure import trusted
@@ -57,7 +56,6 @@ from tritongym.core.worker.timing_flag import TimingWaits
 from tritongym.core.worker.trial_plan import plan_extra_trials
 from tritongym.core.worker_task import WorkerTask
 
-PROFILER_WARMUP_ENV = "TRITONGYM_PROFILER_WARMUP"  # "startup" (default) or "background" (`PoolOptions`)
 STARTED = time.monotonic()  # close enough to the process start: how long a warm-up took
 
 
@@ -162,16 +160,6 @@ def release_gpu_while_compiling(channel: Channel) -> None:
     triton.compiler.compile = compile
 
 
-def _warm_quietly() -> None:
-    """`warm_profiler` in a thread: a failure only means the first profile pays for the set-up itself."""
-    from tritongym.core.measure.gpu_profile import warm_profiler
-
-    try:
-        warm_profiler()
-    except Exception as exc:  # noqa: BLE001
-        print(f"tritongym worker: the profiler's warm-up failed: {exc}", file=sys.stderr, flush=True)
-
-
 def driver_version() -> str | None:
     try:
         with open("/proc/driver/nvidia/version") as f:
@@ -197,7 +185,6 @@ class GPUWorker:
         install_autotune_policy()  # a no-op on a GPU; the pool's CPU workers run Triton's interpreter
         self.timer = None
         self.startup_parts: dict[str, float] = {}
-        self.profiler_warm: threading.Thread | None = None  # the profiler's warm-up, when it runs beside the task
         if self.cuda:
             release_gpu_while_compiling(channel)
             from tritongym.core.measure.gpu_profile import warm_profiler
@@ -205,7 +192,6 @@ class GPUWorker:
 
             # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
             # they never overlap another worker's timing
-            background = os.environ.get(PROFILER_WARMUP_ENV, "startup") == "background"
             began = time.perf_counter()
             with channel.gpu(exclusive=False):
                 parts = {"lock_wait": time.perf_counter() - began}
@@ -214,16 +200,9 @@ class GPUWorker:
                 parts["context"] = time.perf_counter() - began - sum(parts.values())
                 self.timer = Timer(self.device)
                 parts["timer"] = time.perf_counter() - began - sum(parts.values())
-                if not background:
-                    warm_profiler()
+                warm_profiler()  # ~4 s of CUPTI set-up (`benchmarks/profiler_warmup.py`): never inside a timing
                 trusted.synchronize()
                 parts["profiler"] = time.perf_counter() - began - sum(parts.values())
-            if background:
-                # CUPTI's set-up is ~4 s in every fresh process (H100, `benchmarks/profiler_warmup.py`), most of a
-                # worker's start: in a thread, beside the task, and waited for before the timing hold
-                self.profiler_warm = threading.Thread(target=_warm_quietly, name="tritongym-profiler-warm-up")
-                self.profiler_warm.daemon = True
-                self.profiler_warm.start()
             # where a replacement worker's start goes (RL batch on an H100: ~5.8 s of slot time per evaluation)
             self.startup_parts = {k: round(v, 3) for k, v in parts.items()}
             name = torch.cuda.get_device_properties(self.device).name
@@ -373,10 +352,6 @@ class GPUWorker:
         # A kernel that tunes again here (a key the trials did not produce) is labelled and noted.
         tuned = len(self.recorder.autotune.choices)
         timing = TimingReport(precision=task.precision)
-        if self.profiler_warm is not None:
-            self.profiler_warm.join()  # before the hold: CUPTI's set-up never runs inside a timing
-            self.profiler_warm = None
-            lap("profiler_warm_up")
         try:
             with self.channel.gpu():
                 lap("wait_gpu")

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import threading
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,11 +70,6 @@ class TritonCUDABackend(Backend):
             le=64,
             description="warm workers per GPU on standby beyond workers_per_gpu, so that a task never waits for a "
             "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run",
-        )
-        profiler_warmup: Literal["startup", "background"] = Field(
-            default="startup",
-            description="when a fresh worker sets up the profiler (CUPTI, ~4 s on an H100, every fresh process): "
-            "before it takes a task, or in a thread beside its task, finished before its timing",
         )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
@@ -137,7 +131,6 @@ class TritonCUDABackend(Backend):
                         workers_per_gpu=self.workers_per_gpu(len(gpus)),
                         spare_workers_per_gpu=self.options.spare_workers_per_gpu,
                         max_tasks=self.options.max_tasks_per_worker,
-                        profiler_warmup=self.options.profiler_warmup,
                         memory_mb=self.options.memory_mb,
                     )
                 )
