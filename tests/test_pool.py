@@ -22,6 +22,18 @@ from tritongym.core.registry import Registry
 from tritongym.core.sandbox.gpu_pool import GPULock, PoolOptions, WorkerPool
 
 
+def frames_sent(fd: int) -> list[str]:
+    """The kinds of the frames a worker's `Channel` has written to the pipe `fd` so far (the parent's side)."""
+    import select
+
+    from tritongym.core.worker import frames
+
+    kinds = []
+    while select.select([fd], [], [], 0)[0]:
+        kinds.append(frames.receive(fd)[0])
+    return kinds
+
+
 @pytest.fixture(scope="module")
 def pool():
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=2, memory_mb=4096))
@@ -373,12 +385,7 @@ def test_a_worker_gives_the_shared_gpu_back_while_triton_compiles(monkeypatch):
     assert triton.compiler.compile._tritongym_channel is channel
 
     def sent() -> list[str]:
-        import select
-
-        kinds = []
-        while select.select([from_worker_r], [], [], 0)[0]:
-            kinds.append(frames.receive(from_worker_r)[0])
-        return kinds
+        return frames_sent(from_worker_r)
 
     for _ in range(2):
         frames.send(to_worker_w, "GRNT")  # the parent's grants, queued ahead
@@ -502,7 +509,6 @@ def test_a_worker_can_yield_its_shared_hold_between_calls_behind_waiting_timers(
     its shared hold back and asks again with `SHAR`, which waits behind a waiting timer (`RSHR`, the compiler's
     resume, would go ahead of it), so a timing waits for one call of each sharer, not its whole phase."""
     import os
-    import select
 
     from tritongym.core.sandbox.gpu_pool import GPULock
     from tritongym.core.worker import frames
@@ -513,10 +519,7 @@ def test_a_worker_can_yield_its_shared_hold_between_calls_behind_waiting_timers(
     channel = Channel(to_worker_r, from_worker_w)
 
     def sent() -> list[str]:
-        kinds = []
-        while select.select([from_worker_r], [], [], 0)[0]:
-            kinds.append(frames.receive(from_worker_r)[0])
-        return kinds
+        return frames_sent(from_worker_r)
 
     frames.send(to_worker_w, "GRNT")
     with channel.gpu(exclusive=False):
@@ -554,7 +557,6 @@ def test_a_sharer_gives_its_hold_back_between_calls_only_while_a_timing_waits():
     The worker opens the flag by the pool's /proc path, in another process here (the worker is the zygote's
     child, not the pool's), so the path must work from outside."""
     import os
-    import select
     import subprocess
     import sys
     import time
@@ -591,10 +593,7 @@ def test_a_sharer_gives_its_hold_back_between_calls_only_while_a_timing_waits():
     channel.yield_to_timings = True
 
     def sent() -> list[str]:
-        kinds = []
-        while select.select([from_worker_r], [], [], 0)[0]:
-            kinds.append(frames.receive(from_worker_r)[0])
-        return kinds
+        return frames_sent(from_worker_r)
 
     for _ in range(2):
         frames.send(to_worker_w, "GRNT")
