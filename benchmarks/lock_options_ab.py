@@ -25,6 +25,8 @@ cache on as in training) instead of the bundled pairs.  Stop 34 on an H100 (bund
 e.g. `--workload rl --limit 64 --settings unlocked unlocked+handback`; the `yields/eval` column counts them
 (stop 37 on an H100: 228.5 s against 104.8 s: it lost, since with eight workers some timing nearly always waits,
 so every sharer gave its hold back after every call and waited for the queue of timings).
+`profiler=before_timing` sets the backend's `profiler_warm_up`: CUPTI set up only for candidates that passed
+correctness, before their timing hold (e.g. `--settings unlocked unlocked+profiler=before_timing`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls", "handb
 
 SECONDS = {"window": "timing_window_s", "shared": "shared_check_s"}  # `name=S` parts: timing options in seconds
 COUNTS = {"workers": "workers_per_gpu", "spares": "spare_workers_per_gpu"}  # `name=N` parts: backend options
+WORDS = {"profiler": "profiler_warm_up"}  # `name=word` parts: backend options by name (`profiler=before_timing`)
 
 
 def backend_options(setting: str) -> dict:
@@ -56,6 +59,9 @@ def backend_options(setting: str) -> dict:
         name, eq, value = part.partition("=")
         if not eq and name in OPTIONS:
             switches.add(name)
+            continue
+        if eq and name in WORDS:
+            backend[WORDS[name]] = value
             continue
         if not eq or name not in SECONDS | COUNTS:
             raise SystemExit(

@@ -1102,3 +1102,26 @@ def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypat
         assert budget.holders == 0 and budget.reserved_mb == 0.0 and not pool.device_records
     finally:
         del pool.memory["cpu"], pool.total_mb["cpu"]
+
+
+def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_problem):
+    """`profiler_warm_up` (the backend's option, the pool's, then each worker's environment): "before_timing" has a
+    worker set CUPTI up only once its candidate passed correctness (~3.9 s per fresh worker on an H100, stop 37).
+    The GPU path is a device A/B (`lock_options_ab.py ... unlocked+profiler=before_timing`); here, that the
+    setting reaches the candidate's process as set, and that the backend refuses a value it does not know."""
+    from pydantic import ValidationError
+
+    from tritongym.plugins.backends.triton_cuda import TritonCUDABackend
+
+    assert TritonCUDABackend.Options().profiler_warm_up == "startup"
+    assert TritonCUDABackend.Options(profiler_warm_up="before_timing").profiler_warm_up == "before_timing"
+    with pytest.raises(ValidationError):
+        TritonCUDABackend.Options(profiler_warm_up="background")
+
+    tells = 'import os\nraise RuntimeError("warm-up: " + os.environ.get("TRITONGYM_PROFILER_WARM_UP", "unset"))\n'
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, profiler_warm_up="before_timing"))
+    try:
+        evidence = pool.run(task_for(relu_problem, tells), timeout_s=120)
+    finally:
+        pool.close()
+    assert evidence.error is not None and "warm-up: before_timing" in evidence.error.message

@@ -78,6 +78,10 @@ class PoolOptions:
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
+    # when a worker sets up CUPTI for the profiler (~3.9 s per fresh process on an H100, most of a worker's start):
+    # "startup" (before it takes a task), or "before_timing" (only once its candidate passed correctness, before the
+    # timing hold: a failing candidate's worker never pays it); off until its A/B (`lock_options_ab.py`)
+    profiler_warm_up: str = "startup"
     keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -709,7 +713,11 @@ class WorkerPool:
         if self.closed:
             return
         flag = self.locks[gpu].flag
-        worker = Worker(gpu, self.options, self.zygote, {TIMING_WAITS_ENV: flag.path} if flag else None)
+        env = {
+            frames.PROFILER_WARM_UP_ENV: self.options.profiler_warm_up,
+            **({TIMING_WAITS_ENV: flag.path} if flag else {}),
+        }
+        worker = Worker(gpu, self.options, self.zygote, env)
         with self._guard:
             self._live.add(worker)
         deadline = time.monotonic() + self.options.start_timeout_s
@@ -1616,6 +1624,9 @@ class TaskDriver:
             evidence.reference_peak_mb = self.prep.get("peak_mb")
             if evidence.reference_peak_mb is not None:
                 evidence.phases["reference_peak_mb"] = float(evidence.reference_peak_mb)
+            for key, mb in self.prep.items():
+                if key.startswith(("keeper_allocated_mb_", "keeper_reserved_mb_")):  # the keeper's own memory
+                    evidence.phases[key] = float(mb)
         evidence.phases.update(self.reference_phases)
 
     def _problem(self, failed: dict, started: float) -> Evidence:

@@ -185,6 +185,9 @@ class GPUWorker:
         install_autotune_policy()  # a no-op on a GPU; the pool's CPU workers run Triton's interpreter
         self.timer = None
         self.startup_parts: dict[str, float] = {}
+        # when CUPTI is set up (`PoolOptions.profiler_warm_up`): "startup", or "before_timing" (only for a candidate
+        # that passed correctness, under a shared hold after the pool's TIME: a failing one never pays ~4 s for it)
+        self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "startup")
         if self.cuda:
             release_gpu_while_compiling(channel)
             from tritongym.core.measure.gpu_profile import warm_profiler
@@ -200,7 +203,8 @@ class GPUWorker:
                 parts["context"] = time.perf_counter() - began - sum(parts.values())
                 self.timer = Timer(self.device)
                 parts["timer"] = time.perf_counter() - began - sum(parts.values())
-                warm_profiler()  # ~4 s of CUPTI set-up (`benchmarks/profiler_warmup.py`): never inside a timing
+                if self.profiler_warm_up == "startup":
+                    warm_profiler()  # ~4 s of CUPTI set-up (`benchmarks/profiler_warmup.py`): never inside a timing
                 trusted.synchronize()
                 parts["profiler"] = time.perf_counter() - began - sum(parts.values())
             # where a replacement worker's start goes (RL batch on an H100: ~5.8 s of slot time per evaluation)
@@ -352,6 +356,14 @@ class GPUWorker:
         # A kernel that tunes again here (a key the trials did not produce) is labelled and noted.
         tuned = len(self.recorder.autotune.choices)
         timing = TimingReport(precision=task.precision)
+        if self.profiler_warm_up == "before_timing" and task.timing.profile_calls:
+            from tritongym.core.measure.gpu_profile import warm_profiler
+
+            with self.channel.gpu(exclusive=False):  # its set-up never inside the timing hold
+                warm_profiler()
+                trusted.synchronize()
+            self.profiler_warm_up = "done"
+            lap("profiler_warm_up")
         try:
             with self.channel.gpu():
                 lap("wait_gpu")

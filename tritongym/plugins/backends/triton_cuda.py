@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,6 +71,11 @@ class TritonCUDABackend(Backend):
             le=64,
             description="warm workers per GPU on standby beyond workers_per_gpu, so that a task never waits for a "
             "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run",
+        )
+        profiler_warm_up: Literal["startup", "before_timing"] = Field(
+            default="startup",
+            description="when a fresh worker sets up the profiler (CUPTI, ~3.9 s per process on an H100): before "
+            "it takes a task, or only once its candidate passed correctness, before the timing hold",
         )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
@@ -131,6 +137,7 @@ class TritonCUDABackend(Backend):
                         workers_per_gpu=self.workers_per_gpu(len(gpus)),
                         spare_workers_per_gpu=self.options.spare_workers_per_gpu,
                         max_tasks=self.options.max_tasks_per_worker,
+                        profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
                     )
                 )
