@@ -356,15 +356,16 @@ class GPUWorker:
         # A kernel that tunes again here (a key the trials did not produce) is labelled and noted.
         tuned = len(self.recorder.autotune.choices)
         timing = TimingReport(precision=task.precision)
-        if self.profiler_warm_up == "before_timing" and task.timing.profile_calls:
-            from tritongym.core.measure.gpu_profile import warm_profiler
-
-            with self.channel.gpu(exclusive=False):  # its set-up never inside the timing hold
-                warm_profiler()
-                trusted.synchronize()
-            self.profiler_warm_up = "done"
-            lap("profiler_warm_up")
         try:
+            if self.profiler_warm_up == "before_timing" and task.timing.profile_calls:
+                from tritongym.core.measure.gpu_profile import warm_profiler
+
+                # after the candidate ran in this process: a failure here is its doing, handled as timing's below
+                with self.channel.gpu(exclusive=False):  # the set-up never inside the timing hold
+                    warm_profiler()
+                    trusted.synchronize()
+                self.profiler_warm_up = "done"
+                lap("profiler_warm_up")
             with self.channel.gpu():
                 lap("wait_gpu")
                 pristine_sets = timing_inputs(source.trial, source.n_main)
