@@ -885,8 +885,7 @@ def gpu_budget_mb(total_mb: float, keepers: int, workers: int) -> float:
     """What the tasks on one GPU may reserve: the GPU less the keepers' share (their record caches), every
     process's context (workers are started ahead of need and hold theirs while idle: on the H100 nine idle
     workers held 6.6 GiB that no reservation stood for) and a margin for the driver's own allocations."""
-    contexts = (keepers + workers) * CONTEXT_MB
-    return max(total_mb * 0.95 - KEEPER_CACHE_SHARE * total_mb - contexts, total_mb * 0.25)
+    return max(alone_room_mb(total_mb, keepers, workers) - KEEPER_CACHE_SHARE * total_mb, total_mb * 0.25)
 
 
 def alone_room_mb(total_mb: float, keepers: int, workers: int) -> float:

@@ -82,7 +82,7 @@ class ReferenceRecord:
         from tritongym.core.measure.tensors import clone_all
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
-        from tritongym.core.worker.probes import buffer_snapshot, reference_probe_outputs
+        from tritongym.core.worker.probes import buffer_snapshot, generator_states, reference_probe_outputs
         from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
         from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
@@ -110,14 +110,14 @@ class ReferenceRecord:
         for t in range(self.source.n_main):
             inputs = self.source.trial(t)
             self.input_bytes = self.input_bytes or tensor_bytes(inputs)
-            before = _rng_states(device)
+            before = generator_states()
             try:
                 with torch.no_grad(), exact_reference():
                     raw, ops, work = traced_call(self.ref_model, *clone_all(inputs))
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
             self.draws_random = self.draws_random or any(
-                not torch.equal(a, b) for a, b in zip(before, _rng_states(device))
+                not torch.equal(a, b) for a, b in zip(before, generator_states())
             )
             self.torch_ops = self.torch_ops or ops
             self.torch_work = self.torch_work or work
@@ -445,17 +445,18 @@ class Keeper:
         (stop 37), alone on the GPU: two pristine sets, the buffers, the warm-up's and the graph's temporaries."""
         import torch
 
-        for least in (2, 1):
-            inputs = record.timing_inputs(least=least)
-            try:
-                stats, _ = self.timer.time_forward(self._forward(record), inputs, task.timing, rep_ms)
-                return stats
-            except torch.OutOfMemoryError:
-                if least == 1:
-                    raise
-            del inputs
-            scrubbed_empty_cache(self.device)  # out of the except block: the traceback's tensors are gone
-        raise AssertionError("unreachable")
+        def timed(least: int):
+            stats, _ = self.timer.time_forward(
+                self._forward(record), record.timing_inputs(least=least), task.timing, rep_ms
+            )
+            return stats
+
+        try:
+            return timed(least=2)
+        except torch.OutOfMemoryError:
+            pass
+        scrubbed_empty_cache(self.device)  # out of the except block: the traceback's tensors are gone
+        return timed(least=1)
 
     def check_reference(self, payload: bytes) -> dict:
         """The short paired re-timing after the candidate's timing: a slower reference says the candidate left
@@ -767,16 +768,6 @@ class Keeper:
             or sum(r.host_bytes for r in self.records.values()) > self.host_cache_bytes
         ):
             self.records.popitem(last=False)
-
-
-def _rng_states(device) -> list:
-    """torch's generator states a forward on `device` may draw from: the CPU's, and the device's own."""
-    import torch
-
-    states = [torch.get_rng_state()]
-    if device.type == "cuda":
-        states.append(torch.cuda.get_rng_state(device))
-    return states
 
 
 class _Judged:

@@ -191,12 +191,12 @@ def run_probes(
             values = source.trial(0)  # the last trial used trial n-1's values: these differ
             # torch's generators as trial 0's call found them (its inputs just drawn from its seed): a reference
             # that draws random numbers (dropout in training mode) gives trial 0's answer again only from there
-            generators = _generator_states()
+            generators = generator_states()
             refilled = _refill(last_buffers, values)
             del values
             if refilled:
                 for name in ("refresh", "repeat"):
-                    _set_generator_states(generators)
+                    set_generator_states(generators)
                     call(name, 0, last_buffers, False, was_training)
         call("ghost", -1, source.ghost(), False, was_training, ghost=True)
         if watch is not None and source.precomputed is not None:
@@ -218,21 +218,20 @@ def run_probes(
     return records
 
 
-def _generator_states() -> tuple:
-    """torch's CPU generator's state and every CUDA device's (none where CUDA is not initialised)."""
+def generator_states() -> list:
+    """torch's generator states a forward may draw from: the CPU's, then every initialised CUDA device's."""
     import torch
 
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
-    return torch.get_rng_state(), cuda
+    return [torch.get_rng_state(), *cuda]
 
 
-def _set_generator_states(states: tuple) -> None:
+def set_generator_states(states: list) -> None:
     import torch
 
-    cpu, cuda = states
-    torch.set_rng_state(cpu)
-    if cuda:
-        torch.cuda.set_rng_state_all(cuda)
+    torch.set_rng_state(states[0])
+    if states[1:]:
+        torch.cuda.set_rng_state_all(states[1:])
 
 
 def _refill(buffers: list, values: list) -> bool:
