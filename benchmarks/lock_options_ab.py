@@ -26,7 +26,8 @@ e.g. `--workload rl --limit 64 --settings unlocked unlocked+handback`; the `yiel
 (stop 37 on an H100: 228.5 s against 104.8 s: it lost, since with eight workers some timing nearly always waits,
 so every sharer gave its hold back after every call and waited for the queue of timings).
 `profiler=before_timing` sets the backend's `profiler_warm_up`: CUPTI set up only for candidates that passed
-correctness, before their timing hold (e.g. `--settings unlocked unlocked+profiler=before_timing`).
+correctness, before their timing hold (e.g. `--settings unlocked unlocked+profiler=before_timing`);
+`profiler=unlocked` has every worker set it up at its start with no GPU hold, by a session that launches no kernel.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ def main() -> None:
             + [fmt(phases.get(k, 0.0) / ran) for k in ("worker_startup", "gpu_lock_wait", "wait_worker")]
             + [fmt(phases.get("ran_alone", 0.0)), fmt(phases.get("yields", 0.0) / ran)]
         )
+        print(" | ".join(rows[-1]), flush=True)  # a cut-off run's log keeps the settings it finished
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))  # after every setting: a cut-off run keeps its rows
     headers = ["setting", "wall s", "statuses", "exclusive s", "draining s", "shared s", "idle s"]

@@ -17,6 +17,13 @@ second 5 ms.  The background variant hung its child past the call's limit, and t
 `profiler_warmup = "background"` (the same in the worker) had 25-30 of 32 honest RL candidates judged `hacked`
 while it cut the batch from 130 s to 76-88 s: off.  A parent that runs `torch.profiler` once before the fork
 (CPU only) leaves a child that cannot profile.
+* `...+kernel-free` (stop 38): the set-up is a profile session that runs no kernel (so it could run with no GPU
+  hold: nothing of its own reaches the GPU), timed as `warm enter s` / `warm exit s`; then the first real profile;
+* `...+before-context`: that kernel-free session before the child's CUDA context exists.
+
+`--interference` (stop 38) also measures what a kernel-free set-up does to another process's timing: a timer child
+times a fixed matmul in a loop while a second child creates its context and then sets the profiler up without a
+kernel; the timer's samples that overlap the set-up against its quiet ones (median and p90, ratio to quiet).
 
 Prints a table and writes JSON (default benchmarks/results/profiler_warmup.json):
 
@@ -37,7 +44,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fmt, print_table  # noqa: E402
 
-VARIANTS = ("zygote", "zygote+profiler", "zygote+profiler+cuda-only")
+VARIANTS = (
+    "zygote",
+    "zygote+profiler",
+    "zygote+profiler+cuda-only",
+    "zygote+profiler+cuda-only+kernel-free",
+    "zygote+profiler+cuda-only+kernel-free+before-context",
+)
 
 
 def _preload(variant: str) -> None:
@@ -49,19 +62,33 @@ def _preload(variant: str) -> None:
         import torch.profiler  # noqa: F401
 
 
+def _kernel_free_warm_up(activities) -> dict:
+    """A profile session with no kernel in it: CUPTI and Kineto set up, nothing launched on the GPU."""
+    from torch.profiler import profile
+
+    began = time.perf_counter()
+    session = profile(activities=activities)
+    session.__enter__()
+    entered = time.perf_counter()
+    session.__exit__(None, None, None)
+    return {"warm_enter_s": entered - began, "warm_exit_s": time.perf_counter() - entered}
+
+
 def _child(variant: str, write_fd: int) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     times = {}
+    activities = [ProfilerActivity.CUDA] if "cuda-only" in variant else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    if "before-context" in variant:
+        times.update(_kernel_free_warm_up(activities))
     began = time.perf_counter()
     torch.cuda.set_device(0)
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     times["context_s"] = time.perf_counter() - began
-    activities = (
-        [ProfilerActivity.CUDA] if variant.endswith("cuda-only") else [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-    )
+    if "kernel-free" in variant and "before-context" not in variant:
+        times.update(_kernel_free_warm_up(activities))
     x = torch.ones(16, device="cuda")
     if variant.endswith("background"):
         # the first profile in a thread while this one runs Python: how much of this thread's speed is left
@@ -132,31 +159,148 @@ def run(variant: str) -> dict:
     return merged
 
 
+def _timer(ready_fd: int, write_fd: int, seconds: float) -> None:
+    """Times one fixed matmul (events around 8 calls) in a loop; each sample with its monotonic start and end."""
+    import torch
+
+    torch.cuda.set_device(0)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    for _ in range(20):
+        a @ b
+    torch.cuda.synchronize()
+    os.write(ready_fd, b"r")
+    samples = []
+    start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        began = time.monotonic()
+        start_event.record()
+        for _ in range(8):
+            a @ b
+        end_event.record()
+        end_event.synchronize()
+        samples.append((began, time.monotonic(), start_event.elapsed_time(end_event)))
+    os.write(write_fd, json.dumps({"samples": samples}).encode() + b"\n")
+
+
+def _setter(write_fd: int) -> None:
+    """A fresh worker's start as the pool would run it unlocked: the context, then a kernel-free set-up."""
+    import torch
+    from torch.profiler import ProfilerActivity
+
+    began = time.monotonic()
+    torch.cuda.set_device(0)
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    context = (began, time.monotonic())
+    times = _kernel_free_warm_up([ProfilerActivity.CUDA])
+    warm = (context[1], time.monotonic())
+    os.write(write_fd, json.dumps({"context": context, "warm": warm, **times}).encode() + b"\n")
+
+
+def interference() -> dict:
+    """One timer child and one setter child, forked from a parent that preloaded as the zygote does."""
+    r, w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    parent = os.fork()
+    if parent == 0:
+        try:
+            os.close(r)
+            _preload("zygote+profiler")
+            timer = os.fork()
+            if timer == 0:
+                _timer(ready_w, w, seconds=14.0)
+                os._exit(0)
+            os.read(ready_r, 1)
+            time.sleep(3.0)  # quiet samples first
+            setter = os.fork()
+            if setter == 0:
+                _setter(w)
+                os._exit(0)
+            os.waitpid(setter, 0)
+            os.waitpid(timer, 0)
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(parent, 0)
+    merged: dict = {}
+    for line in data.decode().splitlines():
+        if line.strip():
+            merged.update(json.loads(line))
+    if "samples" not in merged or "warm" not in merged:
+        raise SystemExit(f"interference: a child sent nothing (no CUDA?): {list(merged)}")
+
+    def overlapping(window) -> list[float]:
+        return [ms for began, ended, ms in merged["samples"] if began < window[1] and ended > window[0]]
+
+    quiet = [
+        ms for began, ended, ms in merged["samples"] if ended < merged["context"][0] or began > merged["warm"][1] + 0.5
+    ]
+
+    def stats(values: list[float]) -> dict:
+        if not values:
+            return {"samples": 0}
+        values = sorted(values)
+        median, p90 = statistics.median(values), values[int(0.9 * (len(values) - 1))]
+        out = {"samples": len(values), "median_ms": median, "p90_ms": p90}
+        if quiet:
+            out["ratio"] = median / statistics.median(quiet)
+            out["p90_ratio"] = p90 / sorted(quiet)[int(0.9 * (len(quiet) - 1))]
+        return out
+
+    return {
+        "quiet": stats(quiet),
+        "context": stats(overlapping(merged["context"])),
+        "warm": stats(overlapping(merged["warm"])),
+        "warm_s": merged["warm"][1] - merged["warm"][0],
+        "warm_enter_s": merged["warm_enter_s"],
+        "warm_exit_s": merged["warm_exit_s"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), help="which variants, in order")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "profiler_warmup.json")
+    parser.add_argument("--interference", action="store_true", help="also time a matmul beside a kernel-free set-up")
     args = parser.parse_args()
     report: dict = {"runs": {}}
+    if args.interference:
+        report["interference"] = [interference() for _ in range(args.repeats)]
+        print_table(
+            "a timer's matmul samples beside another process's kernel-free profiler set-up",
+            ["run", "quiet median ms", "during context", "during set-up", "quiet p90 ms", "set-up p90", "samples"],
+            [
+                [str(i), fmt(r["quiet"].get("median_ms")), fmt(r["context"].get("ratio")), fmt(r["warm"].get("ratio"))]
+                + [fmt(r["quiet"].get("p90_ms")), fmt(r["warm"].get("p90_ratio")), str(r["warm"]["samples"])]
+                for i, r in enumerate(report["interference"])
+            ],
+        )
     rows = []
     for variant in args.variants:
         try:
             runs = [run(variant) for _ in range(args.repeats)]
         except SystemExit as exc:  # a variant whose child cannot profile (Kineto started before the fork)
             report["runs"][variant] = {"error": str(exc)}
-            rows.append([variant, "-", "-", str(exc)[:60], "-", "-", "-", "-"])
+            rows.append([variant, "-", "-", str(exc)[:60]] + ["-"] * 6)
             continue
         report["runs"][variant] = runs
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         rows.append(
             [variant] + [fmt(med[k]) for k in ("preload_s", "context_s", "first_profile_s", "second_profile_s")]
         )
-        rows[-1] += [str(runs[0]["kernels_seen"]), fmt(med.get("background_s")), fmt(med.get("python_left"))]
+        rows[-1] += [str(runs[0]["kernels_seen"])]
+        rows[-1] += [fmt(med.get(k)) for k in ("warm_enter_s", "warm_exit_s", "background_s", "python_left")]
     print_table(
         f"profiler warm-up in a forked worker, median of {args.repeats}",
         ["variant", "parent preload s", "child context s", "first profile s", "second profile s", "kernels seen"]
-        + ["background s", "python left"],
+        + ["warm enter s", "warm exit s", "background s", "python left"],
         rows,
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)

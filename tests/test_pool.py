@@ -1115,6 +1115,7 @@ def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_
 
     assert TritonCUDABackend.Options().profiler_warm_up == "startup"
     assert TritonCUDABackend.Options(profiler_warm_up="before_timing").profiler_warm_up == "before_timing"
+    assert TritonCUDABackend.Options(profiler_warm_up="unlocked").profiler_warm_up == "unlocked"
     with pytest.raises(ValidationError):
         TritonCUDABackend.Options(profiler_warm_up="background")
 

@@ -69,3 +69,13 @@ def warm_profiler() -> None:
     with profile(activities=[ProfilerActivity.CUDA]):
         (x + 1).sum()
         trusted.synchronize()
+
+
+def set_up_profiler() -> None:
+    """`warm_profiler` without a kernel: CUPTI and Kineto set up by a session that launches nothing on the GPU, so a
+    worker can do it holding no GPU lock (`PoolOptions.profiler_warm_up = "unlocked"`): another worker's timing
+    beside it sees none of this process's work."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]):
+        pass

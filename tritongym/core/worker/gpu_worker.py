@@ -185,12 +185,14 @@ class GPUWorker:
         install_autotune_policy()  # a no-op on a GPU; the pool's CPU workers run Triton's interpreter
         self.timer = None
         self.startup_parts: dict[str, float] = {}
-        # when CUPTI is set up (`PoolOptions.profiler_warm_up`): "startup", or "before_timing" (only for a candidate
-        # that passed correctness, under a shared hold after the pool's TIME: a failing one never pays ~4 s for it)
+        # when CUPTI is set up (`PoolOptions.profiler_warm_up`): "startup" (under the start's shared hold),
+        # "unlocked" (at the start, by a session that launches no kernel, holding nothing), or "before_timing" (only
+        # for a candidate that passed correctness, under a shared hold after the pool's TIME: a failing one never
+        # pays ~4 s for it)
         self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "startup")
         if self.cuda:
             release_gpu_while_compiling(channel)
-            from tritongym.core.measure.gpu_profile import warm_profiler
+            from tritongym.core.measure.gpu_profile import set_up_profiler, warm_profiler
             from tritongym.core.measure.timing import Timer
 
             # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
@@ -207,6 +209,9 @@ class GPUWorker:
                     warm_profiler()  # ~4 s of CUPTI set-up (`benchmarks/profiler_warmup.py`): never inside a timing
                 trusted.synchronize()
                 parts["profiler"] = time.perf_counter() - began - sum(parts.values())
+            if self.profiler_warm_up == "unlocked":
+                set_up_profiler()  # launches nothing: no hold, so no timing waits for this worker's ~4 s of it
+                parts["profiler"] += time.perf_counter() - began - sum(parts.values())
             # where a replacement worker's start goes (RL batch on an H100: ~5.8 s of slot time per evaluation)
             self.startup_parts = {k: round(v, 3) for k, v in parts.items()}
             name = torch.cuda.get_device_properties(self.device).name
