@@ -1105,24 +1105,25 @@ def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypat
 
 
 def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_problem):
-    """`profiler_warm_up` (the backend's option, the pool's, then each worker's environment): "before_timing" has a
-    worker set CUPTI up only once its candidate passed correctness (~3.9 s per fresh worker on an H100, stop 37).
-    The GPU path is a device A/B (`lock_options_ab.py ... unlocked+profiler=before_timing`); here, that the
-    setting reaches the candidate's process as set, and that the backend refuses a value it does not know."""
+    """`profiler_warm_up` (the backend's option, the pool's, then each worker's environment): "unlocked" (the
+    default) has a worker set CUPTI up at its start holding no GPU lock, "startup" under a shared hold (~4 s per
+    fresh worker on an H100).  The GPU path is a device A/B (`lock_options_ab.py ... unlocked+profiler=startup`) and
+    the GPU tests; here, that the setting reaches the candidate's process as set, and that the backend refuses a
+    value it does not know (a set-up after the candidate's modules loaded sees none of its kernels, stop 38)."""
     from pydantic import ValidationError
 
     from tritongym.plugins.backends.triton_cuda import TritonCUDABackend
 
-    assert TritonCUDABackend.Options().profiler_warm_up == "startup"
-    assert TritonCUDABackend.Options(profiler_warm_up="before_timing").profiler_warm_up == "before_timing"
-    assert TritonCUDABackend.Options(profiler_warm_up="unlocked").profiler_warm_up == "unlocked"
-    with pytest.raises(ValidationError):
-        TritonCUDABackend.Options(profiler_warm_up="background")
+    assert TritonCUDABackend.Options().profiler_warm_up == "unlocked"
+    assert TritonCUDABackend.Options(profiler_warm_up="startup").profiler_warm_up == "startup"
+    for junk in ("background", "before_timing"):
+        with pytest.raises(ValidationError):
+            TritonCUDABackend.Options(profiler_warm_up=junk)
 
     tells = 'import os\nraise RuntimeError("warm-up: " + os.environ.get("TRITONGYM_PROFILER_WARM_UP", "unset"))\n'
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, profiler_warm_up="before_timing"))
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, profiler_warm_up="startup"))
     try:
         evidence = pool.run(task_for(relu_problem, tells), timeout_s=120)
     finally:
         pool.close()
-    assert evidence.error is not None and "warm-up: before_timing" in evidence.error.message
+    assert evidence.error is not None and "warm-up: startup" in evidence.error.message

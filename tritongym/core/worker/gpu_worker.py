@@ -185,11 +185,11 @@ class GPUWorker:
         install_autotune_policy()  # a no-op on a GPU; the pool's CPU workers run Triton's interpreter
         self.timer = None
         self.startup_parts: dict[str, float] = {}
-        # when CUPTI is set up (`PoolOptions.profiler_warm_up`): "startup" (under the start's shared hold),
-        # "unlocked" (at the start, by a session that launches no kernel, holding nothing), or "before_timing" (only
-        # for a candidate that passed correctness, under a shared hold after the pool's TIME: a failing one never
-        # pays ~4 s for it)
-        self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "startup")
+        # how CUPTI is set up at the start (`PoolOptions.profiler_warm_up`): "unlocked" (a session that launches no
+        # kernel, holding nothing) or "startup" (a kernel, under the start's shared hold).  Never later: CUPTI
+        # sees no kernel of a module loaded before it (set up after the candidate's trials, in a thread beside them
+        # or before its timing, every honest candidate of an RL batch was judged `hacked`, stops 37 and 38)
+        self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "unlocked")
         if self.cuda:
             release_gpu_while_compiling(channel)
             from tritongym.core.measure.gpu_profile import set_up_profiler, warm_profiler
@@ -362,15 +362,6 @@ class GPUWorker:
         tuned = len(self.recorder.autotune.choices)
         timing = TimingReport(precision=task.precision)
         try:
-            if self.profiler_warm_up == "before_timing" and task.timing.profile_calls:
-                from tritongym.core.measure.gpu_profile import warm_profiler
-
-                # after the candidate ran in this process: a failure here is its doing, handled as timing's below
-                with self.channel.gpu(exclusive=False):  # the set-up never inside the timing hold
-                    warm_profiler()
-                    trusted.synchronize()
-                self.profiler_warm_up = "done"
-                lap("profiler_warm_up")
             with self.channel.gpu():
                 lap("wait_gpu")
                 pristine_sets = timing_inputs(source.trial, source.n_main)

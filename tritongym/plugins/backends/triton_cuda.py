@@ -72,11 +72,11 @@ class TritonCUDABackend(Backend):
             description="warm workers per GPU on standby beyond workers_per_gpu, so that a task never waits for a "
             "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run",
         )
-        profiler_warm_up: Literal["startup", "unlocked", "before_timing"] = Field(
-            default="startup",
-            description="when a fresh worker sets up the profiler (CUPTI, ~3.9 s per process on an H100): before "
-            "it takes a task, under a shared GPU hold (startup) or holding nothing with no kernel launched "
-            "(unlocked), or only once its candidate passed correctness, before the timing hold (before_timing)",
+        profiler_warm_up: Literal["unlocked", "startup"] = Field(
+            default="unlocked",
+            description="how a fresh worker sets up the profiler (CUPTI, ~4 s per process on an H100) before it "
+            "takes a task: holding no GPU lock, by a session that launches no kernel (unlocked), or running a "
+            "kernel under a shared GPU hold that timings wait for (startup)",
         )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
