@@ -1075,6 +1075,18 @@ def test_spare_workers_wait_warm_on_standby_and_never_raise_the_tasks_run_at_onc
         pool.close()
 
 
+def test_the_gpu_backend_keeps_half_its_workers_again_on_standby_unless_told():
+    """Spares won once a worker's start held no GPU lock (the 27 bundled pairs on an H100: 54 s with 4 spares
+    against 89.5 s with none, stop 38), so the triton-cuda backend keeps half of `workers_per_gpu` on standby by
+    default; a configured number, 0 included, is kept as given."""
+    from tritongym.plugins.backends.triton_cuda import TritonCUDABackend
+
+    assert TritonCUDABackend().spare_workers_per_gpu(8) == 4
+    assert TritonCUDABackend().spare_workers_per_gpu(1) == 0
+    assert TritonCUDABackend.from_options({"spare_workers_per_gpu": 0}).spare_workers_per_gpu(8) == 0
+    assert TritonCUDABackend.from_options({"spare_workers_per_gpu": 6}).spare_workers_per_gpu(8) == 6
+
+
 def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypatch):
     """From `PREP` to its `FREE` the keeper holds the task's record and handouts on the GPU; the budget counts them
     until the keeper has freed them (`TaskDriver._count_keeper_memory`), so a large problem is not admitted beside

@@ -71,8 +71,9 @@ class PoolOptions:
     gpus: list[str]  # CUDA device indices as strings, or ["cpu"] (the interpreter, for tests)
     workers_per_gpu: int = 2
     # warm workers per GPU beyond `workers_per_gpu`, waiting on standby: a fresh process per candidate means a
-    # replacement starts (fork, CUDA context, warm-up under the GPU lock) after every task, and with spares the
-    # next task takes one already warm instead of waiting for it; at most `workers_per_gpu` tasks still run
+    # replacement starts (fork, CUDA context, ~4 s of profiler set-up) after every task, and with spares the next task
+    # takes one already warm instead of waiting for it; at most `workers_per_gpu` tasks still run (the triton-cuda
+    # backend's default is half of `workers_per_gpu`; the CPU pool of the tests runs none)
     spare_workers_per_gpu: int = 0
     max_tasks: int = 1
     memory_mb: int | None = 16384

@@ -65,12 +65,13 @@ class TritonCUDABackend(Backend):
         workers_per_gpu: int | None = Field(
             default=None, ge=1, le=64, description="warm workers per GPU; None = CPUs per GPU, at most 8"
         )
-        spare_workers_per_gpu: int = Field(
-            default=0,
+        spare_workers_per_gpu: int | None = Field(
+            default=None,
             ge=0,
             le=64,
             description="warm workers per GPU on standby beyond workers_per_gpu, so that a task never waits for a "
-            "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run",
+            "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run; "
+            "None = half of workers_per_gpu (H100, stop 38: the 27 bundled pairs 54 s with 4 against 89.5 s with 0)",
         )
         profiler_warm_up: Literal["unlocked", "startup"] = Field(
             default="unlocked",
@@ -121,6 +122,11 @@ class TritonCUDABackend(Backend):
             return self.options.workers_per_gpu
         return max(1, min(8, (os.cpu_count() or 2) // max(n_gpus, 1)))
 
+    def spare_workers_per_gpu(self, workers_per_gpu: int) -> int:
+        if self.options.spare_workers_per_gpu is not None:
+            return self.options.spare_workers_per_gpu
+        return workers_per_gpu // 2
+
     def concurrency(self) -> int:
         n_gpus = len(self.options.gpus) if self.options.gpus else max(1, len(_visible_gpus()))
         return self.workers_per_gpu(n_gpus) * n_gpus
@@ -132,11 +138,12 @@ class TritonCUDABackend(Backend):
                 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 
                 gpus = [str(g) for g in self.options.gpus] if self.options.gpus else [i for i, _ in _visible_gpus()]
+                workers = self.workers_per_gpu(len(gpus))
                 self._pool = WorkerPool(
                     PoolOptions(
                         gpus=gpus,
-                        workers_per_gpu=self.workers_per_gpu(len(gpus)),
-                        spare_workers_per_gpu=self.options.spare_workers_per_gpu,
+                        workers_per_gpu=workers,
+                        spare_workers_per_gpu=self.spare_workers_per_gpu(workers),
                         max_tasks=self.options.max_tasks_per_worker,
                         profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
