@@ -193,3 +193,39 @@ def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own
     assert honest[1].phases.get("reference_cached") == 1.0  # the second task used the first one's record
     assert copied.error is None, copied.error
     assert any("already held output 0" in found for found in copied.prior_answers), copied.prior_answers
+
+
+def test_free_memory_is_scrubbed_right_before_the_watched_call_and_only_then():
+    """The `precomputed` probe asks whether the answer existed before the candidate's kernel ran; a buffer the
+    candidate allocates there may come from the allocator's cache, holding whatever this process computed last.
+    An honest softmax that launched its kernel three times was judged `hacked` on an H100 (stop 38) until the
+    worker poisoned its free blocks just before that call: `run_probes` calls `scrub` once, after every earlier
+    probe call and before the watched one, and never without a watch."""
+    import torch
+
+    from tritongym.core.worker.input_source import InputSource
+    from tritongym.core.worker.launches import LaunchRecorder
+
+    events: list[str] = []
+    recorder = LaunchRecorder("")
+
+    class Doubling(torch.nn.Module):
+        def forward(self, x):
+            events.append("watched call" if recorder.watch is not None else "call")
+            return x * 2
+
+    def sets(seed):
+        return [torch.randn(8, generator=torch.Generator().manual_seed(seed))]
+
+    source = InputSource.held([sets(1), sets(2)], ghost=sets(3), precomputed=sets(4))
+    watch = probes.PriorAnswerWatch({8}, seed=5)
+    records = probes.run_probes(
+        Doubling(), recorder, source, sets(2), watch=watch, scrub=lambda: events.append("scrub")
+    )
+    assert events.count("scrub") == 1
+    assert events[-2:] == ["scrub", "watched call"]  # every earlier call came before the scrub
+    assert len(records) == len(events) - 1 and records[-1]["probe"] == "precomputed"
+
+    events.clear()
+    probes.run_probes(Doubling(), recorder, source, sets(2), watch=None, scrub=lambda: events.append("scrub"))
+    assert "scrub" not in events and "watched call" not in events

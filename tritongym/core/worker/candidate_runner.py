@@ -73,6 +73,7 @@ def run_candidate(
     from tritongym.core.measure.tensors import plain_output
     from tritongym.core.worker import plugin_probes, probes
     from tritongym.core.worker.op_trace import traced_call
+    from tritongym.core.worker.scrub import poison_free_memory
     from tritongym.core.worker.stages import StageError, error_info, load_module
 
     path = os.path.join(workdir, "candidate.py")
@@ -201,7 +202,14 @@ def run_candidate(
                 else (lambda where, record: handed_out(where, record, f"in probe {where[1]}"))
             )
             report["probes"] = probes.run_probes(
-                model, recorder, source, mine, watch=watch, on_outputs=stream, built=built
+                model,
+                recorder,
+                source,
+                mine,
+                watch=watch,
+                on_outputs=stream,
+                built=built,
+                scrub=(lambda: poison_free_memory(device)) if cuda else None,
             )
             if watch is not None:
                 report["prior"] = watch.records

@@ -143,13 +143,17 @@ def run_probes(
     watch: PriorAnswerWatch | None = None,
     on_outputs=None,
     built: dict | None = None,
+    scrub=None,
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
 
     `source` (`input_source.py`) makes each call's inputs when it comes; the `precomputed` call runs under
     `watch` (samples in `watch.records`), the degeneracy probes last.  `on_outputs(["probe", name, trial],
     record)`, when given, follows each call: the caller hands the outputs out before the next.  `built`: the
-    model's buffers as built, restored before each mode probe (as the reference's are)."""
+    model's buffers as built, restored before each mode probe (as the reference's are).  `scrub()`, when given, runs
+    just before the watched call: the allocator's free blocks poisoned, so a buffer the candidate takes there holds
+    nothing this process computed before (an honest softmax that loops its kernel three times was judged `hacked`
+    on an H100 when its first output buffer came from a freed block that already held that answer, stop 38)."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
@@ -202,6 +206,8 @@ def run_probes(
         if watch is not None and source.precomputed is not None:
             inputs = source.precomputed()
             watch.exclude(list(inputs) + list(model.parameters()) + list(model.buffers()))
+            if scrub is not None:
+                scrub()
             recorder.watch = watch
             try:
                 call("precomputed", -1, inputs, False, was_training)

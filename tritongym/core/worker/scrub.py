@@ -5,7 +5,10 @@ the next tensor of the same process, keeps its old bytes.  Two judgements read s
 returns memory it never wrote passes as correct if the reference's outputs were freed there, and the
 `precomputed` probe finds the answer in a fresh buffer before any own kernel ran (an honest slow softmax was
 judged `hacked` on an H100 when the keeper's freed copy of that answer came back to a worker).  So the worker
-poisons its allocator's free blocks before the candidate runs, and the keeper before it empties its cache.
+poisons its allocator's free blocks before the candidate runs and again just before the `precomputed` probe's
+watched call (the same honest softmax, launching its kernel three times, was judged `hacked` on an H100 in stop 38
+when its first output buffer came from a block this worker had freed holding that answer), and the keeper before it
+empties its cache.
 """
 
 from __future__ import annotations
