@@ -883,6 +883,9 @@ class WorkerPool:
         return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
 
 
+KEEPER_MEMORY_PHASES = ("keeper_allocated_mb_", "keeper_reserved_mb_", "keeper_private_pool_mb_")
+
+
 def gpu_budget_mb(total_mb: float, keepers: int, workers: int) -> float:
     """What the tasks on one GPU may reserve: the GPU less the keepers' share (their record caches), every
     process's context (workers are started ahead of need and hold theirs while idle: on the H100 nine idle
@@ -1626,7 +1629,7 @@ class TaskDriver:
             if evidence.reference_peak_mb is not None:
                 evidence.phases["reference_peak_mb"] = float(evidence.reference_peak_mb)
             for key, mb in self.prep.items():
-                if key.startswith(("keeper_allocated_mb_", "keeper_reserved_mb_")):  # the keeper's own memory
+                if key.startswith(KEEPER_MEMORY_PHASES):  # the keeper's own memory
                     evidence.phases[key] = float(mb)
         evidence.phases.update(self.reference_phases)
 

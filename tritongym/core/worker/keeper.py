@@ -736,9 +736,22 @@ class Keeper:
         import torch
 
         mib = 2**20
+        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        # segments of a private pool (a CUDA graph's) apart from the allocator's own: a graph kept alive holds its
+        # temporaries there, which `empty_cache` cannot give back
+        try:
+            segments = torch.cuda.memory_snapshot(include_traces=False)
+        except TypeError:  # a torch before `include_traces`
+            segments = torch.cuda.memory_snapshot()
+        private = sum(
+            s.get("total_size", 0)
+            for s in segments
+            if s.get("device", index) == index and tuple(s.get("segment_pool_id") or (0, 0)) != (0, 0)
+        )
         return {
             f"keeper_allocated_mb_{when}": round(torch.cuda.memory_allocated(self.device) / mib, 1),
             f"keeper_reserved_mb_{when}": round(torch.cuda.memory_reserved(self.device) / mib, 1),
+            f"keeper_private_pool_mb_{when}": round(private / mib, 1),
         }
 
     def release_cache(self) -> None:
