@@ -499,3 +499,52 @@ def test_the_samples_of_a_batch_share_their_records_host_memory():
         assert host.reserved_mb == 0.0 and host.holders == 0  # the last holder released it
     finally:
         pool.close()
+
+
+def test_a_kept_output_that_is_a_view_keeps_only_its_own_elements(tmp_path):
+    """On an H100, `smooth_l1_loss`'s mean is a 0-dim tensor over the 4 GiB storage of its elementwise losses
+    (level 1's 96_HuberLoss): the keeper's record of ten such outputs measured a few bytes and held 37 GiB of the
+    GPU, and every worker beside it ran out of memory (stop 38).  A record keeps each output in a storage of its
+    own size; here a reference whose output is such a view, built by the keeper's own code on the CPU."""
+    from tritongym.core.config import EvalConfig
+    from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.models import Candidate
+    from tritongym.core.plugins import PluginHost
+    from tritongym.core.problems import parse_problem
+    from tritongym.core.worker import parking
+    from tritongym.core.worker.keeper import ReferenceRecord
+
+    big = torch.arange(1 << 20, dtype=torch.float32)
+    view = big[5]  # 0-dim, over 4 MiB
+    kept = parking.park(view)
+    assert float(kept) == 5.0 and kept.untyped_storage().nbytes() == 4
+    whole = torch.ones(8)
+    assert parking.park(whole) is not None and parking.park(whole).data_ptr() == whole.data_ptr()  # no copy
+
+    source = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x * 2).reshape(-1)[3]  # a 0-dim view over the whole product
+
+def get_inputs():
+    return [torch.randn(512, 512)]
+
+def get_init_inputs():
+    return []
+"""
+    problem = parse_problem(source, "view_output", "view_output.py", "cpu")
+    evaluator = Evaluator(
+        EvalConfig(backend="triton-cpu", size="cpu", use_cache=False),
+        registry=None,
+        host=PluginHost(load_entry_points=False),
+    )
+    task = evaluator._task(Candidate(source=source.replace("Model", "ModelNew")), problem)
+    record = ReferenceRecord(task, str(tmp_path), torch.device("cpu"))
+    kept_outputs = [o for outs in record.ref_outputs for o in outs] + [
+        o for outs in record.probe_refs.values() for o in outs
+    ]
+    assert kept_outputs and all(
+        (o.host if isinstance(o, parking.Parked) else o).untyped_storage().nbytes() == 4 for o in kept_outputs
+    )

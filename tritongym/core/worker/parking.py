@@ -45,15 +45,28 @@ def park(value):
     the GPU pool sets) it took 0.5 s.  A full-size level-1 record parks about eleven such outputs."""
     import torch
 
-    if type(value) is not torch.Tensor or value.numel() * value.element_size() < park_threshold():
+    if type(value) is not torch.Tensor:
         return value
-    value = value.detach()
+    value = compact(value.detach())
+    if value.numel() * value.element_size() < park_threshold():
+        return value
     if value.device.type == "cpu":
         return Parked(value)
     host = torch.empty(value.shape, dtype=value.dtype, device="cpu")
     _prefault(host)
     host.copy_(value)
     return Parked(host)
+
+
+def compact(value):
+    """`value` itself, or its copy when it is a view that keeps a much larger storage alive.
+
+    On an H100, `smooth_l1_loss`'s mean (level 1's 96_HuberLoss) is a 0-dim tensor over the 4 GiB storage of its
+    elementwise losses: the keeper's record of ten such outputs said a few bytes and held 37 GiB of the GPU, so
+    every worker beside it ran out of memory (stop 38).  The copy owns just its elements."""
+    if value.untyped_storage().nbytes() > 2 * value.numel() * value.element_size() + 4096:  # most of it unseen
+        return value.clone()
+    return value
 
 
 def _prefault(host) -> None:
