@@ -29,7 +29,7 @@ so every sharer gave its hold back after every call and waited for the queue of 
 start with no GPU hold, by a session that launches no kernel; `startup`: a kernel under the start's shared hold).
 Stop 38 on an H100 (64 RL): `unlocked+profiler=unlocked` 100.1 s against `unlocked` (then `startup`) 118.1 s,
 statuses equal; `profiler=before_timing` (CUPTI set up only for candidates that passed correctness) had all 32
-honest candidates `hacked` (CUPTI sees no kernel of a module loaded before it) and was removed.
+honest candidates `hacked` (apparently CUPTI misses kernels of modules loaded before it) and was removed.
 """
 
 from __future__ import annotations

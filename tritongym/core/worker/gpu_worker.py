@@ -186,9 +186,10 @@ class GPUWorker:
         self.timer = None
         self.startup_parts: dict[str, float] = {}
         # how CUPTI is set up at the start (`PoolOptions.profiler_warm_up`): "unlocked" (a session that launches no
-        # kernel, holding nothing) or "startup" (a kernel, under the start's shared hold).  Never later: CUPTI
-        # sees no kernel of a module loaded before it (set up after the candidate's trials, in a thread beside them
-        # or before its timing, every honest candidate of an RL batch was judged `hacked`, stops 37 and 38)
+        # kernel, holding nothing) or "startup" (a kernel, under the start's shared hold).  Never later: set up
+        # after the candidate's trials, in a thread beside them or before its timing, it missed the candidate's kernels
+        # (apparently those of modules loaded before it) and every honest candidate of an RL batch was judged
+        # `hacked` (stops 37 and 38)
         self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "unlocked")
         if self.cuda:
             release_gpu_while_compiling(channel)
