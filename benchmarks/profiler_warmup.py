@@ -130,6 +130,21 @@ def _child(variant: str, write_fd: int) -> None:
     os.write(write_fd, json.dumps(times).encode() + b"\n")
 
 
+def _gather(parent: int, r: int, w: int) -> dict:
+    """Every JSON line the children wrote to the pipe, merged, once the stand-in zygote (`parent`) has exited."""
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    os.waitpid(parent, 0)
+    merged: dict = {}
+    for line in data.decode().splitlines():
+        if line.strip():
+            merged.update(json.loads(line))
+    return merged
+
+
 def run(variant: str) -> dict:
     """One fresh child per call, forked from a fresh parent that preloaded as `variant` says."""
     r, w = os.pipe()
@@ -148,16 +163,7 @@ def run(variant: str) -> dict:
             os.write(w, json.dumps({"preload_s": preload_s}).encode() + b"\n")
         finally:
             os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
-    os.waitpid(parent, 0)
-    merged: dict = {}
-    for line in data.decode().splitlines():  # one JSON line from the child, one from the stand-in zygote
-        if line.strip():
-            merged.update(json.loads(line))
+    merged = _gather(parent, r, w)  # one JSON line from the child, one from the stand-in zygote
     if "first_profile_s" not in merged:
         raise SystemExit(f"{variant}: the child sent no times (no CUDA?): {merged}")
     return merged
@@ -226,16 +232,7 @@ def interference() -> dict:
             os.waitpid(timer, 0)
         finally:
             os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
-    os.waitpid(parent, 0)
-    merged: dict = {}
-    for line in data.decode().splitlines():
-        if line.strip():
-            merged.update(json.loads(line))
+    merged = _gather(parent, r, w)
     if "samples" not in merged or "warm" not in merged:
         raise SystemExit(f"interference: a child sent nothing (no CUDA?): {list(merged)}")
 
