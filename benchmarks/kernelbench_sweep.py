@@ -311,7 +311,7 @@ def sweep_one(
     except ProblemFormatError as exc:  # the reference failed in the keeper: the problem's error, or memory/time
         status, message = "problem_error", str(exc)
         infrastructure = is_infrastructure(message)
-        row["phases"] = {k: round(v, 4) for k, v in getattr(exc, "phases", {}).items()}
+        row["phases"] = {k: round(v, 4) for k, v in exc.phases.items()}
     except Exception as exc:  # a bug in the pipeline is infrastructure too: the problem deserved a verdict
         status, message = "sweep_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         infrastructure = True

@@ -23,7 +23,14 @@ class ProblemNotFound(TritonGymError):
 
 
 class ProblemFormatError(TritonGymError):
-    """A problem source is not in KernelBench format (Model, get_inputs, get_init_inputs)."""
+    """A problem source is not in KernelBench format (Model, get_inputs, get_init_inputs), or its reference failed.
+
+    `phases`: what the evaluation measured before the reference failed (the keeper's memory among them), so a
+    caller such as `benchmarks/kernelbench_sweep.py` can say what was held when it did."""
+
+    def __init__(self, message: str = "", phases: dict[str, float] | None = None) -> None:
+        super().__init__(message)
+        self.phases = dict(phases or {})
 
 
 class CheckUnavailable(TritonGymError):

@@ -422,12 +422,11 @@ class Evaluator:
             if is_memory_error(evidence.error.kind, evidence.error.message) and self.backend.device_type == "cpu":
                 limit = f"{self.limits.memory_mb} MiB" if self.limits.memory_mb else "no limit"
                 fits = f" (the problem does not fit the worker's memory limit, {limit}: config `memory_mb`)"
-            error = ProblemFormatError(
+            raise ProblemFormatError(
                 f"the reference of problem '{problem.name}' failed in the worker: "
-                f"{evidence.error.kind}: {evidence.error.message}{fits}"
+                f"{evidence.error.kind}: {evidence.error.message}{fits}",
+                phases=evidence.phases,
             )
-            error.phases = dict(evidence.phases)  # what the keeper held meanwhile (`kernelbench_sweep.py` reads it)
-            raise error
         fields = {
             "phases": evidence.phases,
             "fingerprint": evidence.fingerprint,
