@@ -31,7 +31,11 @@ stop 38: ratio 1.00 (median and p90) during the set-up, 0.99-1.00 during the con
 
 Prints a table and writes JSON (default benchmarks/results/profiler_warmup.json):
 
-    python benchmarks/profiler_warmup.py [--repeats 3]
+    python benchmarks/profiler_warmup.py [--repeats 3] [--concurrent 1 4 12]
+
+`--concurrent N ...` (issue 40) starts N workers at once from one stand-in zygote (context, then the kernel-free
+set-up, as the pool starts its workers and spares) and reports each part's median and maximum: whether a start
+is slower when many run together (a one-kernel `eval` on an H200 started 16 processes and waited 12.9 s).
 """
 
 from __future__ import annotations
@@ -169,6 +173,55 @@ def run(variant: str) -> dict:
     return merged
 
 
+def _starter(write_fd: int, index: int) -> None:
+    """One fresh worker's start as the pool runs it today: the CUDA context, then a kernel-free profiler set-up;
+    one JSON line keyed by `index`."""
+    import torch
+    from torch.profiler import ProfilerActivity
+
+    began = time.perf_counter()
+    torch.cuda.set_device(0)
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    times = {"context_s": time.perf_counter() - began}
+    times.update(_kernel_free_warm_up([ProfilerActivity.CUDA]))
+    times["start_s"] = time.perf_counter() - began
+    os.write(write_fd, json.dumps({str(index): times}).encode() + b"\n")
+
+
+def concurrent(n: int) -> dict:
+    """`n` workers started at once from one stand-in zygote, as a pool starts its workers and spares: whether a
+    start's parts (context, profiler set-up) grow when many run together (CPU or driver contention)."""
+    r, w = os.pipe()
+    parent = os.fork()
+    if parent == 0:
+        try:
+            os.close(r)
+            _preload("zygote+profiler")
+            began = time.perf_counter()
+            children = []
+            for index in range(n):
+                child = os.fork()
+                if child == 0:
+                    _starter(w, index)
+                    os._exit(0)
+                children.append(child)
+            for child in children:
+                os.waitpid(child, 0)
+            os.write(w, json.dumps({"wall_s": time.perf_counter() - began}).encode() + b"\n")
+        finally:
+            os._exit(0)
+    merged = _gather(parent, r, w)
+    starts = [merged[str(i)] for i in range(n) if str(i) in merged]
+    if len(starts) != n:
+        raise SystemExit(f"concurrent {n}: {n - len(starts)} children sent nothing (no CUDA?)")
+    out: dict = {"n": n, "wall_s": merged["wall_s"]}
+    for key in ("context_s", "warm_enter_s", "warm_exit_s", "start_s"):
+        values = sorted(t[key] for t in starts)
+        out[key] = {"median": statistics.median(values), "max": values[-1]}
+    return out
+
+
 def _timer(ready_fd: int, write_fd: int, seconds: float) -> None:
     """Times one fixed matmul (events around 8 calls) in a loop; each sample with its monotonic start and end."""
     import torch
@@ -270,8 +323,27 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), help="which variants, in order")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "profiler_warmup.json")
     parser.add_argument("--interference", action="store_true", help="also time a matmul beside a kernel-free set-up")
+    parser.add_argument(
+        "--concurrent",
+        type=int,
+        nargs="+",
+        default=[],
+        help="also start this many workers at once (e.g. 1 4 12): context and set-up seconds under contention",
+    )
     args = parser.parse_args()
     report: dict = {"runs": {}}
+    if args.concurrent:
+        report["concurrent"] = [concurrent(n) for n in args.concurrent]
+        print_table(
+            "workers started at once from one zygote: context, then a kernel-free profiler set-up (median / max s)",
+            ["at once", "wall s", "context", "set-up enter", "set-up exit", "whole start"],
+            [
+                [str(c["n"]), fmt(c["wall_s"])]
+                + [f"{fmt(c[k]['median'])} / {fmt(c[k]['max'])}" for k in ("context_s", "warm_enter_s", "warm_exit_s")]
+                + [f"{fmt(c['start_s']['median'])} / {fmt(c['start_s']['max'])}"]
+                for c in report["concurrent"]
+            ],
+        )
     if args.interference:
         report["interference"] = [interference() for _ in range(args.repeats)]
         print_table(

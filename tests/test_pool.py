@@ -1139,3 +1139,31 @@ def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_
     finally:
         pool.close()
     assert evidence.error is not None and "warm-up: startup" in evidence.error.message
+
+
+def test_the_gpu_locks_draining_seconds_are_split_among_the_sharers_a_timer_waited_for():
+    """`GPULock.drained_by`: while a timer waits for sharers to finish, each second goes to what the sharers still
+    running hold the GPU for, by their numbers; shared seconds with no timer waiting go to nobody."""
+    lock, cond = watched_lock()
+    now = [100.0]
+    lock.clock = lambda: now[0]
+    lock._since = now[0]
+    lock.acquire(exclusive=False, holder="reference")  # a keeper's build
+    lock.acquire(exclusive=False, holder="candidate")  # a worker's correctness trials
+    now[0] += 5.0  # shared, nobody waiting: no drain
+
+    def timer():
+        lock.acquire(exclusive=True)
+        cond.note("timing")
+        lock.release(exclusive=True)
+
+    t = start(timer, "timer")
+    cond.until(lambda: lock.holding_back, "the timer holding new sharers back")
+    now[0] += 2.0  # both sharers run on: one second each
+    lock.release(exclusive=False, holder="candidate")
+    now[0] += 3.0  # the build alone keeps the timer waiting
+    lock.release(exclusive=False, holder="reference")
+    t.join(5)
+    assert cond.events == ["timing"]
+    assert lock.drained_by() == {"reference": 4.0, "candidate": 1.0}
+    assert lock.seconds()["draining"] == 5.0

@@ -25,6 +25,7 @@ Each task's time limit grows with what its reference's side cost (`TaskDriver.BU
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import json
@@ -125,10 +126,16 @@ class GPULock:
         # seconds in each state (`seconds()`): how much of the wall the GPU was timing, shared, idle, or
         # "draining" (a timer waiting for sharers to finish while new ones are held back), the lock's own cost
         self._seconds = dict.fromkeys(self.STATES, 0.0)
-        self._since = time.monotonic()
+        self.clock = time.monotonic  # what the accounting reads (a test's own clock)
+        self._since = self.clock()
         # exclusive holds granted: each one may cost a drain (every sharer waits), so the count is what a
         # change that folds one timing into another's hold is measured by
         self.exclusive_grants = 0
+        # who holds the GPU shared, by kind (`HOLDERS`), and the draining seconds each kind kept a timer waiting
+        # (`drained_by`): a drain second is split among the sharers still running, by their numbers.  What the
+        # lock's "draining" waits for, measured rather than guessed (issue 40)
+        self._sharers: collections.Counter[str] = collections.Counter()
+        self._drained_by: dict[str, float] = {}
 
     def _state(self) -> str:
         if self.writer:
@@ -137,10 +144,20 @@ class GPULock:
             return "draining" if self.holding_back else "shared"
         return "idle"
 
+    HOLDERS = ("candidate", "reference", "screen", "worker_start", "keeper_free")
+    """What a shared hold is for: a candidate's import and correctness trials (its worker's hold, and the keeper
+    requests made under it), the keeper's build of a problem's reference side (`PREP`), a problem's negative-control
+    screen, a fresh worker's start (its CUDA context and timer calibration), the keeper freeing a task's memory."""
+
     def _account(self) -> None:
         """Called under `cond` before every change of state."""
-        now = time.monotonic()
-        self._seconds[self._state()] += now - self._since
+        now = self.clock()
+        elapsed = now - self._since
+        state = self._state()
+        self._seconds[state] += elapsed
+        if state == "draining":
+            for holder, count in self._sharers.items():
+                self._drained_by[holder] = self._drained_by.get(holder, 0.0) + elapsed * count / self.readers
         self._since = now
 
     def _hold_back(self, value: bool) -> None:
@@ -154,10 +171,18 @@ class GPULock:
             self._account()
             return dict(self._seconds)
 
-    def acquire(self, exclusive: bool, resume: bool = False, window_s: float = 0.0) -> None:
+    def drained_by(self) -> dict[str, float]:
+        """The draining seconds (`seconds()["draining"]`) split by what the sharers that kept timers waiting held
+        the GPU for (`HOLDERS`)."""
+        with self.cond:
+            self._account()
+            return dict(self._drained_by)
+
+    def acquire(self, exclusive: bool, resume: bool = False, window_s: float = 0.0, holder: str = "candidate") -> None:
         """`resume`: a sharer taking back the hold it gave up while compiling goes ahead of waiting timers
         (they were already waiting for it); it only waits for a timing that started meanwhile.  `window_s`: a
-        timer's patience before new sharers are held back for it."""
+        timer's patience before new sharers are held back for it.  `holder`: what a shared hold is for
+        (`HOLDERS`), for `drained_by`."""
         with self.cond:
             if exclusive:
                 self._account()
@@ -191,8 +216,9 @@ class GPULock:
                 self.cond.wait_for(lambda: not self.writer and (resume or not self.holding_back))
                 self._account()
                 self.readers += 1
+                self._sharers[holder] += 1
 
-    def release(self, exclusive: bool) -> None:
+    def release(self, exclusive: bool, holder: str = "candidate") -> None:
         with self.cond:
             self._account()
             if exclusive:
@@ -201,6 +227,9 @@ class GPULock:
                     self._hold_back(False)
             else:
                 self.readers -= 1
+                self._sharers[holder] -= 1
+                if not self._sharers[holder]:
+                    del self._sharers[holder]
             self.cond.notify_all()
 
 
@@ -727,18 +756,18 @@ class WorkerPool:
         while True:  # the warm-up takes the GPU lock shared for its GPU work
             frame = worker.next_frame(deadline - time.monotonic())
             if frame is not None and frame[0] == "SHAR" and not held:
-                self.locks[gpu].acquire(exclusive=False)
+                self.locks[gpu].acquire(exclusive=False, holder="worker_start")
                 held = worker.send("GRNT")
                 if not held:
-                    self.locks[gpu].release(exclusive=False)
+                    self.locks[gpu].release(exclusive=False, holder="worker_start")
                 continue
             if frame is not None and frame[0] == "UNLK" and held:
-                self.locks[gpu].release(exclusive=False)
+                self.locks[gpu].release(exclusive=False, holder="worker_start")
                 held = False
                 continue
             break
         if held:
-            self.locks[gpu].release(exclusive=False)
+            self.locks[gpu].release(exclusive=False, holder="worker_start")
         if frame is not None and frame[0] == "REDY":
             worker.info = json.loads(frame[1])
             self.info = self.info or worker.info
@@ -802,6 +831,10 @@ class WorkerPool:
     def lock_seconds(self) -> dict[str, dict[str, float]]:
         """Per GPU, the seconds its lock spent in each state since the pool started (`GPULock.seconds`)."""
         return {gpu: {k: round(v, 3) for k, v in lock.seconds().items()} for gpu, lock in self.locks.items()}
+
+    def drained_by(self) -> dict[str, dict[str, float]]:
+        """Per GPU, the lock's draining seconds by what the sharers that timers waited for held it for."""
+        return {gpu: {k: round(v, 3) for k, v in lock.drained_by().items()} for gpu, lock in self.locks.items()}
 
     def exclusive_grants(self) -> dict[str, int]:
         """Per GPU, how many times its lock was granted exclusively since the pool started (`GPULock`)."""
@@ -931,6 +964,10 @@ class TaskDriver:
         self.budget_s = timeout_s
         self.lock = pool.locks[worker.gpu]
         self.holding: str | None = None
+        # what this task's shared holds are for (`GPULock.HOLDERS`): the reference's side until the candidate's
+        # worker gets the task, a screen's controls, then the candidate
+        self.holder = "screen" if task.mode == "screen" else "reference"
+        self.holding_for = self.holder
         self.task_id = os.urandom(8).hex()
         self.keeper: KeeperProcess | None = None
         self.prep: dict = {}
@@ -1042,6 +1079,7 @@ class TaskDriver:
                 self._count_keeper_memory()
                 self._widen_alone_cap()
                 self.phase = "import and correctness trials"
+                self.holder = "candidate"
             if not self.worker.send("TASK", self.task.model_dump_json().encode()):
                 return self._crash("WorkerCrashed", self.worker.death(), started), True
             while True:
@@ -1113,13 +1151,13 @@ class TaskDriver:
         frees (`scrub.py`), GiBs of fills for a large record, and sent with no hold those fills ran beside other
         tasks' timings (two honest level-2 references 2.2x slower in their drift checks, H100, stop 35).  The
         keeper's memory for the task (`_count_keeper_memory`) is counted until the answer comes."""
-        self.lock.acquire(exclusive=False)
+        self.lock.acquire(exclusive=False, holder="keeper_free")
         try:
             keeper.call("FREE", json.dumps({"task_id": self.task_id}).encode(), 60.0)
         except KeeperUnavailable:
             pass
         finally:
-            self.lock.release(exclusive=False)
+            self.lock.release(exclusive=False, holder="keeper_free")
             self._uncount_keeper_memory(keeper_mb, device_record)
 
     def _count_keeper_memory(self) -> None:
@@ -1437,15 +1475,17 @@ class TaskDriver:
     def _acquire(self, exclusive: bool, resume: bool = False) -> float:
         began = time.monotonic()
         self._release()  # one hold at a time: a second request replaces the first
-        self.lock.acquire(exclusive, resume, self.task.timing.timing_window_s if exclusive else 0.0)
+        holder = self.holder
+        self.lock.acquire(exclusive, resume, self.task.timing.timing_window_s if exclusive else 0.0, holder)
         self.holding = "exclusive" if exclusive else "shared"
+        self.holding_for = holder
         waited = time.monotonic() - began
         self.lock_wait_s += waited
         return waited
 
     def _release(self) -> None:
         if self.holding:
-            self.lock.release(self.holding == "exclusive")
+            self.lock.release(self.holding == "exclusive", self.holding_for)
             self.holding = None
 
     def _handle(self, kind: str, payload: bytes) -> None:

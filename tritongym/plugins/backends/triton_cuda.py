@@ -171,6 +171,11 @@ class TritonCUDABackend(Backend):
         with self._pool_lock:
             return {f"cuda:{gpu}": v for gpu, v in self._pool.lock_seconds().items()} if self._pool else {}
 
+    def drained_by(self) -> dict[str, dict[str, float]]:
+        """Per GPU, the lock's draining seconds by what the sharers that timers waited for were doing."""
+        with self._pool_lock:
+            return {f"cuda:{gpu}": v for gpu, v in self._pool.drained_by().items()} if self._pool else {}
+
     def busy_seconds(self) -> dict[str, float]:
         with self._pool_lock:
             busy = dict(self._busy_before)

@@ -1,0 +1,228 @@
+"""Scaling over the GPUs of one host: the RL-like batch judged on one GPU, then on two (and four), in one run.
+
+Issue 40 item 2: the RL-like batch (`candidate_set.py`: 16 problems x 8 variants, 128 candidates of mixed
+verdicts, interleaved) through one `Evaluator.evaluate_many` per column, default configuration, every check on,
+a fresh registry each (cache on, as `kernelgym_throughput.py --workload rl`: nothing is reused from an earlier
+column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
+
+* wall seconds, candidates per minute and the ratio to the one-GPU column (the issue's floor: two GPUs at least
+  1.85x one, four at least 3.6x);
+* statuses, and whether every candidate got the same status as in the first column (`verdicts_equal`);
+* per GPU, the GPU lock's seconds (exclusive, draining, shared, idle), its exclusive grants, and what the
+  draining waited for (`GPULock.drained_by`: the kinds of shared holds the timers waited behind);
+* where the host's CPUs went: the busy fraction of all cores over the column (`/proc/stat`), its peak over
+  one-second samples, and the CPU seconds of this process (the pool's parent: every frame of every worker and
+  keeper passes through it) against the column's wall time;
+* the phases of the results, summed over worker evaluations.
+
+The columns run in the order given (`--gpu-sets 0 0,1`); `--repeats 2` runs the list again reversed, so an
+order effect shows.  The JSON is rewritten after every column, so a call cut off by its limit keeps what it ran.
+
+    python benchmarks/gpu_scaling.py --gpu-sets 0 0,1 --out $OUT/scaling.json > $OUT/scaling.log 2>&1
+    TRITON_INTERPRET=1 python benchmarks/gpu_scaling.py --device cpu --limit 8   # the script itself, on a CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from _common import fmt, print_table
+from candidate_set import build_candidate_set, interleaved
+
+from tritongym.core.config import EvalConfig
+from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.models import Candidate
+from tritongym.core.plugins import PluginHost
+from tritongym.core.problems import load_problem
+from tritongym.core.registry import Registry
+
+RESULTS = Path(__file__).parent / "results"
+RL_PROBLEMS = 16
+
+
+def _cpu_times() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot, from /proc/stat's first line."""
+    with open("/proc/stat") as f:
+        fields = [float(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already in user
+    return total - idle, total
+
+
+class HostLoad:
+    """The host's CPU busy fraction over a span (all cores), and its peak over one-second samples."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        last = _cpu_times()
+        while not self._stop.wait(1.0):
+            now = _cpu_times()
+            total = now[1] - last[1]
+            if total > 0:
+                self.samples.append((now[0] - last[0]) / total)
+            last = now
+
+    def __enter__(self) -> HostLoad:
+        self._start = _cpu_times()
+        self._self_start = _self_cpu_s()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        end = _cpu_times()
+        total = end[1] - self._start[1]
+        self.busy_fraction = (end[0] - self._start[0]) / total if total > 0 else None
+        self.parent_cpu_s = _self_cpu_s() - self._self_start
+
+
+def _self_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_column(
+    gpus: list[int] | None, cands: list[tuple[str, str, str]], size: str, backend: str, plugins: list[str]
+) -> dict:
+    """One column: a fresh Evaluator and registry over `gpus`, every candidate in one `evaluate_many`."""
+    options = {"gpus": gpus} if gpus is not None else {}
+    config = EvalConfig(backend=backend, size=size, backend_options=options)
+    problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        host = PluginHost(extra_plugins=plugins, load_entry_points=False)
+        evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=host)
+        setup_s = time.perf_counter() - started
+        label = ",".join(map(str, gpus)) if gpus is not None else "cpu"
+        done = [0]
+
+        def progress(_result) -> None:
+            done[0] += 1
+            if done[0] % 16 == 0 or done[0] == len(cands):
+                print(f"[{label}] {done[0]}/{len(cands)} in {time.perf_counter() - clock:.1f} s", flush=True)
+
+        pairs = [(Candidate(source=src), problems[name]) for name, _, src in cands]
+        with HostLoad() as load:
+            clock = time.perf_counter()
+            try:
+                results = evaluator.evaluate_many(pairs, on_result=progress)
+                wall_s = time.perf_counter() - clock
+            finally:
+                backend_obj = evaluator.backend
+                lock_s = getattr(backend_obj, "lock_seconds", dict)()
+                drained = getattr(backend_obj, "drained_by", dict)()
+                pool = getattr(backend_obj, "_pool", None)
+                grants = pool.exclusive_grants() if pool is not None else {}
+                evaluator.close()
+    phases: Counter = Counter()
+    for r in results:
+        if not r.cached:
+            phases.update({k: v for k, v in r.phases.items() if isinstance(v, (int, float))})
+    return {
+        "gpus": gpus,
+        "candidates": len(results),
+        "setup_s": round(setup_s, 2),
+        "wall_s": round(wall_s, 2),
+        "per_min": round(len(results) / wall_s * 60, 2),
+        "statuses": dict(Counter(r.status.value for r in results)),
+        "verdicts": [r.status.value for r in results],
+        "gpu_lock_s": lock_s,
+        "drained_by": drained,
+        "exclusive_grants": grants,
+        "host_cpus": os.cpu_count(),
+        "host_busy_fraction": None if load.busy_fraction is None else round(load.busy_fraction, 3),
+        "host_busy_peak": round(max(load.samples), 3) if load.samples else None,
+        "parent_cpu_s": round(load.parent_cpu_s, 1),
+        "parent_cpu_per_wall": round(load.parent_cpu_s / wall_s, 3),
+        "phases_s": {k: round(v, 2) for k, v in phases.most_common()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--gpu-sets",
+        nargs="+",
+        default=None,
+        help="columns, each a comma list of GPU indices (default: 0, then 0,1 and 0,1,2,3 where visible)",
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="run the columns again, in reverse order, this often")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: triton-cpu, one column")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N candidates (interleaved)")
+    parser.add_argument("--plugin", action="append", default=[], help="extra tritongym plugin module or file")
+    parser.add_argument("--out", type=Path, default=RESULTS / "gpu_scaling.json")
+    args = parser.parse_args()
+
+    size = "gpu" if args.device == "cuda" else "cpu"
+    backend = "triton-cuda" if args.device == "cuda" else "triton-cpu"
+    cands = interleaved(build_candidate_set(size, RL_PROBLEMS))[: args.limit]
+    if args.device == "cpu":
+        sets: list[list[int] | None] = [None]
+    elif args.gpu_sets:
+        sets = [[int(g) for g in s.split(",")] for s in args.gpu_sets]
+    else:
+        import torch
+
+        n = torch.cuda.device_count()
+        sets = [list(range(k)) for k in (1, 2, 4) if k <= n]
+    order = list(sets)
+    for repeat in range(1, args.repeats):
+        order += list(reversed(sets)) if repeat % 2 else list(sets)
+    report: dict = {"candidates": len(cands), "size": size, "backend": backend, "columns": []}
+    if args.device == "cuda":
+        import torch
+
+        report["device_name"] = torch.cuda.get_device_name(0)
+        report["visible_gpus"] = torch.cuda.device_count()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for gpus in order:
+        column = run_column(gpus, cands, size, backend, args.plugin)
+        report["columns"].append(column)
+        first = {}
+        for c in report["columns"]:
+            first.setdefault(len(c["gpus"] or [0]), c)
+        base = first.get(1)
+        for c in report["columns"]:
+            c["ratio_to_one_gpu"] = round(c["per_min"] / base["per_min"], 3) if base else None
+            c["verdicts_equal"] = c["verdicts"] == report["columns"][0]["verdicts"]
+        args.out.write_text(json.dumps(report, indent=1))
+        print(json.dumps({k: v for k, v in column.items() if k not in ("verdicts", "phases_s")}), flush=True)
+    rows = [
+        [
+            ",".join(map(str, c["gpus"])) if c["gpus"] is not None else "cpu",
+            fmt(c["wall_s"]),
+            fmt(c["per_min"]),
+            fmt(c["ratio_to_one_gpu"]),
+            str(c["verdicts_equal"]),
+            fmt(c["host_busy_fraction"], 2),
+            fmt(c["parent_cpu_per_wall"], 2),
+            "; ".join(
+                f"{gpu}: drain {s.get('draining', 0):.0f} of {sum(s.values()):.0f} s"
+                for gpu, s in (c["gpu_lock_s"] or {}).items()
+            ),
+        ]
+        for c in report["columns"]
+    ]
+    print_table(
+        "RL-like batch over the GPUs of one host",
+        ["GPUs", "wall s", "per min", "x one GPU", "same verdicts", "host busy", "parent CPU/wall", "GPU lock"],
+        rows,
+    )
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
