@@ -218,6 +218,27 @@ class GPULock:
                 self.readers += 1
                 self._sharers[holder] += 1
 
+    def step_aside(self, holder: str = "candidate") -> None:
+        """A sharer between two calls gives its hold back and takes it again once the timing that waited for it has
+        had the GPU: after the next exclusive grant, or at once if no timer waits.  Not behind every timer queued
+        (a plain `acquire` would be: new sharers are held back while any waits), and not ahead of the one waiting
+        (a `resume` would be, and that timer might never see the GPU free): each waiting timing costs each sharer
+        one call of its own, not its whole correctness phase (`TimingOptions.yield_to_waiting_timings`)."""
+        with self.cond:
+            self._account()
+            granted_before = self.exclusive_grants
+            self.readers -= 1
+            self._sharers[holder] -= 1
+            if not self._sharers[holder]:
+                del self._sharers[holder]
+            self.cond.notify_all()
+            self.cond.wait_for(
+                lambda: not self.writer and (self.exclusive_grants > granted_before or not self.waiting_writers)
+            )
+            self._account()
+            self.readers += 1
+            self._sharers[holder] += 1
+
     def release(self, exclusive: bool, holder: str = "candidate") -> None:
         with self.cond:
             self._account()
@@ -1116,6 +1137,13 @@ class TaskDriver:
                     self.worker.send("GRNT")
                 elif kind == "UNLK":
                     self._release()
+                elif kind == "YILD" and self.holding == "shared":
+                    began = time.monotonic()
+                    self.lock.step_aside(self.holding_for)
+                    waited = time.monotonic() - began
+                    self.lock_wait_s += waited
+                    self.deadline += waited
+                    self.worker.send("GRNT")
                 elif kind == "DONE":
                     return self._finish(payload, started), False
                 else:

@@ -109,18 +109,20 @@ class Channel:
                 self._give_back()
 
     def yield_hold(self) -> None:
-        """Between two correctness calls (the last one synchronised and handed out): give a shared hold back and
-        take it again, behind any timing that waits (`SHAR`, not the compiler's `RSHR`), so that timing waits for
-        one call of this worker rather than all of its calls.  Nothing of this process runs on the GPU meanwhile.
-        Always with `yield_between_calls`; with `yield_to_waiting_timings` only while the pool's flag says a
-        timing waits (one byte read, no round trip otherwise)."""
+        """Between two correctness calls (the last one synchronised and handed out): step aside for a waiting timing
+        (`YILD`: the parent gives the shared hold back and grants it again once that timing has had the GPU,
+        `GPULock.step_aside`), so it waits for one call of this worker rather than all of its calls.  Nothing of this
+        process runs on the GPU meanwhile.  Always with `yield_between_calls`; with `yield_to_waiting_timings` only
+        while the pool's flag says a timing waits (one byte read, no round trip otherwise).  Taken again behind
+        every queued timing instead (a plain `SHAR`), a sharer waited for the whole queue after every call: 228 s
+        against 105 s for 64 RL candidates on an H100 (stop 37)."""
         if self.holding != "shared":
             return
         if not (self.yield_calls or (self.yield_to_timings and self.timing_waits)):
             return
         self.yields += 1
-        self._give_back()
-        self._take(exclusive=False)
+        self.send("YILD")
+        self.expect("GRNT")
 
     @contextlib.contextmanager
     def cpu_only(self):
@@ -196,10 +198,13 @@ class GPUWorker:
             from tritongym.core.measure.gpu_profile import set_up_profiler, warm_profiler
             from tritongym.core.measure.timing import Timer
 
-            # a new context, the calibration and the profiler's first run all touch the GPU: shared lock, so
-            # they never overlap another worker's timing
+            # a new context and the timer's buffers launch no kernel: another process's timed matmul is unchanged beside
+            # a context's creation (`benchmarks/profiler_warmup.py --interference`, ratio 0.99-1.00 on an H100), so
+            # they take no GPU hold, and no timing waits for a worker's start (on two H200s 8-11 s of each GPU's
+            # draining waited for starts, `GPULock.drained_by`, issue 40); the profiler's first run under "startup"
+            # launches a kernel and takes a shared hold
             began = time.perf_counter()
-            with channel.gpu(exclusive=False):
+            with channel.gpu(exclusive=False, needed=self.profiler_warm_up == "startup"):
                 parts = {"lock_wait": time.perf_counter() - began}
                 torch.cuda.set_device(self.device)
                 torch.empty(1, device=self.device)
