@@ -931,6 +931,7 @@ def test_a_worker_alone_on_the_gpu_is_capped_at_the_gpu_less_contexts_and_its_ke
         d.pool = types.SimpleNamespace(
             memory={"0": budget},
             total_mb={"0": h100},
+            outside_mb={},
             options=PoolOptions(gpus=["0"], workers_per_gpu=workers),
             keepers_per_gpu=keepers,
         )

@@ -103,6 +103,16 @@ class Backend(PluginObject, ABC):
         keeps no count."""
         return {}
 
+    def hold_outside(self, gpu: int, mb: float) -> None:
+        """`mb` MiB of GPU `gpu` (numbered as the `gpus` option numbers it) are held by a process beside this
+        backend's workers, a trainer's policy, from now on: a backend that admits work by GPU memory admits it in
+        what is left.  Backends that hold no GPU memory ignore it."""
+
+    def memory_budgets(self) -> dict[str, dict[str, float]]:
+        """Per device (`cuda:0`), how its memory is shared out now, in MiB (total, held outside, the tasks'
+        budget, reserved, the most reserved at once); empty where the backend keeps no budget."""
+        return {}
+
 
 class CheckPolicy(BaseModel):
     """What the evaluation allows, as every check sees it (set by the Evaluator from its config)."""

@@ -630,6 +630,17 @@ class Evaluator:
         view.registry = registry
         return view
 
+    def hold_outside(self, gpu: int, mb: float) -> None:
+        """`mb` MiB of GPU `gpu` (as `gpus` numbers it) are held beside the judge by this process (a trainer's
+        policy), from now on: the backend's pool admits its workers in what is left (`Backend.hold_outside`).
+        Nothing on the Ray executor, whose actors own their GPUs."""
+        if self.config.executor == "local":
+            self.backend.hold_outside(gpu, mb)
+
+    def memory_budgets(self) -> dict[str, dict[str, float]]:
+        """The local backend's GPU memory, per device (`Backend.memory_budgets`); empty on Ray."""
+        return self.backend.memory_budgets() if self.config.executor == "local" else {}
+
     def close(self) -> None:
         """Stop the backend's warm workers, the executor's actors, and let the checks free what they hold
         (a judge model); the Evaluator stays usable: all of them start again on demand."""

@@ -87,6 +87,9 @@ class PoolOptions:
     profiler_warm_up: str = "unlocked"
     keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2
     extra_env: dict[str, str] = field(default_factory=dict)
+    # per GPU, MiB held by processes outside the pool when it starts (a trainer beside the judge): left out of the
+    # keepers' cache share and of the tasks' budget; `WorkerPool.hold_outside` changes it later
+    outside_mb: dict[str, float] = field(default_factory=dict)
 
 
 def _gpu_env(tmp: str, options: PoolOptions) -> dict[str, str]:
@@ -264,27 +267,48 @@ class MemoryBudget:
     def __init__(self, capacity_mb: float) -> None:
         self.capacity_mb = capacity_mb
         self.reserved_mb = 0.0
+        self.peak_mb = 0.0  # the most ever reserved at once (reported beside a trainer's memory)
         self.holders = 0
+        self.waiting = 0  # reservations waiting now: what a test (or a report) sees of admission without a clock
         self.waiting_alone = 0  # tasks that need the whole GPU and wait for it: nobody new goes ahead of them
         self.cond = threading.Condition()
 
+    def _grantable(self, need_mb: float) -> bool:
+        """Under `cond`: whether a reservation of `need_mb` is granted now (`reserve`'s rule)."""
+        if need_mb >= self.capacity_mb:  # alone: once the GPU is idle
+            return self.holders == 0
+        # an idle GPU goes to a task waiting to have it alone first, whichever thread wakes first
+        return not self.waiting_alone and (self.holders == 0 or self.reserved_mb + need_mb <= self.capacity_mb)
+
+    def admits(self, need_mb: float) -> bool:
+        """Whether `reserve(need_mb)` would be granted at once, without waiting."""
+        with self.cond:
+            return self._grantable(need_mb)
+
+    def resize(self, capacity_mb: float) -> None:
+        """A new capacity (memory held outside the pool changed): what is granted stays granted; waiting
+        reservations are measured against the new capacity."""
+        with self.cond:
+            self.capacity_mb = capacity_mb
+            self.cond.notify_all()
+
     def reserve(self, need_mb: float) -> float:
         """Block until `need_mb` fits (or the GPU is idle, for a need beyond the budget); the MiB granted."""
-        alone = need_mb >= self.capacity_mb
-        grant = min(need_mb, self.capacity_mb)
         with self.cond:
+            alone = need_mb >= self.capacity_mb
+            grant = min(need_mb, self.capacity_mb)
+            self.waiting += 1
             if alone:
                 self.waiting_alone += 1
+                self.cond.notify_all()  # `waiting` changed: a watcher may be waiting for it
                 self.cond.wait_for(lambda: self.holders == 0)
                 self.waiting_alone -= 1
             else:
-                # an idle GPU goes to a task waiting to have it alone first, whichever thread wakes first
-                self.cond.wait_for(
-                    lambda: (
-                        not self.waiting_alone and (self.holders == 0 or self.reserved_mb + grant <= self.capacity_mb)
-                    )
-                )
+                self.cond.notify_all()
+                self.cond.wait_for(lambda: self._grantable(grant))
+            self.waiting -= 1
             self.reserved_mb += grant
+            self.peak_mb = max(self.peak_mb, self.reserved_mb)
             self.holders += 1
         return grant
 
@@ -293,6 +317,7 @@ class MemoryBudget:
         for it while holding a reservation of one's own could wait forever)."""
         with self.cond:
             self.reserved_mb += need_mb
+            self.peak_mb = max(self.peak_mb, self.reserved_mb)
             self.holders += 1
         return need_mb
 
@@ -617,6 +642,8 @@ class KeeperProcess(Worker):
 
     def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, share: float = 1.0) -> None:
         self.share = share  # of the GPU's record cache (KEEPER_CACHE_SHARE): the GPU's keepers split it
+        # the share is of the GPU less what processes outside the pool held when it started (`PoolOptions.outside_mb`)
+        self.outside_mb = options.outside_mb.get(gpu, 0.0)
         self.host_share = share / max(len(options.gpus), 1)  # of the host's: every GPU's keepers split it
         self.extra_env = options.extra_env
         super().__init__(gpu, options, zygote)
@@ -629,6 +656,7 @@ class KeeperProcess(Worker):
         parking = {k: os.environ[k] for k in ("TRITONGYM_PARK_BYTES",) if k in os.environ and k not in self.extra_env}
         return {
             "TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}",
+            "TRITONGYM_KEEPER_OUTSIDE_MB": f"{self.outside_mb:.0f}",
             "TRITONGYM_KEEPER_HOST_CACHE_SHARE": f"{KEEPER_HOST_CACHE_SHARE * self.host_share:.4f}",
             **parking,
         }
@@ -709,6 +737,9 @@ class WorkerPool:
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
         self.memory: dict[str, MemoryBudget] = {}  # per GPU, once its first keeper said how large it is
         self.total_mb: dict[str, float] = {}
+        # per GPU, MiB held by processes outside the pool now (`hold_outside`); the keepers' cache share stays
+        # what it was when they started (`PoolOptions.outside_mb`), and the budget counts it so
+        self.outside_mb: dict[str, float] = dict(options.outside_mb)
         self.keepers: dict[tuple[str, int], KeeperProcess] = {}
         self._keeper_locks = {(gpu, k): threading.Lock() for gpu in options.gpus for k in range(self.keepers_per_gpu)}
         for gpu in options.gpus:
@@ -742,14 +773,52 @@ class WorkerPool:
             self.keepers[(gpu, k)] = keeper
             total = float(keeper.info.get("total_mb") or 0.0)
             if total and gpu not in self.memory:
-                workers = self.options.workers_per_gpu + self.options.spare_workers_per_gpu
-                budget = gpu_budget_mb(total, self.keepers_per_gpu, workers)
-                self.memory[gpu] = MemoryBudget(budget)
-                self.total_mb[gpu] = total
+                self.size_gpu(gpu, total)
                 if self.host_memory is None:
                     host_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
                     self.host_memory = MemoryBudget(HOST_PARKING_SHARE * host_mb)
             return keeper
+
+    def size_gpu(self, gpu: str, total_mb: float) -> MemoryBudget:
+        """The GPU's memory budget, made once its size is known (from its first keeper, or a test's)."""
+        with self._guard:  # not beside `hold_outside`: a budget sized from what it is replacing would stay
+            self.total_mb[gpu] = total_mb
+            budget = self.memory.get(gpu)
+            if budget is None:
+                budget = self.memory[gpu] = MemoryBudget(self._budget_mb(gpu))
+            return budget
+
+    def _budget_mb(self, gpu: str) -> float:
+        workers = self.options.workers_per_gpu + self.options.spare_workers_per_gpu
+        total = self.total_mb[gpu]
+        cache = keeper_cache_mb(total, self.options.outside_mb.get(gpu, 0.0))  # as the keepers were started
+        return gpu_budget_mb(total, self.keepers_per_gpu, workers, self.outside_mb.get(gpu, 0.0), cache)
+
+    def hold_outside(self, gpu: str, mb: float) -> None:
+        """`mb` MiB of `gpu` are held by a process outside this pool (a trainer beside the judge: its weights,
+        optimiser state, generation and update), from now on, instead of what was declared before.  Tasks are
+        admitted in what is left (`gpu_budget_mb`, `alone_room_mb`): declared before the GPU was sized, it also
+        shrinks the keepers' cache share of keepers started after; declared later, the budget's capacity follows
+        at once, and tasks already admitted keep their grants."""
+        with self._guard:
+            self.outside_mb[gpu] = float(mb)
+            if gpu in self.memory:
+                self.memory[gpu].resize(self._budget_mb(gpu))
+
+    def memory_state(self) -> dict[str, dict[str, float]]:
+        """Per sized GPU, its memory in MiB: total, held outside the pool, the tasks' budget (`capacity`), what is
+        reserved now and the most ever reserved at once."""
+        with self._guard:
+            return {
+                gpu: {
+                    "total_mb": self.total_mb[gpu],
+                    "outside_mb": self.outside_mb.get(gpu, 0.0),
+                    "capacity_mb": round(budget.capacity_mb, 1),
+                    "reserved_mb": round(budget.reserved_mb, 1),
+                    "peak_reserved_mb": round(budget.peak_mb, 1),
+                }
+                for gpu, budget in self.memory.items()
+            }
 
     def keeper_for(self, gpu: str, task: WorkerTask) -> KeeperProcess:
         from tritongym.core.worker.keeper import record_key
@@ -940,17 +1009,30 @@ class WorkerPool:
 KEEPER_MEMORY_PHASES = ("keeper_allocated_mb_", "keeper_reserved_mb_", "keeper_private_pool_mb_")
 
 
-def gpu_budget_mb(total_mb: float, keepers: int, workers: int) -> float:
-    """What the tasks on one GPU may reserve: the GPU less the keepers' share (their record caches), every
-    process's context (workers are started ahead of need and hold theirs while idle: on the H100 nine idle
-    workers held 6.6 GiB that no reservation stood for) and a margin for the driver's own allocations."""
-    return max(alone_room_mb(total_mb, keepers, workers) - KEEPER_CACHE_SHARE * total_mb, total_mb * 0.25)
+def keeper_cache_mb(total_mb: float, outside_mb: float = 0.0) -> float:
+    """What a GPU's keepers may keep between tasks, all together: their share of the GPU less what processes outside
+    the pool held when they started (each keeper computes its part from `TRITONGYM_KEEPER_OUTSIDE_MB`)."""
+    return KEEPER_CACHE_SHARE * max(total_mb - outside_mb, 0.0)
 
 
-def alone_room_mb(total_mb: float, keepers: int, workers: int) -> float:
-    """What a task that has the GPU alone may use, worker and keeper together: the GPU less every process's
-    context and the driver's margin (`gpu_budget_mb` without the keepers' cache share)."""
-    return total_mb * 0.95 - (keepers + workers) * CONTEXT_MB
+def gpu_budget_mb(
+    total_mb: float, keepers: int, workers: int, outside_mb: float = 0.0, keeper_cache: float | None = None
+) -> float:
+    """What the tasks on one GPU may reserve: the GPU less what processes outside the pool hold (`outside_mb`: a
+    trainer beside the judge), the keepers' share (their record caches, `keeper_cache`; by default
+    `keeper_cache_mb`), every process's context (workers are started ahead of need and hold theirs while idle: on
+    the H100 nine idle workers held 6.6 GiB that no reservation stood for) and a margin for the driver's own
+    allocations; never below a quarter of what the outside leaves."""
+    cache = keeper_cache_mb(total_mb, outside_mb) if keeper_cache is None else keeper_cache
+    room = alone_room_mb(total_mb, keepers, workers, outside_mb)
+    return max(room - cache, max(total_mb - outside_mb, 0.0) * 0.25)
+
+
+def alone_room_mb(total_mb: float, keepers: int, workers: int, outside_mb: float = 0.0) -> float:
+    """What a task that has the GPU alone may use, worker and keeper together: the GPU less what processes outside
+    the pool hold, every process's context and the driver's margin (`gpu_budget_mb` without the keepers' cache
+    share)."""
+    return total_mb * 0.95 - outside_mb - (keepers + workers) * CONTEXT_MB
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
@@ -1374,7 +1456,8 @@ class TaskDriver:
         total = self.pool.total_mb[self.worker.gpu]
         workers = self.pool.options.workers_per_gpu + self.pool.options.spare_workers_per_gpu
         keeper = float(self.prep.get("record_device_mb") or 0.0) + float(self.prep.get("lent_mb") or 0.0)
-        room = alone_room_mb(total, self.pool.keepers_per_gpu, workers) - keeper
+        outside = self.pool.outside_mb.get(self.worker.gpu, 0.0)
+        room = alone_room_mb(total, self.pool.keepers_per_gpu, workers, outside) - keeper
         fraction = min(1.0, max(room, self.granted_mb) / total)
         self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})
 

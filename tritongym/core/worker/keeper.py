@@ -285,7 +285,9 @@ class Keeper:
             self.total_bytes = 0
             self.fingerprint = local_fingerprint()
         share = float(os.environ.get("TRITONGYM_KEEPER_CACHE_SHARE", DEFAULT_CACHE_SHARE))
-        default_mb = share * self.total_bytes / 2**20 if self.cuda else 2048
+        # the share is of what the GPU has beside processes outside the pool (a trainer beside the judge)
+        outside_mb = float(os.environ.get("TRITONGYM_KEEPER_OUTSIDE_MB", 0.0))
+        default_mb = share * max(self.total_bytes / 2**20 - outside_mb, 0.0) if self.cuda else 2048
         self.cache_bytes = int(float(os.environ.get("TRITONGYM_KEEPER_CACHE_MB", default_mb)) * 2**20)
         # parked outputs (host memory) are bounded apart: they must not count against the GPU's share
         host_share = float(os.environ.get("TRITONGYM_KEEPER_HOST_CACHE_SHARE", DEFAULT_HOST_CACHE_SHARE))

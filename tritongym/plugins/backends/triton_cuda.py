@@ -97,6 +97,7 @@ class TritonCUDABackend(Backend):
         self._pool = None
         self._pool_lock = threading.Lock()
         self._busy_before: dict[str, float] = {}  # busy seconds per GPU of pools closed since
+        self._outside: dict[str, float] = {}  # MiB per GPU held beside the pool (`hold_outside`), for pools to come
 
     def unavailable_reason(self) -> str | None:
         if not _visible_gpus():
@@ -147,6 +148,7 @@ class TritonCUDABackend(Backend):
                         max_tasks=self.options.max_tasks_per_worker,
                         profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
+                        outside_mb=dict(self._outside),
                     )
                 )
             return self._pool
@@ -157,6 +159,16 @@ class TritonCUDABackend(Backend):
         fraction = self.options.gpu_memory_fraction
         update = {"device": "cuda:0", "timing": self.options.timing, "gpu_memory_fraction": fraction}
         return pool.run(task.model_copy(update=update), limits.timeout_s)
+
+    def hold_outside(self, gpu: int, mb: float) -> None:
+        with self._pool_lock:
+            self._outside[str(gpu)] = float(mb)
+            if self._pool is not None:
+                self._pool.hold_outside(str(gpu), mb)
+
+    def memory_budgets(self) -> dict[str, dict[str, float]]:
+        with self._pool_lock:
+            return {f"cuda:{gpu}": v for gpu, v in self._pool.memory_state().items()} if self._pool else {}
 
     def close(self) -> None:
         with self._pool_lock:
