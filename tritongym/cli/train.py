@@ -186,10 +186,15 @@ def sft_command(
     if as_json:
         _emit_json(summary.model_dump())
         return
+    epochs = summary.epoch_seconds
+    per_epoch = f" ({sum(epochs) / len(epochs):.1f} s per epoch" if epochs else ""
+    if per_epoch and summary.peak_memory_mb is not None:
+        per_epoch += f", peak GPU memory {summary.peak_memory_mb:.0f} MiB"
     out.print(
         f"SFT: {summary.examples} examples ({summary.truncated} truncated), {summary.steps} steps, "
-        f"loss {summary.first_loss:.3g} -> {summary.last_loss:.3g} in {summary.seconds:.0f} s; "
-        f"model {summary.model_dir}",
+        f"loss {summary.first_loss:.3g} -> {summary.last_loss:.3g} in {summary.seconds:.0f} s"
+        + (per_epoch + ")" if per_epoch else "")
+        + f"; model {summary.model_dir}",
         markup=False,
     )
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 import torch
 
 
-def make_accelerator(precision: str = "auto"):
+def make_accelerator(precision: str = "auto", device: str | None = None):
     """An `Accelerator` for this process: bf16 autocast where the GPU has it (`auto`), the CPU without CUDA.
-    Under `accelerate launch` it joins the launched process group."""
+    Under `accelerate launch` it joins the launched process group.  `device`: the policy's GPU ("cuda:K",
+    `Placement.policy_device`), made this process's current device first, which is where accelerate puts a single
+    process's model (under `accelerate launch` it is cuda:LOCAL_RANK, as placed)."""
     from accelerate import Accelerator
 
+    if device is not None and device.startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.set_device(torch.device(device))
     if precision == "auto":
         precision = "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
     return Accelerator(mixed_precision=precision, cpu=not torch.cuda.is_available())

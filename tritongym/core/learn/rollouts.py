@@ -96,6 +96,7 @@ class RolloutBatch:
     evaluations: int = 0  # evaluations that ran a worker (registry hits excluded)
     generated_tokens: int = 0
     overlap_s: float = 0.0  # generation time during which an evaluation was running
+    wait_s: float = 0.0  # time the caller waited for the judge (evaluation not hidden behind generation)
 
 
 @dataclass
@@ -152,7 +153,9 @@ class RolloutRunner:
 
     @classmethod
     def for_run(cls, parts: RunParts, registry: Registry | None = None, run_id: int | None = None) -> RolloutRunner:
-        """The runner a run config describes: its engine, interaction and evaluator, and `[rollout]` options."""
+        """The runner a run config describes: its engine, interaction and evaluator, and `[rollout]` options.
+        A policy on one of the judge's GPUs (`RunParts.placement`) never generates while the judge works: its
+        kernels would run beside a candidate's timing, so `overlap` is off whatever `[rollout]` says."""
         rollout = parts.config.rollout
         tune_feedback = None
         if rollout.tune_feedback:
@@ -164,7 +167,7 @@ class RolloutRunner:
             registry,
             run_id,
             stop_when_correct=rollout.stop_when_correct,
-            overlap=rollout.overlap,
+            overlap=rollout.overlap and not parts.placement.shared,
             tune_feedback=tune_feedback,
         )
 
@@ -234,7 +237,9 @@ class RolloutRunner:
                     batch.generate_s += generating_s
                 if in_flight is not None:
                     turn, chunk, generations, extractions, conversations, future = in_flight
+                    waited = time.perf_counter()
                     results, seconds = future.result()
+                    batch.wait_s += time.perf_counter() - waited
                     batch.evaluate_s += seconds
                     batch.overlap_s += min(generating_s, seconds)  # both started as this round began
                     still_live = self._record(

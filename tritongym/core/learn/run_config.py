@@ -11,6 +11,7 @@
     [learning]     estimator = "trloo", filters = {...}          # a LearningConfig
     [loss]         clip_low = 0.2, clip_high = 0.28              # PolicyLossOptions
     [optim]        lr = 1e-6, steps = 300, grad_clip = 1.0
+    [placement]    policy_gpu = 0, judge_gpus = "others"       # which GPUs train and which judge
 
 `validate_run` checks everything that can be checked without loading a model or starting a worker (plugin
 names and options, the model directory, batch sizes against the problems chosen), so a bad config fails
@@ -20,8 +21,9 @@ in a second with a message that says what to change, not after the model has loa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tritongym.core.config import EvalConfig, read_toml, validation_message
 from tritongym.core.errors import ConfigError
@@ -109,6 +111,37 @@ class TTSConfig(BaseModel):
     tune_strategy: str = Field(default="exhaustive", description="the search strategy of that tuning")
 
 
+class PlacementConfig(BaseModel):
+    """Where the policy trains and generates, and where the judge (a GPU backend's worker pool) runs, on one host
+    (`core/learn/placement.py`).  GPUs are numbered as `eval.gpus` and nvidia-smi number them.
+
+    One GPU: the policy and the judge share it; the judge then runs only while the policy waits (no generation
+    overlaps judging) and admits its workers in what the trainer leaves.  Two or more: by default the policy
+    takes one and the judge the others, so generation overlaps judging again."""
+
+    model_config = ConfigDict(extra="forbid")
+    policy_gpu: int | None = Field(
+        default=None,
+        ge=0,
+        description="the GPU the trainer and an in-process engine (transformers) use; None = the first visible GPU, "
+        "or under `accelerate launch` each process's own (cuda:LOCAL_RANK), where it must stay None",
+    )
+    judge_gpus: Literal["others", "all"] | list[int] | None = Field(
+        default=None,
+        description="the GPUs a GPU backend judges on: 'others' = those no training process uses (the policy's "
+        "own when there are none), 'all' = every visible GPU (one process only), or a list; under `accelerate "
+        "launch` each process takes its share of them (the list [rank::processes]), never another's training "
+        "GPU; None = eval.gpus when set, else 'others'",
+    )
+
+    @field_validator("judge_gpus")
+    @classmethod
+    def _some_gpus_once(cls, value):
+        if isinstance(value, list) and (not value or len(set(value)) != len(value) or min(value) < 0):
+            raise ValueError("judge_gpus: list each GPU index (>= 0) once, at least one")
+        return value
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,6 +162,18 @@ class RunConfig(BaseModel):
     optim: OptimConfig = Field(default_factory=OptimConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
     tts: TTSConfig = Field(default_factory=TTSConfig)
+    placement: PlacementConfig = Field(default_factory=PlacementConfig)
+
+    @model_validator(mode="after")
+    def _judge_gpus_named_once(self) -> RunConfig:
+        if self.placement.judge_gpus is not None and (
+            self.eval.gpus is not None or "gpus" in self.eval.backend_options
+        ):
+            raise ValueError(
+                "the judge's GPUs are named twice: set placement.judge_gpus or eval.gpus (backend_options.gpus), "
+                "not both"
+            )
+        return self
 
 
 def load_run_config(path: str | Path | None = None, overrides: dict | None = None) -> RunConfig:

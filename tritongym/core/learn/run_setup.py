@@ -9,14 +9,15 @@ message that says what to change.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tritongym.core.errors import ConfigError
-from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.eval.evaluate import Evaluator, resolve_backend_name
 from tritongym.core.interfaces import GenerationEngine
 from tritongym.core.learn.interaction import Interaction, InteractionOptions
 from tritongym.core.learn.learning import LearningSignalBuilder
 from tritongym.core.learn.model_loading import check_model_spec
+from tritongym.core.learn.placement import Placement, place_run
 from tritongym.core.learn.run_config import RunConfig
 from tritongym.core.models import Problem
 from tritongym.core.plugins import PluginHost, get_host
@@ -33,6 +34,7 @@ class RunParts:
     interaction: Interaction
     learning: LearningSignalBuilder
     engine: GenerationEngine
+    placement: Placement = field(default_factory=Placement)  # where the policy and the judge run
 
     def problems_for_step(self, step: int) -> list[Problem]:
         """`prompts_per_step` problems, taken round-robin so every problem comes up equally often."""
@@ -70,7 +72,13 @@ def prepare_run(
             f"[engine] name '{config.engine.name}' is not a registered engine (valid choices: "
             f"{', '.join(engines) or 'none'}); install or --plugin the plugin that provides it"
         )
-    engine = host.create("engine", config.engine.name, config.engine.options)
+    placement = _placement(config, host)
+    engine_options = dict(config.engine.options)
+    fields = getattr(host.get("engine", config.engine.name).cls.Options, "model_fields", {})
+    if placement.policy_gpu is not None and "device" in fields:  # an in-process engine: on the policy's GPU
+        if engine_options.get("device", fields["device"].default) == "auto":
+            engine_options["device"] = placement.policy_device
+    engine = host.create("engine", config.engine.name, engine_options)
     reason = engine.unavailable_reason()
     if reason:
         raise ConfigError(f"engine '{config.engine.name}' cannot run here: {reason}")
@@ -84,7 +92,10 @@ def prepare_run(
     learning = LearningSignalBuilder(config.learning, host=host)
     interaction = _interaction(config)
 
-    evaluator = Evaluator(config.eval, registry=registry, host=host)
+    eval_config = config.eval
+    if placement.judge_gpus is not None:
+        eval_config = eval_config.model_copy(update={"gpus": list(placement.judge_gpus)})
+    evaluator = Evaluator(eval_config, registry=registry, host=host)
     problems = load_problems(config.rollout.problem_source, evaluator.size)
     if config.rollout.problems is not None:
         by_name = {p.name: p for p in problems}
@@ -113,4 +124,15 @@ def prepare_run(
             f"makes (prompts_per_step {config.rollout.prompts_per_step} x samples {config.rollout.samples} x "
             f"max_turns {interaction.options.max_turns}); lower micro_batch"
         )
-    return RunParts(config, host, problems, evaluator, interaction, learning, engine)
+    return RunParts(config, host, problems, evaluator, interaction, learning, engine, placement)
+
+
+def _placement(config: RunConfig, host: PluginHost) -> Placement:
+    """Where this process's policy and judge run (`core/learn/placement.py`): the judge's GPUs are placed only for
+    a GPU backend run here (not on Ray)."""
+    gpu_judge = False
+    if config.eval.executor == "local":
+        name = resolve_backend_name(config.eval, host)
+        gpu_judge = name in host.names("backend") and host.get("backend", name).cls.device_type == "cuda"
+    named = config.eval.gpus if config.eval.gpus is not None else config.eval.backend_options.get("gpus")
+    return place_run(config.placement, named, gpu_judge)

@@ -7,6 +7,9 @@ this module trains on them.
 Training normalises the summed cross-entropy of an optimiser step by the step's *global* number of target
 tokens, so the update does not depend on how the step's examples are padded, split into processes or
 batched: `accelerate launch --num_processes N` takes the same steps as one process.
+
+The model trains on `[placement] policy_gpu` (or accelerate's device); the summary gives the seconds of each epoch
+and, on CUDA, the peak of torch's reserved memory over the training.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class SFTSummary(BaseModel):
     model_dir: str
     seconds: float
     data: list[str] = []
+    epoch_seconds: list[float] = []
+    peak_memory_mb: float | None = None  # torch's reserved memory at its peak while training (CUDA only)
 
 
 def _pad(rows: Sequence[TokenizedExample], pad_id: int, device) -> tuple[torch.Tensor, ...]:
@@ -80,9 +85,14 @@ class SFTTrainer:
 
     def __init__(self, config: RunConfig, accelerator=None) -> None:
         from tritongym.core.learn.model_loading import load_model, load_tokenizer
+        from tritongym.core.learn.placement import place_run
 
         self.config = config
-        self.accelerator = accelerator or make_accelerator(config.optim.precision)
+        device = place_run(config.placement, None, gpu_judge=False).policy_device
+        self.accelerator = accelerator or make_accelerator(config.optim.precision, device)
+        self.gpu = torch.device(device) if device.startswith("cuda") else None
+        self.epoch_seconds: list[float] = []
+        self.peak_memory_mb: float | None = None
         torch.manual_seed(config.seed)
         self.tokenizer = load_tokenizer(config.model)
         model = load_model(config.model, device="cpu", dtype="float32")
@@ -120,7 +130,10 @@ class SFTTrainer:
             metrics_path.parent.mkdir(parents=True, exist_ok=True)
             metrics_path.write_text("")
         self.model.train()
+        if self.gpu is not None:
+            torch.cuda.reset_peak_memory_stats(self.gpu)
         for epoch in range(sft.epochs):
+            began = time.perf_counter()
             order = list(range(len(rows)))
             rng.shuffle(order)
             for start in range(0, len(order), sft.micro_batch):
@@ -151,6 +164,11 @@ class SFTTrainer:
                         f.write(json.dumps(log) + "\n")
                 if progress is not None:
                     progress(step + 1, total)
+            if self.gpu is not None:
+                torch.cuda.synchronize(self.gpu)
+            self.epoch_seconds.append(time.perf_counter() - began)
+        if self.gpu is not None:
+            self.peak_memory_mb = torch.cuda.max_memory_reserved(self.gpu) / 2**20
         self.model.eval()
         return logs
 
@@ -202,4 +220,6 @@ def run_sft(
         model_dir=str(model_dir),
         seconds=time.perf_counter() - started,
         data=sources,
+        epoch_seconds=trainer.epoch_seconds,
+        peak_memory_mb=trainer.peak_memory_mb,
     )

@@ -5,20 +5,29 @@ Data parallel with accelerate: each process rolls out its share of the step's pr
 groups, so leave-one-out baselines stay local), and every loss is normalised by the *global* number of
 sequences (or tokens) of the step, so the gradient does not depend on how rows are split into processes
 or micro-batches: `accelerate launch --num_processes N` gives the same update as one process.
+
+On a GPU the policy trains and generates where `[placement]` puts it (`core/learn/placement.py`).  When the judge
+shares that GPU, rollouts do not overlap generation with judging (`RolloutRunner.for_run`), and the trainer tells
+the judge's pool how much of the GPU it holds (`core/learn/gpu_memory.py`): an estimate before the first rollout,
+raised to the measured peak after each step.  Each step's metrics split its time (`time/generate_s`,
+`time/judge_s`: waiting for the judge, `time/update_s`: old log-probs, advantages and the update, `time/push_s`)
+and, on CUDA, the trainer's peak memory per phase (`memory/*_mb`, torch's reserved memory).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from tritongym.core.learn.accelerated import clipped_step, global_sum, make_accelerator
+from tritongym.core.learn.gpu_memory import ModelShape, TrainerMemory, estimate_mb, measured_mb
 from tritongym.core.learn.policy_loss import policy_loss
 from tritongym.core.learn.rollouts import RolloutBatch, RolloutRunner, TurnRecord
 from tritongym.core.learn.run_config import RunConfig
@@ -101,7 +110,12 @@ class Trainer:
         self.config: RunConfig = parts.config
         self.registry = registry
         self.run_id = run_id
-        self.accelerator = accelerator or make_accelerator(self.config.optim.precision)
+        placement = parts.placement
+        self.accelerator = accelerator or make_accelerator(self.config.optim.precision, placement.policy_device)
+        # the policy's GPU, where its memory is measured (None on the CPU)
+        self.gpu = torch.device(placement.policy_device) if placement.policy_device.startswith("cuda") else None
+        self.declared_mb = 0.0  # what the judge's pool was told this process holds on the GPU they share
+        self.estimate: TrainerMemory | None = None
         torch.manual_seed(self.config.seed + self.accelerator.process_index)
         self.tokenizer = load_tokenizer(self.config.model)
         model = load_model(self.config.model, device="cpu", dtype="float32")
@@ -214,6 +228,65 @@ class Trainer:
         state = self.accelerator.unwrap_model(self.model).state_dict()
         self.parts.engine.load_weights(state)
 
+    # --- the GPU the judge shares -------------------------------------------------------------------------
+
+    def estimate_memory(self) -> TrainerMemory:
+        """This process's GPU memory as `gpu_memory.estimate_mb` weighs it, from the policy, the engine's copy
+        (if on the same GPU), the run's longest first prompt and its batch sizes."""
+        from tritongym.core.learn.model_loading import render_prompt
+
+        config = self.config
+        policy = self.accelerator.unwrap_model(self.model)
+        engine = self.parts.engine
+        engine_model = getattr(engine, "model", None)
+        engine_bytes = 0
+        if isinstance(engine_model, torch.nn.Module):
+            first = next(engine_model.parameters(), None)
+            if first is not None and first.device == _indexed(self.gpu):
+                engine_bytes = first.element_size()
+        interaction = self.parts.interaction
+        prompt = max(
+            len(render_prompt(self.tokenizer, interaction.next_messages(problem, [], ())))
+            for problem in self.parts.problems
+        )
+        prompt += len(self.tokenizer(interaction.options.assistant_prefill, add_special_tokens=False)["input_ids"])
+        conversations = config.rollout.prompts_per_step * config.rollout.samples // self.accelerator.num_processes
+        batch = min(getattr(engine.options, "batch_size", None) or conversations, conversations)
+        return estimate_mb(
+            ModelShape.from_model(policy),
+            engine_bytes=engine_bytes,
+            prompt_tokens=prompt,
+            max_tokens=config.sampling.max_tokens,
+            max_turns=interaction.options.max_turns,
+            generation_batch=max(batch, 1),
+            micro_batch=config.optim.micro_batch,
+            activation_bytes=4 if self.accelerator.mixed_precision == "no" else 2,
+        )
+
+    def declare_memory(self, mb: float) -> None:
+        """Tell the judge's pool this process holds `mb` MiB of the GPU they share (only there), if more than told."""
+        placement = self.parts.placement
+        if not placement.shared or mb <= self.declared_mb:
+            return
+        self.declared_mb = mb
+        self.parts.evaluator.hold_outside(placement.policy_gpu, mb)
+
+    @contextlib.contextmanager
+    def _phase(self, name: str, metrics: dict[str, float]) -> Iterator[None]:
+        """Time a phase of the step (`time/NAME_s`) and, on CUDA, the peak of torch's reserved memory during it
+        (`memory/NAME_mb`)."""
+        if self.gpu is not None:
+            torch.cuda.synchronize(self.gpu)
+            torch.cuda.reset_peak_memory_stats(self.gpu)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.gpu is not None:
+                torch.cuda.synchronize(self.gpu)
+                metrics[f"memory/{name}_mb"] = torch.cuda.max_memory_reserved(self.gpu) / 2**20
+            metrics[f"time/{name}_s"] = time.perf_counter() - started
+
     # --- the loop -----------------------------------------------------------------------------------------
 
     def my_problems(self, step: int) -> tuple[list, int]:
@@ -281,12 +354,31 @@ class Trainer:
         samples = self.config.rollout.samples
         per_step = self.config.rollout.prompts_per_step * samples
         started = time.perf_counter()
-        rollout: RolloutBatch = self.runner.collect(
-            problems, samples, step, progress, first_group=first, first_trajectory=step * per_step + first * samples
-        )
+        if self.gpu is not None and self.estimate is None:  # before the judge's pool sizes the GPU
+            self.estimate = self.estimate_memory()
+            self.declare_memory(self.estimate.total_mb)  # where the judge shares the GPU
+        timings: dict[str, float] = {}
+        with self._phase("generate", timings):  # the policy waits while the judge works: its memory is generation's
+            rollout: RolloutBatch = self.runner.collect(
+                problems, samples, step, progress, first_group=first, first_trajectory=step * per_step + first * samples
+            )
         records = rollout.turns
-        learned, _ = self.learn(records, step)
-        self.push_weights()
+        with self._phase("update", timings):
+            learned, _ = self.learn(records, step)
+        with self._phase("push", timings):
+            self.push_weights()
+        timings["time/generate_s"] = rollout.generate_s  # the collection's own seconds: generation, then the wait
+        timings["time/judge_s"] = rollout.wait_s
+        if self.gpu is not None:
+            timings["memory/held_mb"] = torch.cuda.memory_reserved(self.gpu) / 2**20  # what judging sees beside it
+            peak = max(v for k, v in timings.items() if k.startswith("memory/"))
+            self.declare_memory(measured_mb(peak))
+            timings["memory/estimate_mb"] = self.estimate.total_mb
+            if self.parts.placement.shared:
+                timings["memory/declared_mb"] = self.declared_mb
+            for device, budget in self.parts.evaluator.memory_budgets().items():
+                for key in ("capacity_mb", "peak_reserved_mb", "outside_mb"):
+                    timings[f"judge/{device}/{key}"] = budget[key]
         everyone = records
         if self.accelerator.num_processes > 1:
             from accelerate.utils import gather_object
@@ -296,6 +388,7 @@ class Trainer:
         metrics.update(learned)
         metrics["tokens_per_s"] = rollout.generated_tokens / rollout.generate_s if rollout.generate_s else 0.0
         metrics["evaluations_per_s"] = rollout.evaluations / rollout.evaluate_s if rollout.evaluate_s else 0.0
+        metrics.update(timings)
         metrics["step_s"] = time.perf_counter() - started
         self.step += 1
         if self.accelerator.is_main_process:
@@ -351,6 +444,13 @@ class Trainer:
             self.accelerator.unwrap_model(self.model).save_pretrained(path)
             self.tokenizer.save_pretrained(path)
         return path
+
+
+def _indexed(device: torch.device | None) -> torch.device | None:
+    """A CUDA device with its index (torch.device("cuda") is the current one)."""
+    if device is None or device.type != "cuda" or device.index is not None:
+        return device
+    return torch.device("cuda", torch.cuda.current_device())
 
 
 def _row_key(row: TurnRow) -> tuple[int, int, int]:

@@ -54,7 +54,7 @@ def train(
     parts = prepare_run(config, registry=registry, extra_plugins=extra_plugins, training=True)
     accelerator, run_id = None, None
     try:
-        accelerator = make_accelerator(config.optim.precision)
+        accelerator = make_accelerator(config.optim.precision, parts.placement.policy_device)
         sampling = config.sampling
         if sampling.seed is not None:
             sampling = sampling.model_copy(update={"seed": sampling.seed + accelerator.process_index * SEED_STRIDE})

@@ -169,6 +169,24 @@ _TAIL_COLUMNS = (
     ("evals/s", "evaluations_per_s", _number),
 )
 
+_TIME_PARTS = ("generate", "judge", "update", "push")
+"""A step's seconds by phase (`time/<part>_s`, the trainer's): shown as one column, "gen/judge/upd/push"."""
+
+_MEMORY_PARTS = ("generate", "update", "push")
+"""The trainer's peak GPU memory by phase (`memory/<part>_mb`, CUDA only); the table shows the largest."""
+
+
+def _time_split(row: dict) -> str:
+    cells = [_value(row, f"time/{part}_s") for part in _TIME_PARTS]
+    if all(c is None for c in cells):
+        return MISSING
+    return "/".join(f"{c:.1f}" if c is not None else MISSING for c in cells)
+
+
+def _peak_memory(row: dict) -> float | None:
+    values = [v for part in _MEMORY_PARTS if (v := _value(row, f"memory/{part}_mb")) is not None]
+    return max(values) if values else None
+
 
 def step_table(rows: list[dict], last: int | None = None) -> Table:
     """A compact rich table, one row per step (the last `last` steps if given).
@@ -199,12 +217,23 @@ def step_table(rows: list[dict], last: int | None = None) -> Table:
         table.add_column(f"{label} rej", justify="right", no_wrap=True)
     for header, _, _ in _TAIL_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
+    # the time split and the trainer's GPU memory, where the steps have them (older runs, the CPU: no memory)
+    timed = any(key.startswith("time/") for row in rows for key in row)
+    measured = any(_peak_memory(row) is not None for row in rows)
+    if timed:
+        table.add_column("s gen/judge/upd/push", justify="right", no_wrap=True)
+    if measured:
+        table.add_column("GPU MiB", justify="right", no_wrap=True)
     for row in rows:
         cells = [str(row["step"]), _number(_value(row, "reward"))]
         cells += [_per_turn(row, metric, turns) for metric in RATES]
         cells.append(_number(_value(row, "pr")))
         cells += [_rate(_value(row, f"{label}/rejected")) for label in labels]
         cells += [fmt(_value(row, key)) for _, key, fmt in _TAIL_COLUMNS]
+        if timed:
+            cells.append(_time_split(row))
+        if measured:
+            cells.append(_number(_peak_memory(row)))
         table.add_row(*cells)
     return table
 
@@ -239,6 +268,10 @@ def step_line(row: dict) -> str:
     ):
         if (value := _value(row, key)) is not None:
             parts.append(f"{name} {_number(value)}{unit}".strip())
+    if (split := _time_split(row)) != MISSING:
+        parts.append(f"gen/judge/upd/push {split}s")
+    if (memory := _peak_memory(row)) is not None:
+        parts.append(f"GPU {_number(memory)} MiB")
     return " | ".join(parts)
 
 
