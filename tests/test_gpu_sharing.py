@@ -292,3 +292,40 @@ def test_every_step_splits_its_time_and_the_cpu_reports_no_gpu_memory(tmp_path):
         assert estimate.engine_mb == 0  # the engine's copy is not on a GPU the trainer shares
     finally:
         parts.close()
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_trainer_declares_its_memory_to_the_judge_it_shares_and_steps_measure_it(tmp_path):
+    """One step on GPU 0, policy and judge together: the trainer's estimate reaches the pool before the first worker,
+    the step measures the trainer's memory per phase, and the pool's budget for GPU 0 holds the declaration."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    pytest.importorskip("transformers")
+    from tritongym import api
+    from tritongym.core.generation import TinyModelSpec
+    from tritongym.core.learn.model_loading import build_tiny_model
+
+    solution = load_problem("relu", "gpu").solution
+    tiny = build_tiny_model(TinyModelSpec(directory=tmp_path / "tiny"))
+    config = RunConfig.model_validate(
+        {
+            "output_dir": str(tmp_path / "run"),
+            "model": {"path": str(tiny)},
+            "sampling": {"max_tokens": 4, "seed": 0},
+            "interaction": {"max_turns": 1, "assistant_prefill": f"```python\n{solution}\n```\n"},
+            "rollout": {"problems": ["relu"], "samples": 2, "prompts_per_step": 1, "overlap": True},
+            "eval": {"backend": "triton-cuda", "trials": 1, "backend_options": {"workers_per_gpu": 2}},
+            "optim": {"steps": 1, "micro_batch": 2},
+            "placement": {"policy_gpu": 0, "judge_gpus": [0]},
+        }
+    )
+    rows: list[dict] = []
+    api.train(config, registry=False, on_step=rows.append)
+    (row,) = rows
+    assert row["turn1/correct"] == 1.0, row
+    for part in ("generate", "update", "push"):
+        assert row[f"memory/{part}_mb"] > 0, part
+    assert row["memory/declared_mb"] >= row["memory/estimate_mb"] > 0
+    assert row["judge/cuda:0/outside_mb"] == row["memory/declared_mb"]
+    assert 0 < row["judge/cuda:0/capacity_mb"]
