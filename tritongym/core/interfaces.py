@@ -94,6 +94,17 @@ class Backend(PluginObject, ABC):
         workers); the Ray executor keeps that many tasks in flight on each actor that hosts the backend."""
         return 1
 
+    def size_to(self, tasks: int) -> None:
+        """All the work this backend will do is about `tasks` evaluations, plus the screens their problems need, and
+        then it is closed (a one-candidate `tritongym eval`): a backend with warm workers may start only what that
+        needs instead of a pool for a stream of work.  Called before the first `warm_up` or `measure`, and never for
+        open-ended work (`run`, the service); options the user set explicitly win over it.  Default: nothing."""
+
+    def warm_up(self, tasks: int) -> None:
+        """A hint, answered at once: `tasks` more `measure` calls are coming (a screen counts as one).  A backend with
+        warm workers starts them now, in the background, so they warm up while the caller still parses, checks and
+        looks things up; `measure` works without it.  Default: nothing (a backend that starts a process per task)."""
+
     def close(self) -> None:
         """Release long-lived resources (warm worker processes); the backend may be used again after."""
 

@@ -155,6 +155,7 @@ class EvaluationService:
 
         Sandboxes an earlier process left behind when it was killed (their parent is gone; nobody reads their
         verdict) are killed first, so they do not run beside the tasks resumed here."""
+        self.evaluator.warm_up(self.lanes)  # the backend's workers start now: the first task finds them warm
         orphans = sandboxes.kill_orphans()
         if orphans:
             log.warning("killed %d sandbox(es) an earlier process left running: %s", len(orphans), orphans)

@@ -260,6 +260,8 @@ class Evaluator:
                     self.registry.refresh(hit)
                 hit.duration_s = time.perf_counter() - started
                 return hit, []
+        # a worker will most likely be needed: it starts now and warms up while this thread parses and checks
+        self.warm_up(1)
         try:
             tree = ast.parse(candidate.source)
         except (SyntaxError, ValueError) as exc:
@@ -358,6 +360,19 @@ class Evaluator:
             self.registry,
             workers,
         )
+
+    def warm_up(self, tasks: int) -> None:
+        """Tell the backend `tasks` more tasks are coming (`Backend.warm_up`), so its workers start now; nothing on
+        Ray, whose actors own the backends that measure."""
+        if not isinstance(self.executor, LocalExecutor):
+            return
+        try:
+            self.backend.warm_up(tasks)
+        except Exception as exc:
+            plugin = self.host.get("backend", self.backend_name).plugin
+            raise PluginError(
+                f"backend '{self.backend_name}' (plugin '{plugin}') raised {type(exc).__name__} warming up: {exc}"
+            ) from exc
 
     def _draw(self) -> tuple[list[int], int]:
         """Trial seeds and the secret weight seed (a candidate must bind the reference's weights, not re-seed)."""
@@ -619,6 +634,13 @@ class Evaluator:
             timing.remeasured_status = Status.ok.value
             timing.remeasured_ms = second.runtime_ms
 
+    def size_to(self, candidates: int) -> None:
+        """This Evaluator judges `candidates` candidates and is then closed (a one-candidate `tritongym eval`): its
+        backend may start only what they and their problems' screens need (`Backend.size_to`) instead of a pool for a
+        stream of work.  Call it before the first evaluation; nothing on Ray, whose actors serve any amount of work."""
+        if isinstance(self.executor, LocalExecutor):
+            self.backend.size_to(candidates)
+
     def with_registry(self, registry: Registry | None) -> Evaluator:
         """A second Evaluator over the same backend (its warm workers), checks, rewards and protocol that
         reads and writes through `registry`.
@@ -740,3 +762,6 @@ class _ExecutorBackend:
 
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
         return self._executor.measure(task)[0]
+
+    def warm_up(self, tasks: int) -> None:
+        """Nothing: the actors' backends are warm for as long as they live."""

@@ -195,6 +195,7 @@ def _compute(
 
     if not problems:
         return {}
+    backend.warm_up(len(problems))  # each screen runs in a worker of its own: they start now, side by side
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(problems)))) as pool:
         computed = pool.map(
             lambda problem: screen_problem(problem, backend, device, limits, tolerances, SCREEN_SEEDS),

@@ -76,6 +76,11 @@ class PoolOptions:
     # takes one already warm instead of waiting for it; at most `workers_per_gpu` tasks still run (the triton-cuda
     # backend's default is half of `workers_per_gpu`; the CPU pool of the tests runs none)
     spare_workers_per_gpu: int = 0
+    # start workers only as tasks are announced (`WorkerPool.expect`) or wait for one, and never replace a retired
+    # one ahead of need: a pool sized to a known, small amount of work (a one-candidate `eval`: its candidate and
+    # perhaps its problem's screen) starts what that work needs and nothing after it.  Off: `workers_per_gpu` plus
+    # `spare_workers_per_gpu` workers per GPU start at once and each one retired is replaced
+    start_on_demand: bool = False
     max_tasks: int = 1
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0
@@ -710,6 +715,12 @@ class WorkerPool:
         # warm workers beyond that wait on standby until a slot frees (`PoolOptions.spare_workers_per_gpu`)
         self._slotted = dict.fromkeys(options.gpus, 0)
         self._standby: dict[str, list[Worker]] = {gpu: [] for gpu in options.gpus}
+        # workers being started now, tasks waiting for a worker, and every start asked for (what an on-demand pool
+        # counts to start one worker per task, no more: `expect`, `_start_for_waiting`)
+        self._starting = 0
+        self._waiting = 0
+        self.workers_started = 0
+        self._next_gpu = itertools.cycle(options.gpus)
         # learnt from the first tasks, so later ones skip the full reference timing and the bandwidth test
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
@@ -745,7 +756,7 @@ class WorkerPool:
         for gpu in options.gpus:
             for k in range(self.keepers_per_gpu):
                 threading.Thread(target=self._warm_keeper, args=(gpu, k), daemon=True).start()
-            for _ in range(options.workers_per_gpu + options.spare_workers_per_gpu):
+            for _ in range(0 if options.start_on_demand else options.workers_per_gpu + options.spare_workers_per_gpu):
                 self._spawn(gpu)
 
     # --- the reference keepers ---------------------------------------------------------------------------
@@ -827,8 +838,47 @@ class WorkerPool:
 
     # --- worker lifecycle ------------------------------------------------------------------------------
 
-    def _spawn(self, gpu: str) -> None:
-        threading.Thread(target=self._start_worker, args=(gpu,), daemon=True).start()
+    def _spawn(self, gpu: str, counted: bool = False) -> None:
+        """Start a worker on `gpu` in the background (`counted`: the caller has counted the start already)."""
+        if not counted:
+            with self._guard:
+                self._starting += 1
+                self.workers_started += 1
+        threading.Thread(target=self._start_counted, args=(gpu,), daemon=True).start()
+
+    def _start_counted(self, gpu: str) -> None:
+        try:
+            self._start_worker(gpu)
+        finally:  # after `_offer`: a worker is never uncounted between starting and ready
+            with self._guard:
+                self._starting -= 1
+
+    def expect(self, tasks: int) -> None:
+        """`tasks` more tasks are coming.  An on-demand pool (`PoolOptions.start_on_demand`) starts a worker for each
+        now, in the background, so that it warms up while the caller still prepares the task; a pool that keeps its
+        workers warm has them already."""
+        if not self.options.start_on_demand or self.closed or tasks <= 0:
+            return
+        with self._guard:
+            gpus = [next(self._next_gpu) for _ in range(tasks)]
+            self._starting += tasks
+            self.workers_started += tasks
+        for gpu in gpus:
+            self._spawn(gpu, counted=True)
+
+    def _start_for_waiting(self) -> None:
+        """On an on-demand pool, a worker for each waiting task that no worker is coming for: one nobody announced,
+        or a retry after its worker died."""
+        if not self.options.start_on_demand or self.closed:
+            return
+        with self._guard:
+            coming = self._starting + self.ready.qsize() + sum(len(s) for s in self._standby.values())
+            short = max(0, self._waiting - coming)
+            gpus = [next(self._next_gpu) for _ in range(short)]
+            self._starting += short
+            self.workers_started += short
+        for gpu in gpus:
+            self._spawn(gpu, counted=True)
 
     def _start_worker(self, gpu: str) -> None:
         if self.closed:
@@ -899,24 +949,32 @@ class WorkerPool:
             self._live.discard(worker)
         worker.send("EXIT")
         worker.kill()
-        if replace and not self.closed:
+        if replace and not self.closed and not self.options.start_on_demand:
             self._spawn(worker.gpu)
 
     def _take(self) -> Worker:
         waited = 0.0
-        while True:
-            try:
-                return self.ready.get(timeout=1.0)
-            except queue.Empty:
-                waited += 1.0
+        with self._guard:
+            self._waiting += 1
+        try:
+            self._start_for_waiting()
+            while True:
+                try:
+                    return self.ready.get(timeout=1.0)
+                except queue.Empty:
+                    waited += 1.0
+                with self._guard:
+                    alive = bool(self._live) or self._starting > 0  # a start asked for counts before its process
+                if self.closed:
+                    raise BackendUnavailable("the GPU worker pool was closed while the task waited for a worker")
+                if self.failures and not alive:
+                    raise BackendUnavailable("no GPU worker could start: " + self.failures[-1])
+                if waited > self.options.start_timeout_s * 2:
+                    raise BackendUnavailable(f"no GPU worker became ready in {waited:g} s")
+                self._start_for_waiting()
+        finally:
             with self._guard:
-                alive = bool(self._live)
-            if self.closed:
-                raise BackendUnavailable("the GPU worker pool was closed while the task waited for a worker")
-            if self.failures and not alive:
-                raise BackendUnavailable("no GPU worker could start: " + self.failures[-1])
-            if waited > self.options.start_timeout_s * 2:
-                raise BackendUnavailable(f"no GPU worker became ready in {waited:g} s")
+                self._waiting -= 1
 
     def lock_seconds(self) -> dict[str, dict[str, float]]:
         """Per GPU, the seconds its lock spent in each state since the pool started (`GPULock.seconds`)."""

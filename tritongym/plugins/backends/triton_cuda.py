@@ -96,6 +96,7 @@ class TritonCUDABackend(Backend):
         super().__init__(options)
         self._pool = None
         self._pool_lock = threading.Lock()
+        self._sized_to: int | None = None  # `size_to`: the evaluations a one-shot pool is started for
         self._busy_before: dict[str, float] = {}  # busy seconds per GPU of pools closed since
         self._outside: dict[str, float] = {}  # MiB per GPU held beside the pool (`hold_outside`), for pools to come
 
@@ -139,12 +140,9 @@ class TritonCUDABackend(Backend):
                 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 
                 gpus = [str(g) for g in self.options.gpus] if self.options.gpus else [i for i, _ in _visible_gpus()]
-                workers = self.workers_per_gpu(len(gpus))
                 self._pool = WorkerPool(
                     PoolOptions(
-                        gpus=gpus,
-                        workers_per_gpu=workers,
-                        spare_workers_per_gpu=self.spare_workers_per_gpu(workers),
+                        **self.pool_shape(gpus),
                         max_tasks=self.options.max_tasks_per_worker,
                         profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
@@ -152,6 +150,39 @@ class TritonCUDABackend(Backend):
                     )
                 )
             return self._pool
+
+    def pool_shape(self, gpus: list[str]) -> dict:
+        """The pool's GPUs, workers, spares and keepers, and whether it starts workers on demand.
+
+        For a stream of work: every GPU given, `workers_per_gpu` workers and the spares on each, started at once.
+        Sized to a few evaluations (`size_to`, a one-candidate `eval`): the first GPU, one keeper, a task slot per
+        evaluation and no spare, each worker started when a task is announced (`warm_up`: the candidate, and its
+        problem's screen when one must run, which needs a worker of its own) and none replaced after.  Why: the full
+        pool was ~16 processes each creating a CUDA context and setting up CUPTI, most of a one-candidate `eval`'s
+        23-34 s on an H100 (issue 40).  Options the user set (`workers_per_gpu`, `spare_workers_per_gpu`) stand."""
+        workers = self.workers_per_gpu(len(gpus))
+        if self._sized_to is None:
+            return {
+                "gpus": gpus,
+                "workers_per_gpu": workers,
+                "spare_workers_per_gpu": self.spare_workers_per_gpu(workers),
+            }
+        spares = self.options.spare_workers_per_gpu
+        return {
+            "gpus": gpus[:1],
+            "workers_per_gpu": self.options.workers_per_gpu or min(self._sized_to, workers),
+            "spare_workers_per_gpu": 0 if spares is None else spares,
+            "keepers_per_gpu": 1,
+            "start_on_demand": True,
+        }
+
+    def size_to(self, tasks: int) -> None:
+        with self._pool_lock:
+            if self._pool is None:  # a pool already started keeps its shape
+                self._sized_to = max(1, tasks)
+
+    def warm_up(self, tasks: int) -> None:
+        self.pool().expect(tasks)
 
     def measure(self, task: WorkerTask, limits: SandboxLimits) -> Evidence:
         pool = self.pool()
