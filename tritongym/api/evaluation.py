@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritongym.core.config import EvalConfig, load_config
-from tritongym.core.errors import CandidateFileError, ProblemNotFound, RegistryNotStored
+from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound, RegistryNotStored
 from tritongym.core.eval.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
@@ -74,13 +74,30 @@ def evaluate(
     config: EvalConfig | str | Path | None = None,
     registry: RegistryArg = None,
     extra_plugins: Sequence[str] = (),
+    pool: str = "auto",
 ) -> EvaluationResult:
-    """`tritongym eval`: judge one candidate (a file path, or a Candidate) on one problem."""
+    """`tritongym eval`: judge one candidate (a file path, or a Candidate) on one problem.
+
+    `pool`: "auto" hands the candidate to a `tritongym serve` running on this machine that judges as this call
+    would, into the same registry, when there is one (`api/warm_pool.py`; its result has the phase `warm_pool_s`),
+    and otherwise evaluates here; "off" always evaluates here; "require" raises `NoWarmPool` when no such service
+    judges it.  Here, the backend starts only what one candidate needs (`Evaluator.size_to`)."""
+    from tritongym.api.warm_pool import POOL_CHOICES
+
+    if pool not in POOL_CHOICES:
+        raise ConfigError(f"pool takes {', '.join(POOL_CHOICES)}; got {pool!r}")
     with make_evaluator(config, registry, extra_plugins) as evaluator:
         if not isinstance(candidate, Candidate):
             candidate = read_candidate(candidate)
         if not isinstance(problem, Problem):
             problem = load_problem(problem, evaluator.size)
+        if pool != "off":
+            from tritongym.api.warm_pool import hand_over
+
+            handed = hand_over(evaluator, candidate, problem, required=pool == "require")
+            if handed is not None:
+                return handed
+        evaluator.size_to(1)
         with _keeping_verdicts(evaluator.registry) as kept:
             kept.append(evaluator.evaluate(candidate, problem))
         return kept[0]

@@ -46,6 +46,7 @@ def _print_result(result: EvaluationResult) -> None:
         f"{status_markup(result)}  {escape(result.problem_id)}  kernel {result.kernel_id}  "
         + escape(f"[{result.backend} on {result.device}]")
         + ("  (cached)" if result.cached else "")
+        + (f"  (warm pool, {result.phases['warm_pool_s']:.2f} s)" if "warm_pool_s" in result.phases else "")
     )
     out.print(result.message, highlight=False, soft_wrap=True, markup=False)
     if result.runtime_ms is not None:
@@ -82,9 +83,22 @@ def eval_command(
     config: ConfigOpt = None,
     registry: RegistryOpt = None,
     plugin: PluginOpt = None,
+    pool: Annotated[
+        str,
+        typer.Option(
+            "--pool",
+            envvar="TRITONGYM_POOL",
+            show_envvar=True,
+            help="auto: hand the candidate to a `tritongym serve` running here that judges as this eval would, into "
+            "the same registry, if one is; off: always evaluate here; require: exit 3 if none does.",
+        ),
+    ] = "auto",
     as_json: JsonOpt = False,
 ):
-    """Evaluate one candidate kernel against one problem; exit 0 only if it is ok."""
+    """Evaluate one candidate kernel against one problem; exit 0 only if it is ok.
+
+    With a warm pool running (`tritongym serve` on this machine, same backend, options and registry) the candidate
+    is judged there, by workers already started; otherwise here, starting only the workers one candidate needs."""
     from tritongym import api
 
     cfg = eval_config(
@@ -101,7 +115,7 @@ def eval_command(
     )
     cfg = with_ray(cfg, ray)
     try:
-        result, unstored = api.evaluate(candidate, problem, cfg, registry, plugin or ()), None
+        result, unstored = api.evaluate(candidate, problem, cfg, registry, plugin or (), pool=pool), None
     except RegistryNotStored as exc:  # the verdict stands; only its row is missing
         result, unstored = exc.results[0], exc
     if as_json:

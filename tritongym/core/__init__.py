@@ -34,6 +34,11 @@ included).  In that order, with what each imports besides the kernel:
 - `learn`         the model's side (conversation, generation, rollouts, RL and SFT trainers): `eval`,
                   `registry`, `tune` (tuning as feedback) and `reports` (the training-metrics table);
 - `scaling`       test-time scaling over rollouts and the registry: `learn`, `tune`, `registry`;
+- `tritongym.api.results` the models the API returns: plain pydantic, returned by the service's client too;
+- `tritongym.service.protocol` the bodies of the service's HTTP API, which its server and its client share: the
+                  kernel only;
+- `tritongym.service.http_client` the service's client: its protocol, the API's result models; below the API,
+                  which hands a candidate to a warm local service through it (`api/warm_pool.py`);
 - `tritongym.api` the Python API, one function per CLI command, over all of the above (a face of the
                   package, beside `service`, `adapters` and `cli`, not part of the core);
 - `tritongym`     the package's top (`tritongym/__init__.py`): the public names, imported from `api`,
@@ -84,6 +89,13 @@ LAYERS: tuple[str, ...] = (
     "tritongym.core.learn",
     # test-time scaling drives learn's rollouts and tune's search
     "tritongym.core.scaling",
+    # the models the API returns: plain pydantic, which the service's client returns too
+    "tritongym.api.results",
+    # the bodies of the service's HTTP API: what its server and its client both import
+    "tritongym.service.protocol",
+    # the service's client: `eval` hands a candidate to a warm local service through it (`api/warm_pool.py`), so it
+    # sits below the API rather than beside the server
+    "tritongym.service.http_client",
     # one function per command, over every subsystem
     "tritongym.api",
     # the public names re-exported from the API and below (lazily), so the service, adapters and CLI may use them

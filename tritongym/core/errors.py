@@ -93,3 +93,9 @@ class ServiceError(TritonGymError):
         self.status_code = status_code
         if status_code is not None and 400 <= status_code < 500 and status_code != 429:
             self.exit_code = 2
+
+
+class NoWarmPool(ServiceError):
+    """`--pool require`: no `tritongym serve` running on this machine fits the evaluation (same backend, device
+    class, size, protocol key, settings and registry), or the one that did could not judge it; the message says why
+    for each one found.  Exit 3, as for a service that cannot be reached."""

@@ -9,6 +9,11 @@ answering (submissions get 503, `/health` says `stopping` with 503, results and 
 the running tasks finish for up to `--drain` seconds; then uvicorn closes.  A second signal closes at once.
 If the drain ran out, the sandboxes of the tasks left running are killed as the process exits
 (`sandboxes.abandon`), and those tasks run again at the next start.
+
+A warm pool (`api/warm_pool.py`): listening on loopback, the service announces itself to this user's
+`tritongym eval` once its lanes are up (a file with its URL, process and the terms it judges under), so an eval
+that would judge the same way hands its candidate over instead of starting workers; the file goes at the first
+stop signal, before the drain, and again on the way out.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tritongym import api
+from tritongym.api import warm_pool
 from tritongym.core.config import EvalConfig, validation_message
 from tritongym.core.errors import ConfigError, ServiceError
 from tritongym.core.problems import load_problems
@@ -153,20 +159,52 @@ def serve(
         drain_s=serve.drain_s,
     )
     sock = listen(serve.host, serve.port)
+    url = url_of(sock)
     if on_listening is not None:
-        on_listening(url_of(sock))  # connections made from now on wait in the backlog until the lanes are up
-    config = uvicorn.Config(app, lifespan="on", timeout_graceful_shutdown=5, log_level="info")
-    draining_server(config, service, serve.drain_s).run(sockets=[sock])
+        on_listening(url)  # connections made from now on wait in the backlog until the lanes are up
+    announce = None
+    if is_loopback(serve.host):
+        gpus, registry_path = config.gpus, service.registry_path
+
+        def announce() -> Path | None:
+            return warm_pool.announce(url, service.evaluator, registry_path, gpus, serve.token)
+
+    server = draining_server(
+        uvicorn.Config(app, lifespan="on", timeout_graceful_shutdown=5, log_level="info"),
+        service,
+        serve.drain_s,
+        announce,
+    )
+    try:
+        server.run(sockets=[sock])
+    finally:
+        server.withdraw()
 
 
-def draining_server(config, service: EvaluationService, drain_s: float):
-    """A uvicorn server that drains the service before it stops listening (see the module's doc)."""
+def draining_server(
+    config, service: EvaluationService, drain_s: float, announce: Callable[[], Path | None] | None = None
+):
+    """A uvicorn server that drains the service before it stops listening, and announces it as a warm pool once its
+    lanes are up (`announce`) until it begins to stop (see the module's doc)."""
     import uvicorn
 
     class DrainingServer(uvicorn.Server):
         _drain: threading.Thread | None = None
+        _announced: Path | None = None
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets=sockets)  # the lifespan (the lanes) first, then the listening sockets
+            if announce is not None and self.started and not self.should_exit:
+                self._announced = announce()
+                if self._announced is not None:
+                    logging.getLogger("tritongym.service").info("announced as a warm pool in %s", self._announced)
+
+        def withdraw(self) -> None:
+            warm_pool.withdraw(self._announced)
+            self._announced = None
 
         def handle_exit(self, sig, frame) -> None:
+            self.withdraw()  # no new `eval` hands a candidate to a service that is stopping
             if self._drain is None and not self.should_exit:  # the first signal: drain while still answering
                 self._captured_signals.append(sig)  # uvicorn re-raises it once closed: the exit status
                 self._drain = threading.Thread(target=self._drain_then_exit, name="tritongym-drain", daemon=True)

@@ -1,0 +1,127 @@
+"""A one-candidate `eval` starts only what it needs (issue 40 item 3): the pool's on-demand mode, run for real on
+the CPU (Triton's interpreter), the triton-cuda backend's choice of shape, and the Evaluator's hints to its backend
+(`Backend.size_to`, `Backend.warm_up`) as a recording backend sees them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import task_for
+from tritongym import api
+from tritongym.core.config import EvalConfig
+from tritongym.core.models import Candidate
+from tritongym.core.plugins import get_host
+from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
+from tritongym.plugins.backends.triton_cuda import TritonCUDABackend
+
+
+@pytest.fixture
+def on_demand_pool():
+    pool = WorkerPool(
+        PoolOptions(gpus=["cpu"], workers_per_gpu=1, keepers_per_gpu=1, start_on_demand=True, memory_mb=4096)
+    )
+    yield pool
+    pool.close()
+
+
+def live_workers(pool: WorkerPool) -> int:
+    with pool._guard:
+        return len(pool._live)
+
+
+def test_an_on_demand_pool_starts_a_worker_per_announced_task_and_replaces_none(on_demand_pool, relu_problem):
+    pool = on_demand_pool
+    time.sleep(0.5)
+    assert pool.workers_started == 0 and live_workers(pool) == 0  # the keeper only, until work is announced
+    pool.expect(2)  # a screen and a candidate: both start now, side by side
+    assert pool.workers_started == 2
+    for _ in range(2):
+        evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+        assert evidence.error is None and evidence.stage == "done"
+    assert pool.workers_started == 2  # each task had its announced worker: none started beside them
+    assert live_workers(pool) == 0  # and none replaced the retired ones
+    # a task nobody announced still gets a worker: started when it asks for one
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    assert evidence.error is None and pool.workers_started == 3 and live_workers(pool) == 0
+
+
+def test_an_on_demand_pool_starts_the_retry_of_a_dead_worker(on_demand_pool, relu_problem):
+    pool = on_demand_pool
+    pool.expect(1)
+    evidence = pool.run(task_for(relu_problem, "import os\nos._exit(7)\n"), timeout_s=120)
+    assert evidence.error.kind == "WorkerCrashed" and "retry" in evidence.error.message
+    assert pool.workers_started == 2 and live_workers(pool) == 0  # the retry's worker, and nothing after it
+
+
+def test_triton_cuda_sizes_a_one_candidate_pool_unless_told_otherwise():
+    """No GPU is needed to see the shape the backend would start (`pool_shape`); the pool itself runs above."""
+    stream = TritonCUDABackend()
+    shape = stream.pool_shape(["0", "1"])
+    assert shape["gpus"] == ["0", "1"] and "start_on_demand" not in shape
+    assert shape["spare_workers_per_gpu"] == shape["workers_per_gpu"] // 2
+
+    one = TritonCUDABackend()
+    one.size_to(1)
+    assert one.pool_shape(["0", "1"]) == {
+        "gpus": ["0"],
+        "workers_per_gpu": 1,
+        "spare_workers_per_gpu": 0,
+        "keepers_per_gpu": 1,
+        "start_on_demand": True,
+    }
+    told = TritonCUDABackend.from_options({"workers_per_gpu": 3, "spare_workers_per_gpu": 2, "gpus": [1]})
+    told.size_to(1)
+    shape = told.pool_shape(["1"])
+    assert (shape["workers_per_gpu"], shape["spare_workers_per_gpu"], shape["gpus"]) == (3, 2, ["1"])
+
+
+RECORDING_BACKEND = '''
+from tritongym import hookimpl
+from tritongym.plugins.backends.triton_cpu import TritonCPUBackend
+
+
+class RecordingBackend(TritonCPUBackend):
+    """triton-cpu that records the hints it is given and the tasks it measures."""
+
+    name = "recording-cpu"
+    calls = []
+
+    def size_to(self, tasks):
+        self.calls.append(("size_to", tasks))
+
+    def warm_up(self, tasks):
+        self.calls.append(("warm_up", tasks))
+
+    def measure(self, task, limits):
+        self.calls.append(("measure", task.mode))
+        return super().measure(task, limits)
+
+
+@hookimpl
+def register_backends(register):
+    register(RecordingBackend)
+'''
+
+
+def test_the_evaluator_announces_each_task_before_it_measures_and_none_for_a_cached_verdict(tmp_path, relu_problem):
+    plugin = tmp_path / "recording_backend.py"
+    plugin.write_text(RECORDING_BACKEND)
+    calls = get_host([str(plugin)]).get("backend", "recording-cpu").cls.calls
+    config = EvalConfig(backend="recording-cpu", size="cpu", trials=2, timeout_s=60)
+    registry = tmp_path / "registry.db"
+
+    def evaluate(source: str):
+        calls.clear()
+        result = api.evaluate(Candidate(source=source), relu_problem, config, registry, [str(plugin)], pool="off")
+        assert result.status.value == "ok", result.message
+        return list(calls)
+
+    first = evaluate(relu_problem.solution)
+    # one candidate: the backend is sized to it; the candidate's worker is announced as soon as the registry has
+    # no verdict, the screen's as soon as it is known to be missing, each before anything is measured
+    assert first == [("size_to", 1), ("warm_up", 1), ("warm_up", 1), ("measure", "screen"), ("measure", "evaluate")]
+    assert evaluate(relu_problem.solution) == [("size_to", 1)]  # cached: nothing started, nothing measured
+    other = relu_problem.solution.replace("return out", "return out.view_as(x)")
+    assert evaluate(other) == [("size_to", 1), ("warm_up", 1), ("measure", "evaluate")]  # the screen is stored

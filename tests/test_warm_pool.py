@@ -1,0 +1,181 @@
+"""`tritongym eval` hands its candidate to a warm `tritongym serve` of this user's (issue 40 item 3,
+`api/warm_pool.py`): a real service on loopback, real `eval` commands, on the CPU (triton-cpu, size cpu)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tritongym.api import warm_pool
+from tritongym.core.config import EvalConfig
+from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.plugins import PluginHost
+from tritongym.core.problems import SUITE_DIR
+
+SOLUTION = str(SUITE_DIR.parent / "solutions" / "relu.py")
+OPTIONS = ["--backend", "triton-cpu", "--size", "cpu", "--trials", "2", "--timeout", "60"]
+VOLATILE = {"created_at", "duration_s", "phases", "evaluation_id", "stored", "cached"}
+TOKEN = "a-token-of-at-least-sixteen-chars"
+
+
+@pytest.fixture
+def runtime(tmp_path, monkeypatch) -> Path:
+    """This test's own announcement directory: no service of the machine's user is seen, none of ours leaks."""
+    directory = tmp_path / "run"
+    monkeypatch.setenv(warm_pool.RUNTIME_DIR_ENV, str(directory))
+    monkeypatch.setenv("TRITONGYM_SQLITE_WARNING", "0")
+    monkeypatch.delenv("TRITONGYM_SERVICE_TOKEN", raising=False)
+    monkeypatch.delenv("TRITONGYM_POOL", raising=False)
+    return directory
+
+
+def tritongym(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tritongym", *args], capture_output=True, text=True, env=env or dict(os.environ)
+    )
+
+
+def eval_json(registry: Path, *extra: str) -> tuple[int, dict]:
+    done = tritongym("eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(registry), "--json", *extra)
+    return done.returncode, json.loads(done.stdout)
+
+
+def verdict(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in VOLATILE}
+
+
+@pytest.fixture
+def service(runtime, tmp_path):
+    """A real `tritongym serve` on 127.0.0.1 (a free port), with a token, once it has announced itself."""
+    registry = tmp_path / "warm.db"
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "TRITONGYM_SERVICE_TOKEN": TOKEN}
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tritongym", "serve", "--port", "0", *OPTIONS, "--registry", str(registry)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    deadline = time.monotonic() + 60
+    while not list(runtime.glob("serve-*.json")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(runtime.glob("serve-*.json")), log.read_text()
+    yield proc, registry
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
+def test_eval_hands_over_to_a_warm_pool_and_the_verdict_equals_a_cold_one(service, runtime, tmp_path):
+    proc, registry = service
+    (announced,) = runtime.glob("serve-*.json")
+    assert announced.stat().st_mode & 0o777 == 0o600 and runtime.stat().st_mode & 0o777 == 0o700
+    record = json.loads(announced.read_text())
+    assert record["pid"] == proc.pid and record["token"] == TOKEN and record["registry"] == str(registry.resolve())
+
+    code, warm = eval_json(registry)  # no token in this environment: the announcement carries it
+    assert code == 0, warm
+    assert warm["phases"].get("warm_pool_s", 0) > 0 and warm["stored"] and warm["evaluation_id"] is not None
+    code, cold = eval_json(tmp_path / "cold.db", "--pool", "off")
+    assert code == 0 and "warm_pool_s" not in cold["phases"]
+    assert verdict(warm) == verdict(cold)
+
+    proc.send_signal(signal.SIGTERM)  # a clean stop takes the announcement away
+    proc.wait(60)
+    assert not list(runtime.glob("serve-*.json"))
+
+
+def announcement(runtime: Path, pid: int, started: str, **terms) -> Path:
+    """An announcement file as `tritongym serve` writes it, for a process that may not be one."""
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    path = runtime / f"serve-{pid}.json"
+    path.write_text(warm_pool.PoolRecord(pid=pid, started=started, **terms).model_dump_json())
+    path.chmod(0o600)
+    return path
+
+
+def terms_of_this_eval(registry: Path) -> dict:
+    """The terms `eval` with OPTIONS would look for (an Evaluator built here as the command builds its own)."""
+    config = EvalConfig(backend="triton-cpu", size="cpu", trials=2, timeout_s=60)
+    evaluator = Evaluator(config, host=PluginHost(load_entry_points=False))
+    return {**warm_pool.terms(evaluator), "registry": str(registry.resolve())}
+
+
+def dead_pid() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+def test_eval_runs_cold_past_stale_and_unfitting_announcements_and_removes_the_stale(runtime, tmp_path):
+    registry = tmp_path / "registry.db"
+    terms = terms_of_this_eval(registry)
+    me = warm_pool.process_start(os.getpid())
+    stale = announcement(runtime, dead_pid(), "gone/1", url="http://127.0.0.1:9", **terms)
+    # a pid in use again: a live process of ours that started later than the one that announced (this test's)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    recycled = announcement(runtime, sleeper.pid, me, url="http://127.0.0.1:9", **terms)
+    other_backend = announcement(
+        runtime, os.getpid(), me, url="http://127.0.0.1:9", **{**terms, "backend": "triton-cuda"}
+    )
+    try:
+        code, result = eval_json(registry)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert code == 0 and result["status"] == "ok" and "warm_pool_s" not in result["phases"]
+    assert not stale.exists() and not recycled.exists()  # their processes are gone (or are others): removed
+    assert other_backend.exists()  # alive and ours, but judging elsewhere: left for the evals that fit it
+
+    code, refused = eval_json(registry, "--pool", "require", "--no-cache")  # the options differ too: use_cache
+    assert code == 3 and refused["error_type"] == "NoWarmPool"
+    assert "backend triton-cuda there, triton-cpu here" in refused["error"]
+    assert "settings differ: use_cache" in refused["error"]
+
+
+def test_pool_require_without_a_pool_is_exit_3_naming_why(runtime, tmp_path):
+    done = tritongym(
+        "eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(tmp_path / "r.db"), "--pool", "require"
+    )
+    assert done.returncode == 3
+    assert (
+        "no tritongym serve of this user's is announced" in done.stderr and "tritongym serve --backend" in done.stderr
+    )
+    # a pool that fits but does not answer (its process lives; nothing listens at its address)
+    terms = terms_of_this_eval(tmp_path / "r.db")
+    announcement(runtime, os.getpid(), warm_pool.process_start(os.getpid()), url="http://127.0.0.1:9", **terms)
+    done = tritongym(
+        "eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(tmp_path / "r.db"), "--pool", "require"
+    )
+    assert done.returncode == 3 and "does not answer" in done.stderr
+    done = tritongym("eval", SOLUTION, "-p", "relu", "--pool", "sometimes")
+    assert done.returncode == 2 and "pool takes auto, off, require" in done.stderr
+
+
+def test_announcements_in_a_directory_others_could_write_are_ignored(runtime):
+    me = warm_pool.process_start(os.getpid())
+    terms = {
+        "backend": "triton-cpu",
+        "device_class": "cpu",
+        "size": "cpu",
+        "protocol": "p",
+        "settings": {},
+        "registry": "/r.db",
+    }
+    path = announcement(runtime, os.getpid(), me, url="http://127.0.0.1:9", **terms)
+    assert [r.pid for r in warm_pool.records()] == [os.getpid()]
+    path.chmod(0o644)  # readable by others: not written by `serve`, so not trusted (and not removed)
+    assert warm_pool.records() == [] and path.exists()
+    path.chmod(0o600)
+    runtime.chmod(0o777)  # anyone could have put it there
+    assert warm_pool.records() == []
+    runtime.chmod(0o700)
+    assert [r.pid for r in warm_pool.records()] == [os.getpid()]
