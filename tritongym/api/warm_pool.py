@@ -272,8 +272,10 @@ def find(evaluator: Evaluator, registry: str | Path | None) -> tuple[PoolRecord 
 
 
 def _client(record: PoolRecord, **kwargs):
-    from tritongym.service.http_client import Client  # httpx only where a pool was announced
-
+    try:
+        from tritongym.service.http_client import Client  # httpx only where a pool was announced
+    except ImportError as exc:  # a pool is announced, but this environment cannot talk to it: judged here
+        raise ServiceError(f"handing over needs httpx ({exc}): pip install 'tritongym[serve]'") from None
     return Client(record.url, record.token, **kwargs)
 
 
