@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=2, help="RL steps per placement (default 2)")
     parser.add_argument("--sft-epochs", type=int, default=20, help="SFT epochs (the demo's 20)")
     parser.add_argument("--no-sft", action="store_true", help="RL from the model as given")
+    parser.add_argument(
+        "--reuse-sft", action="store_true", help="RL from WORK/sft/sft-model when an earlier call left it there"
+    )
     parser.add_argument("--samples", type=int, default=4, help="samples per prompt (the demo's 4)")
     parser.add_argument("--max-tokens", type=int, default=None, help="tokens per response (the demo's 320)")
     model = parser.add_mutually_exclusive_group()
@@ -245,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("TRITONGYM_LOAD_PLUGINS", "")  # the run as the repository has it, no installed plugin
     sft_model = None
-    if not args.no_sft:
+    earlier = args.work / "sft" / "sft-model"
+    if args.reuse_sft and (earlier / "config.json").is_file():
+        sft_model = str(earlier)
+        if args.only and args.out.exists():
+            results["sft"] = json.loads(args.out.read_text()).get("sft")
+    elif not args.no_sft:
         print(f"SFT ({args.sft_epochs} epochs) ...", flush=True)
         results["sft"] = sft(args)
         save()

@@ -329,3 +329,24 @@ def test_on_a_gpu_the_trainer_declares_its_memory_to_the_judge_it_shares_and_ste
     assert row["memory/declared_mb"] >= row["memory/estimate_mb"] > 0
     assert row["judge/cuda:0/outside_mb"] == row["memory/declared_mb"]
     assert 0 < row["judge/cuda:0/capacity_mb"]
+
+
+def test_the_training_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
+    """`benchmarks/train_gpu.py --device cpu` with a tiny model: SFT, one RL step, the JSON and its time split."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "train_gpu.json"
+    line = [sys.executable, "benchmarks/train_gpu.py", "--device", "cpu", "--tiny", "--steps", "1", "--sft-epochs", "1"]
+    line += ["--samples", "2", "--max-tokens", "8", "--work", str(tmp_path / "work"), "--out", str(out)]
+    done = subprocess.run(line, cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    assert results["sft"]["steps"] == 1 and len(results["sft"]["epoch_seconds"]) == 1
+    (step,) = results["runs"]["cpu"]["steps"]
+    assert all(f"time/{part}_s" in step for part in ("generate", "judge", "update", "push"))
+    assert results["runs"]["cpu"]["checks"]["no_failure"]
