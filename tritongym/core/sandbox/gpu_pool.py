@@ -52,6 +52,7 @@ from tritongym.core.models import (
     TimingStats,
     TrialEvidence,
 )
+from tritongym.core.sandbox.placement import ProblemPlacement, ReadyWorkers
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
 from tritongym.core.worker import frames
 from tritongym.core.worker.stages import exit_text
@@ -705,7 +706,10 @@ class WorkerPool:
     def __init__(self, options: PoolOptions) -> None:
         self.options = options
         self.locks = {gpu: GPULock(TimingFlag()) for gpu in options.gpus}
-        self.ready: queue.Queue[Worker] = queue.Queue()
+        # warm workers with a task slot, per GPU, and the GPU each problem's tasks go to (`placement.py`): an RL
+        # batch's samples of one problem share their GPU's keeper record instead of every GPU building it
+        self.ready: ReadyWorkers[Worker] = ReadyWorkers(options.gpus)
+        self.placement = ProblemPlacement(options.gpus)
         self.failures: list[str] = []
         self.closed = False
         self.info: dict = {}
@@ -952,7 +956,8 @@ class WorkerPool:
         if replace and not self.closed and not self.options.start_on_demand:
             self._spawn(worker.gpu)
 
-    def _take(self) -> Worker:
+    def _take(self, gpu: str | None = None) -> Worker:
+        """A warm worker for a task placed on `gpu` (None: any), or one of another GPU that would idle."""
         waited = 0.0
         with self._guard:
             self._waiting += 1
@@ -960,7 +965,7 @@ class WorkerPool:
             self._start_for_waiting()
             while True:
                 try:
-                    return self.ready.get(timeout=1.0)
+                    return self.ready.get(gpu, timeout=1.0)
                 except queue.Empty:
                     waited += 1.0
                 with self._guard:
@@ -1010,12 +1015,20 @@ class WorkerPool:
     # --- one task --------------------------------------------------------------------------------------
 
     def run(self, task: WorkerTask, timeout_s: float) -> Evidence:
-        """Evidence for one task; a worker death is retried once on a fresh worker."""
+        """Evidence for one task, on the GPU its problem is placed on (`ProblemPlacement`) unless another GPU's worker
+        would idle; a worker death is retried once on a fresh worker."""
+        placed = self.placement.place(reference_key(task))
+        try:
+            return self._run_placed(task, timeout_s, placed)
+        finally:
+            self.placement.done(placed)
+
+    def _run_placed(self, task: WorkerTask, timeout_s: float, placed: str) -> Evidence:
         evidence = Evidence()
         alone = False
         for attempt in (1, 2):
             waited = time.monotonic()
-            worker = self._take()
+            worker = self._take(placed)
             waited = time.monotonic() - waited
             driver = TaskDriver(self, worker, task, timeout_s, alone=alone)
             healthy = False
@@ -1093,6 +1106,13 @@ def alone_room_mb(total_mb: float, keepers: int, workers: int, outside_mb: float
     return total_mb * 0.95 - outside_mb - (keepers + workers) * CONTEXT_MB
 
 
+def reference_key(task: WorkerTask) -> str:
+    """A problem's reference side as the pool knows it (problem, shapes, precision): what its timing is cached under
+    (`WorkerPool.references`) and what places its tasks on one GPU (`ProblemPlacement`)."""
+    identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
+    return hashlib.sha256(identity.encode()).hexdigest()
+
+
 def _out_of_memory(evidence: Evidence) -> bool:
     error = evidence.error
     return error is not None and ("OutOfMemory" in error.kind or "out of memory" in error.message.lower())
@@ -1161,8 +1181,7 @@ class TaskDriver:
         self.device_record: tuple | None = None  # (gpu, record key) whose device memory this task counts with others
         self.answer_host_mb = 0.0  # host memory of this task's own `precomputed` answer, parked by the keeper
         self.memory_wait_s = 0.0
-        identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
-        self.reference_key = hashlib.sha256(identity.encode()).hexdigest()
+        self.reference_key = reference_key(task)
 
     def _with_known_timings(self) -> None:
         updates: dict = {}

@@ -1,0 +1,55 @@
+"""Which GPU a task runs on (`core/sandbox/placement.py`): a problem's tasks stay on one GPU, so its reference side
+is built by one keeper, and no GPU idles while a task waits for another's worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from queue import Empty
+
+import pytest
+
+from tritongym.core.sandbox.placement import ProblemPlacement, ReadyWorkers
+
+
+@dataclass(eq=False)
+class FakeWorker:
+    gpu: str
+    name: str = ""
+
+
+def test_a_problem_is_placed_on_the_least_loaded_gpu_and_stays_there():
+    placement = ProblemPlacement(["0", "1"])
+    assert placement.place("relu") == "0"
+    assert placement.place("softmax") == "1"  # GPU 0 has relu's task
+    assert placement.place("relu") == "0"  # relu's samples follow its first
+    assert placement.place("gelu") == "1"  # 0 has two tasks, 1 one
+    assert placement.load == {"0": 2, "1": 2}
+    for gpu in ("0", "0", "1", "1"):
+        placement.done(gpu)
+    assert placement.load == {"0": 0, "1": 0}
+    assert placement.place("softmax") == "1"  # a later batch finds the GPU whose keeper has its record
+
+
+def test_a_task_takes_a_worker_of_its_gpu_before_one_of_another():
+    ready = ReadyWorkers(["0", "1"])
+    mine, other_a, other_b = FakeWorker("0", "mine"), FakeWorker("1", "a"), FakeWorker("1", "b")
+    for worker in (other_a, other_b, mine):
+        ready.put(worker)
+    assert ready.get("0", timeout=0) is mine  # GPU 1 has more ready, but relu's record is on GPU 0
+    assert ready.taken_elsewhere == 0
+    assert ready.qsize() == 2
+
+
+def test_a_worker_of_another_gpu_is_taken_only_when_no_task_waits_for_it():
+    ready = ReadyWorkers(["0", "1"])
+    idle = FakeWorker("1")
+    ready.put(idle)
+    with ready.cond:
+        ready.wanted["1"] = 1  # a task placed on GPU 1 is waiting for that worker
+    with pytest.raises(Empty):
+        ready.get("0", timeout=0)
+    with ready.cond:
+        ready.wanted["1"] = 0
+    assert ready.get("0", timeout=0) is idle  # nobody wants it: GPU 1 would idle, so the task goes there
+    assert ready.taken_elsewhere == 1
+    assert ready.wanted == {"0": 0, "1": 0}  # a finished wait leaves no count behind

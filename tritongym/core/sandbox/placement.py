@@ -1,0 +1,100 @@
+"""Which GPU of the host a task runs on: every task of one problem on the same GPU, and warm workers handed out by GPU.
+
+Why (issue 40): a problem's reference side (the keeper's record: outputs, float64 gold, probes) is built by a keeper
+of the GPU the task runs on.  With any worker taking any task, an RL batch's samples of one problem ran on every
+GPU and each GPU built every problem's record: on two H200s the keepers' work grew from 46 to 71 s for the same 128
+candidates, and two GPUs judged the batch 1.55x as fast as one.  Here a problem is placed once, on the GPU with the
+least placed work at that moment, and its tasks wait for a worker of that GPU; a task whose GPU has no warm worker
+takes one from a GPU where no task waits for it (work-conserving: a GPU never idles while another has a queue).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from queue import Empty
+from typing import Generic, Protocol, TypeVar
+
+
+class _OnGPU(Protocol):
+    gpu: str
+
+
+W = TypeVar("W", bound=_OnGPU)
+
+
+class ReadyWorkers(Generic[W]):
+    """Warm workers that have a task slot, kept per GPU.  `get(gpu)` prefers a worker of `gpu`; without one it takes a
+    worker of another GPU whose ready workers outnumber the tasks waiting for that GPU (they would idle otherwise)."""
+
+    def __init__(self, gpus: list[str]) -> None:
+        self.cond = threading.Condition()
+        self.by_gpu: dict[str, collections.deque[W]] = {gpu: collections.deque() for gpu in gpus}
+        self.wanted: dict[str, int] = dict.fromkeys(gpus, 0)  # tasks waiting now for a worker of each GPU
+        self.taken_elsewhere = 0  # workers handed to a task placed on another GPU
+
+    def put(self, worker: W) -> None:
+        with self.cond:
+            self.by_gpu[worker.gpu].append(worker)
+            self.cond.notify_all()
+
+    def qsize(self) -> int:
+        with self.cond:
+            return sum(len(q) for q in self.by_gpu.values())
+
+    def _pick(self, gpu: str | None) -> W | None:
+        """Under `cond`: the worker for a task placed on `gpu` (None: any GPU), or None."""
+        if gpu is not None and self.by_gpu.get(gpu):
+            return self.by_gpu[gpu].popleft()
+        spare = [g for g, q in self.by_gpu.items() if len(q) > (self.wanted[g] if g != gpu else 0)]
+        if not spare:
+            return None
+        if gpu is not None:
+            self.taken_elsewhere += 1
+        return self.by_gpu[max(spare, key=lambda g: len(self.by_gpu[g]) - self.wanted[g])].popleft()
+
+    def get(self, gpu: str | None = None, timeout: float = 1.0) -> W:
+        """A worker for a task placed on `gpu`, waiting up to `timeout` seconds; `queue.Empty` if none came."""
+        end = time.monotonic() + timeout
+        with self.cond:
+            if gpu is not None:
+                self.wanted[gpu] += 1
+            try:
+                while True:
+                    worker = self._pick(gpu)
+                    if worker is not None:
+                        return worker
+                    remaining = end - time.monotonic()
+                    if remaining <= 0:
+                        raise Empty
+                    self.cond.wait(remaining)
+            finally:
+                if gpu is not None:
+                    self.wanted[gpu] -= 1
+
+
+class ProblemPlacement:
+    """Which GPU each problem's tasks go to: chosen at its first task, the GPU with the fewest tasks placed and not yet
+    finished, and kept for the pool's life, so that a later batch of the problem (the next RL step's) finds the
+    record its keeper cached.  Batches whose problems all sit on one GPU still use every GPU: `ReadyWorkers` hands an
+    idle GPU's worker to a task placed elsewhere."""
+
+    def __init__(self, gpus: list[str]) -> None:
+        self._guard = threading.Lock()
+        self.gpus = list(gpus)
+        self.load: dict[str, int] = dict.fromkeys(gpus, 0)  # tasks placed on each GPU and not yet finished
+        self.placed: dict[str, str] = {}  # problem -> GPU
+
+    def place(self, problem: str) -> str:
+        """The GPU for one more task of `problem`; call `done(gpu)` when it has finished."""
+        with self._guard:
+            gpu = self.placed.get(problem)
+            if gpu is None:
+                gpu = self.placed[problem] = min(self.gpus, key=lambda g: (self.load[g], self.gpus.index(g)))
+            self.load[gpu] += 1
+            return gpu
+
+    def done(self, gpu: str) -> None:
+        with self._guard:
+            self.load[gpu] -= 1
