@@ -52,7 +52,7 @@ from tritongym.core.models import (
     TimingStats,
     TrialEvidence,
 )
-from tritongym.core.sandbox.placement import ProblemPlacement, ReadyWorkers
+from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
 from tritongym.core.worker import frames
 from tritongym.core.worker.stages import exit_text
@@ -706,10 +706,10 @@ class WorkerPool:
     def __init__(self, options: PoolOptions) -> None:
         self.options = options
         self.locks = {gpu: GPULock(TimingFlag()) for gpu in options.gpus}
-        # warm workers with a task slot, per GPU, and the GPU each problem's tasks go to (`placement.py`): an RL
+        # warm workers with a task slot, per GPU, and the GPU each problem's tasks go to (`problem_gpus.py`): an RL
         # batch's samples of one problem share their GPU's keeper record instead of every GPU building it
         self.ready: ReadyWorkers[Worker] = ReadyWorkers(options.gpus)
-        self.placement = ProblemPlacement(options.gpus)
+        self.problem_gpus = ProblemGPUs(options.gpus)
         self.failures: list[str] = []
         self.closed = False
         self.info: dict = {}
@@ -1015,13 +1015,13 @@ class WorkerPool:
     # --- one task --------------------------------------------------------------------------------------
 
     def run(self, task: WorkerTask, timeout_s: float) -> Evidence:
-        """Evidence for one task, on the GPU its problem is placed on (`ProblemPlacement`) unless another GPU's worker
+        """Evidence for one task, on the GPU its problem is placed on (`ProblemGPUs`) unless another GPU's worker
         would idle; a worker death is retried once on a fresh worker."""
-        placed = self.placement.place(reference_key(task))
+        placed = self.problem_gpus.place(reference_key(task))
         try:
             return self._run_placed(task, timeout_s, placed)
         finally:
-            self.placement.done(placed)
+            self.problem_gpus.done(placed)
 
     def _run_placed(self, task: WorkerTask, timeout_s: float, placed: str) -> Evidence:
         evidence = Evidence()
@@ -1108,7 +1108,7 @@ def alone_room_mb(total_mb: float, keepers: int, workers: int, outside_mb: float
 
 def reference_key(task: WorkerTask) -> str:
     """A problem's reference side as the pool knows it (problem, shapes, precision): what its timing is cached under
-    (`WorkerPool.references`) and what places its tasks on one GPU (`ProblemPlacement`)."""
+    (`WorkerPool.references`) and what places its tasks on one GPU (`ProblemGPUs`)."""
     identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
     return hashlib.sha256(identity.encode()).hexdigest()
 

@@ -1,4 +1,4 @@
-"""Which GPU a task runs on (`core/sandbox/placement.py`): a problem's tasks stay on one GPU, so its reference side
+"""Which GPU a task runs on (`core/sandbox/problem_gpus.py`): a problem's tasks stay on one GPU, so its reference side
 is built by one keeper, and no GPU idles while a task waits for another's worker."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from queue import Empty
 
 import pytest
 
-from tritongym.core.sandbox.placement import ProblemPlacement, ReadyWorkers
+from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers
 
 
 @dataclass(eq=False)
@@ -18,16 +18,16 @@ class FakeWorker:
 
 
 def test_a_problem_is_placed_on_the_least_loaded_gpu_and_stays_there():
-    placement = ProblemPlacement(["0", "1"])
-    assert placement.place("relu") == "0"
-    assert placement.place("softmax") == "1"  # GPU 0 has relu's task
-    assert placement.place("relu") == "0"  # relu's samples follow its first
-    assert placement.place("gelu") == "1"  # 0 has two tasks, 1 one
-    assert placement.load == {"0": 2, "1": 2}
+    gpus = ProblemGPUs(["0", "1"])
+    assert gpus.place("relu") == "0"
+    assert gpus.place("softmax") == "1"  # GPU 0 has relu's task
+    assert gpus.place("relu") == "0"  # relu's samples follow its first
+    assert gpus.place("gelu") == "1"  # 0 has two tasks, 1 one
+    assert gpus.load == {"0": 2, "1": 2}
     for gpu in ("0", "0", "1", "1"):
-        placement.done(gpu)
-    assert placement.load == {"0": 0, "1": 0}
-    assert placement.place("softmax") == "1"  # a later batch finds the GPU whose keeper has its record
+        gpus.done(gpu)
+    assert gpus.load == {"0": 0, "1": 0}
+    assert gpus.place("softmax") == "1"  # a later batch finds the GPU whose keeper has its record
 
 
 def test_a_task_takes_a_worker_of_its_gpu_before_one_of_another():

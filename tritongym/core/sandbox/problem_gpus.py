@@ -74,7 +74,7 @@ class ReadyWorkers(Generic[W]):
                     self.wanted[gpu] -= 1
 
 
-class ProblemPlacement:
+class ProblemGPUs:
     """Which GPU each problem's tasks go to: chosen at its first task, the GPU with the fewest tasks placed and not yet
     finished, and kept for the pool's life, so that a later batch of the problem (the next RL step's) finds the
     record its keeper cached.  Batches whose problems all sit on one GPU still use every GPU: `ReadyWorkers` hands an
