@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import math
 import numbers
 import os
@@ -18,7 +19,8 @@ from collections.abc import Callable, Sequence
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, CheckUnavailable, ConfigError, PluginError, ProblemFormatError
-from tritongym.core.eval.executor import Executor, LocalExecutor
+from tritongym.core.eval.executor import Executor, LocalExecutor, TaskBehindScreen
+from tritongym.core.eval.screen import screens_in_background, store_screen
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.interfaces import Backend, CheckContext, CheckPolicy, Reward, RuntimeCheck, StaticCheck
@@ -197,19 +199,13 @@ class Evaluator:
                 first_of[key], copies[i] = i, []
                 unique.append(i)
         workers = self.config.workers or os.cpu_count() or 1
-        screens = self._screens([items[i][1] for i in unique], workers)
-        # one draw of seeds per problem and batch: the samples of a problem see the same (still secret, still
-        # fresh per batch) inputs, so the keeper builds the reference's side once for all of them (issue 27)
-        draws: dict[str, tuple[list[int], int]] = {}
-        tasks = {
-            i: self._task(*items[i], screens.get(items[i][1].key), draws.setdefault(items[i][1].key, self._draw()))
-            for i in unique
-        }  # registry reads here
+        tasks, screening = self._tasks(items, unique, workers)
         # the executor measures (threads here, or Ray actors); judging and storing stay on this thread
         for i, evidence, started in self.executor.measure_many(tasks):
             candidate, problem = items[i]
-            self._keep_reference_peak(evidence, tasks[i], problem)
-            self._reconcile_timing(evidence, tasks[i], problem)
+            task = tasks[i].task if isinstance(tasks[i], TaskBehindScreen) else tasks[i]
+            self._keep_reference_peak(evidence, task, problem)
+            self._reconcile_timing(evidence, task, problem)
             self._remeasure_if_implausible(evidence, candidate, problem)
             result = self._judge(candidate, problem, evidence, static[i], started)
             results[i] = self._store(result, candidate, problem)
@@ -219,7 +215,43 @@ class Evaluator:
                 results[j] = results[i].model_copy(update={"cached": True})
                 if on_result:
                     on_result(results[j])
+        for problem, screen in screening.values():  # stored here: the registry has one writer thread
+            store_screen(self.registry, problem, self.device_class, self.tolerances, screen.result())
         return [r for r in results if r is not None]
+
+    def _tasks(self, items, unique: list[int], workers: int) -> tuple[dict, dict]:
+        """The batch's tasks, and the screens computed for it in the background (problem key -> (problem, future)).
+
+        One draw of seeds per problem and batch: the samples of a problem see the same (still secret, still fresh per
+        batch) inputs, so the keeper builds the reference's side once for all of them (issue 27).  On this host a
+        problem whose screen is not known yet gets `TaskBehindScreen`s: its candidates start as soon as its own screen
+        is done, while other problems' candidates already run (issue 40); on Ray every screen comes first."""
+        problems = [items[i][1] for i in unique]
+        draws: dict[str, tuple[list[int], int]] = {}
+
+        def draw(problem: Problem) -> tuple[list[int], int]:
+            return draws.setdefault(problem.key, self._draw())
+
+        if not (isinstance(self.executor, LocalExecutor) and self._needs_screens(problems)):
+            screens = self._screens(problems, workers)
+            return {i: self._task(*items[i], screens.get(items[i][1].key), draw(items[i][1])) for i in unique}, {}
+        found, pending = screens_in_background(
+            problems, self.backend, self.device, self.device_class, self.limits, self.tolerances, self.registry, workers
+        )
+        tasks: dict = {}
+        for i in unique:
+            candidate, problem = items[i]
+            if problem.key in found:
+                tasks[i] = self._task(candidate, problem, found[problem.key], draw(problem))
+            else:  # the registry's facts read here, on this thread; the task is made once the screen is done
+                facts = self._registry_facts(problem)
+                build = functools.partial(self._task, candidate, problem, draw=draw(problem), facts=facts)
+                tasks[i] = TaskBehindScreen(build, pending[problem.key])
+        by_key = {p.key: p for p in problems}
+        return tasks, {key: (by_key[key], future) for key, future in pending.items()}
+
+    def _needs_screens(self, problems: list[Problem]) -> bool:
+        return bool(problems) and any(c.needs_screen for c in self.runtime_checks)
 
     # --- stages ----------------------------------------------------------------------------------------
 
@@ -346,7 +378,7 @@ class Evaluator:
     def _screens(self, problems: list[Problem], workers: int) -> dict:
         """Each problem's negative-control screen (`screen.cached_screens`), when a check reads the
         degeneracy probes; a problem degenerate for a control then gets the probe that tells it apart."""
-        if not problems or not any(c.needs_screen for c in self.runtime_checks):
+        if not self._needs_screens(problems):
             return {}
         from tritongym.core.eval.screen import cached_screens
 
@@ -378,18 +410,26 @@ class Evaluator:
         """Trial seeds and the secret weight seed (a candidate must bind the reference's weights, not re-seed)."""
         return trial_seeds(self.config), secrets.randbelow(2**31)
 
-    def _task(self, candidate: Candidate, problem: Problem, screen=None, draw=None) -> WorkerTask:
-        seeds, init_seed = draw if draw is not None else self._draw()
-        cached, cached_compiled, bandwidth, peak_mb = None, None, None, None
-        compiled = self.config.compile_reference and self.backend.device_type != "cpu"
+    def _registry_facts(self, problem: Problem) -> dict:
+        """What the registry knows of a problem's reference on this device class (its timings, peak memory, the
+        GPU's bandwidth), for its tasks: read on the Evaluator's own thread."""
+        facts = {"cached": None, "cached_compiled": None, "bandwidth": None, "peak_mb": None}
         if self.registry is not None and self.backend.device_type != "cpu":
-            cached = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
-            peak_mb = self.registry.reference_peak_mb(problem.key, self.device_class)
-            if compiled:
-                cached_compiled = self.registry.reference_timing(
+            facts["cached"] = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
+            facts["peak_mb"] = self.registry.reference_peak_mb(problem.key, self.device_class)
+            if self.config.compile_reference:
+                facts["cached_compiled"] = self.registry.reference_timing(
                     problem.key, self.device_class, self.config.precision, variant="compile"
                 )
-            bandwidth = self.registry.bandwidth(self.device_class)
+            facts["bandwidth"] = self.registry.bandwidth(self.device_class)
+        return facts
+
+    def _task(self, candidate: Candidate, problem: Problem, screen=None, draw=None, facts=None) -> WorkerTask:
+        seeds, init_seed = draw if draw is not None else self._draw()
+        facts = facts if facts is not None else self._registry_facts(problem)
+        cached, cached_compiled = facts["cached"], facts["cached_compiled"]
+        bandwidth, peak_mb = facts["bandwidth"], facts["peak_mb"]
+        compiled = self.config.compile_reference and self.backend.device_type != "cpu"
         extra_sizes = shape_sets(problem, self.config.shapes)
         return WorkerTask(
             reference_peak_mb=peak_mb,

@@ -16,7 +16,7 @@ to be trusted, and a registry with several writers is the corruption DESIGN.md Â
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Protocol
 
 from tritongym.core.models import Evidence
@@ -37,6 +37,20 @@ class Executor(Protocol):
         """Release what the executor holds (threads, actors); it may be used again after."""
 
 
+class TaskBehindScreen:
+    """A task whose problem's negative-control screen is still running: made (`build(screen)`) on the executor's
+    thread once the screen is done, so that candidates of problems already screened need not wait for it."""
+
+    def __init__(self, build: Callable[..., WorkerTask], screen: Future) -> None:
+        self._build = build
+        self._screen = screen
+        self.task: WorkerTask | None = None
+
+    def __call__(self) -> WorkerTask:
+        self.task = self._build(screen=self._screen.result())
+        return self.task
+
+
 class LocalExecutor:
     """The backend's `measure` in a pool of threads on this host: today's path, and the default."""
 
@@ -44,11 +58,15 @@ class LocalExecutor:
         self._measure = measure
         self.workers = max(1, workers)
 
-    def measure_many(self, tasks: Mapping[int, WorkerTask]) -> Iterator[tuple[int, Evidence, float]]:
+    def measure_many(self, tasks: Mapping[int, WorkerTask | TaskBehindScreen]) -> Iterator[tuple[int, Evidence, float]]:
         if not tasks:
             return
+
+        def measure(task: WorkerTask | TaskBehindScreen) -> Measured:
+            return self._measure(task() if isinstance(task, TaskBehindScreen) else task)
+
         with ThreadPoolExecutor(max_workers=min(self.workers, len(tasks))) as pool:
-            futures = {pool.submit(self._measure, task): key for key, task in tasks.items()}
+            futures = {pool.submit(measure, task): key for key, task in tasks.items()}
             for future in as_completed(futures):
                 evidence, started = future.result()
                 yield futures[future], evidence, started

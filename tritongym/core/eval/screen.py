@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
@@ -125,10 +126,12 @@ def cached_screens(
     tolerances: dict[str, Tolerance],
     registry=None,
     workers: int = 1,
+    compute: bool = True,
 ) -> dict[str, ScreenResult]:
     """The screen of each problem (by key): held in this process, else from the registry, else computed
     (in parallel, `SCREEN_SEEDS`) and stored.  A screen whose reference failed is returned, never stored.
-    Each screen is computed once however many threads ask for it at the same time."""
+    Each screen is computed once however many threads ask for it at the same time.  `compute=False`: only the
+    screens already known (held or stored); the others are left out."""
     key = screen_key(tolerances)
 
     def held_key(problem_key: str) -> tuple:
@@ -150,7 +153,7 @@ def cached_screens(
         else:
             missing.setdefault(problem.key, problem)
 
-    while missing:
+    while missing and compute:
         mine: dict[str, Problem] = {}
         theirs: list[threading.Event] = []
         with _HELD_LOCK:
@@ -191,8 +194,6 @@ def _compute(
     workers: int,
 ) -> dict[str, ScreenResult]:
     """Screen these problems (by key), `workers` at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
     if not problems:
         return {}
     backend.warm_up(len(problems))  # each screen runs in a worker of its own: they start now, side by side
@@ -202,3 +203,51 @@ def _compute(
             problems.values(),
         )
         return dict(zip(problems, computed))
+
+
+def screens_in_background(
+    problems: list[Problem],
+    backend: Backend,
+    device: str,
+    device_class: str,
+    limits: SandboxLimits,
+    tolerances: dict[str, Tolerance],
+    registry,
+    workers: int,
+) -> tuple[dict[str, ScreenResult], dict[str, Future]]:
+    """The screens already known (held or in the registry, read on this thread), and a future for each other problem's
+    screen, computed `workers` at a time in threads of their own, with no registry: the caller stores them
+    (`store_screen`) on its own thread.  An RL batch's candidates of a problem can then start as soon as their own
+    problem is screened, not after the last problem's screen (issue 40: a batch's first 30-45 s on the H200s)."""
+    found = cached_screens(problems, backend, device, device_class, limits, tolerances, registry, compute=False)
+    missing = {p.key: p for p in problems if p.key not in found}
+    if not missing:
+        return found, {}
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(missing))), thread_name_prefix="screen")
+    futures = {
+        key: pool.submit(cached_screens, [problem], backend, device, device_class, limits, tolerances)
+        for key, problem in missing.items()
+    }
+    pool.shutdown(wait=False)  # the threads end with their screens
+    return found, {key: _first(future) for key, future in futures.items()}
+
+
+def _first(future: Future) -> Future:
+    """A future of the one screen in a `cached_screens` answer."""
+    out: Future = Future()
+
+    def done(f: Future) -> None:
+        error = f.exception()
+        if error is not None:
+            out.set_exception(error)
+        else:
+            out.set_result(next(iter(f.result().values())))
+
+    future.add_done_callback(done)
+    return out
+
+
+def store_screen(registry, problem: Problem, device_class: str, tolerances: dict[str, Tolerance], result) -> None:
+    """A screen computed in the background, stored (a screen whose reference failed never is)."""
+    if registry is not None and result.error is None:
+        registry.store_problem_screen(problem, device_class, screen_key(tolerances), result.model_dump())
