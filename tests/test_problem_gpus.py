@@ -53,3 +53,14 @@ def test_a_worker_of_another_gpu_is_taken_only_when_no_task_waits_for_it():
     assert ready.get("0", timeout=0) is idle  # nobody wants it: GPU 1 would idle, so the task goes there
     assert ready.taken_elsewhere == 1
     assert ready.wanted == {"0": 0, "1": 0}  # a finished wait leaves no count behind
+
+
+def test_a_task_waits_for_its_own_gpus_worker_on_its_way_rather_than_build_its_record_twice():
+    ready = ReadyWorkers(["0", "1"])
+    idle = FakeWorker("1")
+    ready.put(idle)
+    ready.arriving("0", 1)  # GPU 0's worker is starting
+    with pytest.raises(Empty):
+        ready.get("0", timeout=0)
+    ready.arriving("0", -1)  # it failed to start: nothing of GPU 0's own is coming, so GPU 1's idle worker serves
+    assert ready.get("0", timeout=0) is idle

@@ -848,6 +848,7 @@ class WorkerPool:
             with self._guard:
                 self._starting += 1
                 self.workers_started += 1
+        self.ready.arriving(gpu, 1)
         threading.Thread(target=self._start_counted, args=(gpu,), daemon=True).start()
 
     def _start_counted(self, gpu: str) -> None:
@@ -856,6 +857,7 @@ class WorkerPool:
         finally:  # after `_offer`: a worker is never uncounted between starting and ready
             with self._guard:
                 self._starting -= 1
+            self.ready.arriving(gpu, -1)
 
     def expect(self, tasks: int) -> None:
         """`tasks` more tasks are coming.  An on-demand pool (`PoolOptions.start_on_demand`) starts a worker for each
@@ -936,8 +938,13 @@ class WorkerPool:
         with self._guard:
             if self._slotted[worker.gpu] >= self.options.workers_per_gpu:
                 self._standby[worker.gpu].append(worker)
-                return
-            self._slotted[worker.gpu] += 1
+                standby = True
+            else:
+                self._slotted[worker.gpu] += 1
+                standby = False
+        if standby:
+            self.ready.arriving(worker.gpu, 1)
+            return
         self.ready.put(worker)
 
     def _slot_freed(self, gpu: str) -> None:
@@ -946,6 +953,7 @@ class WorkerPool:
             self._slotted[gpu] -= 1
             waiting = self._standby[gpu].pop(0) if self._standby[gpu] else None
         if waiting is not None:
+            self.ready.arriving(gpu, -1)
             self._offer(waiting)
 
     def _retire(self, worker: Worker, replace: bool = True) -> None:

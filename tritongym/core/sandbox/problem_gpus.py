@@ -25,18 +25,28 @@ W = TypeVar("W", bound=_OnGPU)
 
 
 class ReadyWorkers(Generic[W]):
-    """Warm workers that have a task slot, kept per GPU.  `get(gpu)` prefers a worker of `gpu`; without one it takes a
-    worker of another GPU whose ready workers outnumber the tasks waiting for that GPU (they would idle otherwise)."""
+    """Warm workers that have a task slot, kept per GPU.  `get(gpu)` prefers a worker of `gpu`; it takes another GPU's
+    only when `gpu` cannot serve its waiting tasks soon (more tasks wait for it than it has workers ready, starting or
+    on standby) and that GPU's ready workers outnumber the tasks waiting for them (they would idle otherwise).  A
+    worker on its way is worth waiting for: taken elsewhere, the task's keeper record is built a second time (on two
+    H200s, an RL batch of four samples built the record twice, the GPU test of one record failed)."""
 
     def __init__(self, gpus: list[str]) -> None:
         self.cond = threading.Condition()
         self.by_gpu: dict[str, collections.deque[W]] = {gpu: collections.deque() for gpu in gpus}
         self.wanted: dict[str, int] = dict.fromkeys(gpus, 0)  # tasks waiting now for a worker of each GPU
+        self.coming: dict[str, int] = dict.fromkeys(gpus, 0)  # workers of each GPU starting, or warm on standby
         self.taken_elsewhere = 0  # workers handed to a task placed on another GPU
 
     def put(self, worker: W) -> None:
         with self.cond:
             self.by_gpu[worker.gpu].append(worker)
+            self.cond.notify_all()
+
+    def arriving(self, gpu: str, change: int) -> None:
+        """`change` more (or fewer) workers of `gpu` on their way: starting, or on standby for a slot."""
+        with self.cond:
+            self.coming[gpu] += change
             self.cond.notify_all()
 
     def qsize(self) -> int:
@@ -47,6 +57,8 @@ class ReadyWorkers(Generic[W]):
         """Under `cond`: the worker for a task placed on `gpu` (None: any GPU), or None."""
         if gpu is not None and self.by_gpu.get(gpu):
             return self.by_gpu[gpu].popleft()
+        if gpu is not None and self.wanted[gpu] <= self.coming[gpu]:
+            return None  # one of its own is on its way
         spare = [g for g, q in self.by_gpu.items() if len(q) > (self.wanted[g] if g != gpu else 0)]
         if not spare:
             return None
