@@ -242,29 +242,38 @@ def test_the_memory_estimate_adds_up_the_trainers_parts():
                        micro_batch=4).generation_mb == 0  # fmt: skip
 
 
+def tiny_relu_run(tmp_path, size: str, **sections) -> RunConfig:
+    """One RL step of a tiny model on relu whose prefill is the bundled solution (so its kernel is judged correct),
+    with `sections` replacing the config's tables."""
+    from tritongym.core.generation import TinyModelSpec
+    from tritongym.core.learn.model_loading import build_tiny_model
+
+    solution = load_problem("relu", size).solution
+    tiny = build_tiny_model(TinyModelSpec(directory=tmp_path / "tiny"))
+    base = {
+        "output_dir": str(tmp_path / "run"),
+        "model": {"path": str(tiny)},
+        "sampling": {"max_tokens": 2, "seed": 0},
+        "interaction": {"max_turns": 1, "assistant_prefill": f"```python\n{solution}\n```\n"},
+        "rollout": {"problems": ["relu"], "samples": 2, "prompts_per_step": 1},
+        "optim": {"steps": 1, "micro_batch": 2},
+    }
+    return RunConfig.model_validate({**base, **sections})
+
+
 def test_every_step_splits_its_time_and_the_cpu_reports_no_gpu_memory(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     from tritongym import api
-    from tritongym.core.generation import TinyModelSpec
-    from tritongym.core.learn.model_loading import build_tiny_model
     from tritongym.core.learn.run_setup import prepare_run
     from tritongym.core.learn.trainer import Trainer
     from tritongym.core.reports.metrics_report import step_line, step_table
 
-    solution = load_problem("relu", "cpu").solution
-    tiny = build_tiny_model(TinyModelSpec(directory=tmp_path / "tiny"))
-    config = RunConfig.model_validate(
-        {
-            "output_dir": str(tmp_path / "run"),
-            "model": {"path": str(tiny)},
-            "engine": {"name": "transformers", "options": {"device": "cpu"}},
-            "sampling": {"max_tokens": 2, "seed": 0},
-            "interaction": {"max_turns": 1, "assistant_prefill": f"```python\n{solution}\n```\n"},
-            "rollout": {"problems": ["relu"], "samples": 2, "prompts_per_step": 1},
-            "eval": {"backend": "triton-cpu", "trials": 1},
-            "optim": {"steps": 1, "micro_batch": 2},
-        }
+    config = tiny_relu_run(
+        tmp_path,
+        "cpu",
+        engine={"name": "transformers", "options": {"device": "cpu"}},
+        eval={"backend": "triton-cpu", "trials": 1},
     )
     rows: list[dict] = []
     api.train(config, registry=False, on_step=rows.append)
@@ -303,22 +312,14 @@ def test_on_a_gpu_the_trainer_declares_its_memory_to_the_judge_it_shares_and_ste
         pytest.skip("needs a CUDA GPU")
     pytest.importorskip("transformers")
     from tritongym import api
-    from tritongym.core.generation import TinyModelSpec
-    from tritongym.core.learn.model_loading import build_tiny_model
 
-    solution = load_problem("relu", "gpu").solution
-    tiny = build_tiny_model(TinyModelSpec(directory=tmp_path / "tiny"))
-    config = RunConfig.model_validate(
-        {
-            "output_dir": str(tmp_path / "run"),
-            "model": {"path": str(tiny)},
-            "sampling": {"max_tokens": 4, "seed": 0},
-            "interaction": {"max_turns": 1, "assistant_prefill": f"```python\n{solution}\n```\n"},
-            "rollout": {"problems": ["relu"], "samples": 2, "prompts_per_step": 1, "overlap": True},
-            "eval": {"backend": "triton-cuda", "trials": 1, "backend_options": {"workers_per_gpu": 2}},
-            "optim": {"steps": 1, "micro_batch": 2},
-            "placement": {"policy_gpu": 0, "judge_gpus": [0]},
-        }
+    config = tiny_relu_run(
+        tmp_path,
+        "gpu",
+        sampling={"max_tokens": 4, "seed": 0},
+        rollout={"problems": ["relu"], "samples": 2, "prompts_per_step": 1, "overlap": True},
+        eval={"backend": "triton-cuda", "trials": 1, "backend_options": {"workers_per_gpu": 2}},
+        placement={"policy_gpu": 0, "judge_gpus": [0]},
     )
     rows: list[dict] = []
     api.train(config, registry=False, on_step=rows.append)

@@ -258,7 +258,7 @@ def test_an_rl_batch_draws_one_set_of_seeds_per_problem(evaluator):
     samples = [(relu.solution + f"\nSAMPLE = {k}\n", relu) for k in range(3)] + [(silu.solution, silu)]
     tasks = []
     make_task = evaluator._task
-    evaluator._task = lambda *args: tasks.append(make_task(*args)) or tasks[-1]  # what reached the backend
+    evaluator._task = lambda *args, **kwargs: tasks.append(make_task(*args, **kwargs)) or tasks[-1]  # what reached it
     results = evaluator.evaluate_many(samples)
     assert [r.status.value for r in results] == ["ok"] * 4, [r.message for r in results]
     assert len({(tuple(t.seeds), t.init_seed) for t in tasks[:3]}) == 1
