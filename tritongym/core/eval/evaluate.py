@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, CheckUnavailable, ConfigError, PluginError, ProblemFormatError
+from tritongym.core.eval.draws import SharedDraws
 from tritongym.core.eval.executor import Executor, LocalExecutor, TaskBehindScreen
 from tritongym.core.eval.screen import screens_in_background, store_screen
 from tritongym.core.eval.tolerances import tolerances_for
@@ -125,6 +126,7 @@ class Evaluator:
         options = {**(self.config.checks or {}), **self.config.enable_checks}
         checks = [self.host.create("check", n, options.get(n)) for n in check_names]
         self.probes = self._probes_of([c for c in checks if isinstance(c, RuntimeCheck)])  # before any bind
+        self.draws = SharedDraws()  # one per Evaluator and its views (`with_registry`): the service's lanes share it
         context = CheckContext(host=self.host, memo=self.registry, reuse=self.config.use_cache)
         for check in checks:
             check.policy = CheckPolicy(precision=self.config.precision)
@@ -199,8 +201,19 @@ class Evaluator:
                 first_of[key], copies[i] = i, []
                 unique.append(i)
         workers = self.config.workers or os.cpu_count() or 1
-        tasks, screening = self._tasks(items, unique, workers)
-        # the executor measures (threads here, or Ray actors); judging and storing stay on this thread
+        draws: dict[str, tuple[list[int], int]] = {}
+        try:
+            tasks, screening = self._tasks(items, unique, workers, draws)
+            self._measure_and_judge(items, tasks, static, copies, results, on_result)
+        finally:
+            for key, draw in draws.items():
+                self.draws.give_back(self._draw_key(key), draw)
+        for problem, screen in screening.values():  # stored here: the registry has one writer thread
+            store_screen(self.registry, problem, self.device_class, self.tolerances, screen.result())
+        return [r for r in results if r is not None]
+
+    def _measure_and_judge(self, items, tasks: dict, static: dict, copies: dict, results: list, on_result) -> None:
+        """The executor measures (threads here, or Ray actors); judging and storing stay on this thread."""
         for i, evidence, started in self.executor.measure_many(tasks):
             candidate, problem = items[i]
             task = tasks[i].task if isinstance(tasks[i], TaskBehindScreen) else tasks[i]
@@ -215,22 +228,26 @@ class Evaluator:
                 results[j] = results[i].model_copy(update={"cached": True})
                 if on_result:
                     on_result(results[j])
-        for problem, screen in screening.values():  # stored here: the registry has one writer thread
-            store_screen(self.registry, problem, self.device_class, self.tolerances, screen.result())
-        return [r for r in results if r is not None]
 
-    def _tasks(self, items, unique: list[int], workers: int) -> tuple[dict, dict]:
+    def _draw_key(self, problem_key: str) -> tuple:
+        """What a shared draw is for: the problem, and the settings its seeds depend on."""
+        return problem_key, self.config.trials, self.config.seed
+
+    def _tasks(self, items, unique: list[int], workers: int, draws: dict) -> tuple[dict, dict]:
         """The batch's tasks, and the screens computed for it in the background (problem key -> (problem, future)).
 
         One draw of seeds per problem and batch: the samples of a problem see the same (still secret, still fresh per
-        batch) inputs, so the keeper builds the reference's side once for all of them (issue 27).  On this host a
-        problem whose screen is not known yet gets `TaskBehindScreen`s: its candidates start as soon as its own screen
-        is done, while other problems' candidates already run (issue 40); on Ray every screen comes first."""
+        batch) inputs, so the keeper builds the reference's side once for all of them (issue 27); batches judged at
+        the same time share it too (`SharedDraws`: the service's lanes), and `draws` collects what this batch took.
+        On this host a problem whose screen is not known yet gets `TaskBehindScreen`s: its candidates start as soon as
+        its own screen is done, while other problems' candidates already run (issue 40); on Ray every screen comes
+        first."""
         problems = [items[i][1] for i in unique]
-        draws: dict[str, tuple[list[int], int]] = {}
 
         def draw(problem: Problem) -> tuple[list[int], int]:
-            return draws.setdefault(problem.key, self._draw())
+            if problem.key not in draws:
+                draws[problem.key] = self.draws.take(self._draw_key(problem.key), self._draw)
+            return draws[problem.key]
 
         if not (isinstance(self.executor, LocalExecutor) and self._needs_screens(problems)):
             screens = self._screens(problems, workers)
