@@ -195,3 +195,20 @@ def test_one_actor_per_gpu_times_like_the_local_pool(ray_cluster):
         for what in ("runtime_ms", "speedup"):
             a, b = getattr(remote, what), getattr(mine, what)
             assert b is not None and abs(a / b - 1) < 0.25, (remote.problem_id, what, a, b)
+
+
+def test_a_task_goes_to_its_problems_actor_while_that_one_has_a_free_slot():
+    """One keeper builds a problem's record: a task goes to the actor its problem is placed on (`ProblemGPUs`, as a
+    local pool's GPUs) unless that one is full, lost or has failed the task; then to the least busy."""
+    from tritongym.core.distributed.ray_executor import RayExecutor
+
+    executor = object.__new__(RayExecutor)  # routing only: no actor is started
+    executor.actors, executor.lost, executor.slots = [None, None, None], set(), [2, 2, 2]
+    executor.busy = [1, 1, 0]
+    assert executor._pick(set(), placed=1) == 1  # free, though actor 2 is idler
+    executor.busy = [1, 2, 0]
+    assert executor._pick(set(), placed=1) == 2  # full: the least busy
+    executor.busy = [1, 1, 0]
+    assert executor._pick({1}, placed=1) == 2  # the task died on it
+    executor.lost = {1}
+    assert executor._pick(set(), placed=1) == 2

@@ -33,6 +33,7 @@ from tritongym.core.config import EvalConfig, RayOptions
 from tritongym.core.errors import BackendUnavailable, PluginError
 from tritongym.core.models import ErrorInfo, Evidence
 from tritongym.core.plugins import PluginHost
+from tritongym.core.sandbox.problem_gpus import ProblemGPUs, reference_key
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 _MAX_TASKS_PER_ACTOR = 64
@@ -218,6 +219,10 @@ class RayExecutor:
         self.busy = [0] * n
         self.slots = [max(1, min(most, self.options.tasks_per_actor or f["concurrency"])) for f in self.facts]
         self.lost = set()
+        # each problem's tasks go to one actor while it has a free slot, so that one keeper builds the problem's
+        # record (as `ProblemGPUs` places them on one GPU of a local pool): the least busy actor took each task,
+        # and on two H200s every actor built every problem's record (issue 40)
+        self.problem_actors = ProblemGPUs([str(i) for i in range(n)])
 
     def _revive(self) -> None:
         """Lost actors that answer again (Ray restarted them) take tasks again."""
@@ -230,12 +235,15 @@ class RayExecutor:
                 continue
             self.lost.discard(index)
 
-    def _pick(self, failed_on: set[int]) -> int | None:
-        """The least busy live actor with a free slot, preferring one this task has not died on; None when
-        every candidate is full (the caller waits for a slot)."""
+    def _pick(self, failed_on: set[int], placed: int | None = None) -> int | None:
+        """The actor the task's problem is placed on if it is live, has a free slot and the task has not died on it;
+        else the least busy live actor with a free slot, preferring one this task has not died on; None when every
+        candidate is full (the caller waits for a slot)."""
         live = [i for i in range(len(self.actors)) if i not in self.lost]
         choices = [i for i in live if i not in failed_on] or live
         free = [i for i in choices if self.busy[i] < self.slots[i]]
+        if placed in free:
+            return placed
         return min(free, key=lambda i: (self.busy[i] / self.slots[i], self.busy[i])) if free else None
 
     def in_flight(self) -> dict[int, int]:
@@ -255,11 +263,12 @@ class RayExecutor:
         queue = deque(tasks)
         failed_on: dict[int, set[int]] = defaultdict(set)
         flying: dict = {}  # ObjectRef -> (key, actor index, started)
+        placed = {key: self.problem_actors.place(reference_key(task)) for key, task in tasks.items()}
         try:
             while queue or flying:
                 while queue:
                     with self._lock:
-                        index = self._pick(failed_on[queue[0]])
+                        index = self._pick(failed_on[queue[0]], int(placed[queue[0]]))
                         if index is None:
                             break
                         key = queue.popleft()
@@ -306,6 +315,8 @@ class RayExecutor:
             with self._lock:
                 for _, index, _ in flying.values():
                     self.busy[index] -= 1
+            for actor in placed.values():
+                self.problem_actors.done(actor)
 
     def _label(self, index: int) -> str:
         facts = self.facts[index] if index < len(self.facts) else {}

@@ -26,7 +26,6 @@ Each task's time limit grows with what its reference's side cost (`TaskDriver.BU
 from __future__ import annotations
 
 import collections
-import hashlib
 import itertools
 import json
 import os
@@ -52,7 +51,7 @@ from tritongym.core.models import (
     TimingStats,
     TrialEvidence,
 )
-from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers
+from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, reference_key
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
 from tritongym.core.worker import frames
 from tritongym.core.worker.stages import exit_text
@@ -1112,13 +1111,6 @@ def alone_room_mb(total_mb: float, keepers: int, workers: int, outside_mb: float
     the pool hold, every process's context and the driver's margin (`gpu_budget_mb` without the keepers' cache
     share)."""
     return total_mb * 0.95 - outside_mb - (keepers + workers) * CONTEXT_MB
-
-
-def reference_key(task: WorkerTask) -> str:
-    """A problem's reference side as the pool knows it (problem, shapes, precision): what its timing is cached under
-    (`WorkerPool.references`) and what places its tasks on one GPU (`ProblemGPUs`)."""
-    identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
-    return hashlib.sha256(identity.encode()).hexdigest()
 
 
 def _out_of_memory(evidence: Evidence) -> bool:

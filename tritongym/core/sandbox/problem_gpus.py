@@ -11,10 +11,22 @@ takes one from a GPU where no task waits for it (work-conserving: a GPU never id
 from __future__ import annotations
 
 import collections
+import hashlib
+import json
 import threading
 import time
 from queue import Empty
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from tritongym.core.worker_task import WorkerTask
+
+
+def reference_key(task: WorkerTask) -> str:
+    """A problem's reference side as the pool knows it (problem, shapes, precision): what its timing is cached under
+    (`WorkerPool.references`) and what places its tasks on one GPU (`ProblemGPUs`, and the Ray executor's actors)."""
+    identity = json.dumps([task.problem_source, task.sizes, task.precision], sort_keys=True, default=str)
+    return hashlib.sha256(identity.encode()).hexdigest()
 
 
 class _OnGPU(Protocol):
