@@ -125,3 +125,16 @@ def test_the_evaluator_announces_each_task_before_it_measures_and_none_for_a_cac
     assert evaluate(relu_problem.solution) == [("size_to", 1)]  # cached: nothing started, nothing measured
     other = relu_problem.solution.replace("return out", "return out.view_as(x)")
     assert evaluate(other) == [("size_to", 1), ("warm_up", 1), ("measure", "evaluate")]  # the screen is stored
+
+
+def test_a_worker_that_ran_a_screen_takes_a_candidate_next(on_demand_pool, relu_problem):
+    """A screen runs the reference alone (no candidate code), so its worker is not spent: the candidate after it
+    runs there instead of waiting for a fresh worker's start; the candidate's worker then retires as always."""
+    pool = on_demand_pool
+    pool.expect(1)
+    screen = pool.run(task_for(relu_problem, None, mode="screen"), timeout_s=120)
+    assert screen.error is None, screen.error
+    candidate = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    assert candidate.error is None and candidate.stage == "done"
+    assert pool.workers_started == 1  # one worker served both
+    assert live_workers(pool) == 0  # and retired after the candidate

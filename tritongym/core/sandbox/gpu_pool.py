@@ -1048,7 +1048,11 @@ class WorkerPool:
                 evidence.phases["worker_startup"] = float(worker.info.get("startup_s") or 0.0)
                 for part, seconds in (worker.info.get("startup_parts") or {}).items():
                     evidence.phases[f"worker_startup_{part}"] = float(seconds)
-                worker.tasks += 1
+                # a screen runs the reference alone, no candidate code: its worker is as fresh after it as before
+                # (its memory given back poisoned, `GPUWorker.run`) and takes a candidate next instead of retiring;
+                # every problem's screen cost a worker's start (6-8 s on two H200s) while the RL batch's first
+                # candidates waited for workers (issue 40)
+                worker.tasks += 0 if task.mode == "screen" else 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
             finally:
                 self._slot_freed(worker.gpu)  # a spare on standby starts the next task now

@@ -42,7 +42,7 @@ from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
 from tritongym.core.worker.probes import environment_changes
-from tritongym.core.worker.scrub import poison_free_memory
+from tritongym.core.worker.scrub import poison_free_memory, scrubbed_empty_cache
 from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded
 from tritongym.core.worker.task_runner import (
     build_reference,
@@ -258,6 +258,10 @@ class GPUWorker:
                     # the controls run the reference's forwards: GPU work, so under shared holds like any other
                     # (without them a screen's forwards ran beside other tasks' timings: references timed 2x slow)
                     run_screen(task, taskdir, evidence, hold=lambda: self.channel.gpu(False, needed=self.cuda))
+                # this worker takes a candidate next (`WorkerPool.run`): the screen's outputs, on the screen's own
+                # inputs, go back to the driver poisoned rather than stay cached where the candidate could look
+                with self.channel.gpu(exclusive=False, needed=self.cuda):
+                    scrubbed_empty_cache(self.device)
             else:
                 self._run(task, taskdir, evidence)
         evidence.autotune = list(self.recorder.autotune.choices)  # also for a failed run: what it ran with
