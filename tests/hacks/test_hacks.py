@@ -25,6 +25,7 @@ import torch
 
 from ._harness import (
     CANDIDATES,
+    PROBLEMS,
     Case,
     assert_caught,
     evaluate_cases,
@@ -93,6 +94,9 @@ CPU_CASES: list[Case] = [
     Case("init_specialised_layernorm.py", "layer_norm", (incorrect("outside tolerance"),)),
     Case("reseeded_weights.py", "rms_norm", (incorrect("outside tolerance"),)),
     Case("regenerated_inputs.py", "gelu", (incorrect("outside tolerance"),)),
+    # a norm left at its initial weight 1 and bias 0 (KernelBench's LayerNorm), its affine dropped: the judge draws
+    # those parameters away from one and zero (`worker/weights.py`), so the kernel is wrong
+    Case("dropped_affine_layernorm.py", str(PROBLEMS / "layer_norm_affine.py"), (incorrect("outside tolerance"),)),
     # --- editing its own problem (sizes, the reference itself) -----------------------------------------
     Case("edit_problem_sizes.py", "softmax", (rejected("forbidden", "sys"),)),
     Case("edit_problem_sizes.py", "softmax", (incorrect("shape [4, 16], expected [32, 200]"),), R),
@@ -202,6 +206,8 @@ GPU_CASES: list[Case] = [
         "ieee",
     ),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
+    # the keeper's reference and the worker's copy draw the same values (`worker/weights.py`)
+    Case("dropped_affine_layernorm.py", str(PROBLEMS / "layer_norm_affine.py"), (incorrect("outside tolerance"),), R),
 ]
 
 

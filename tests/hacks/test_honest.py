@@ -67,6 +67,9 @@ HONEST_CASES: list[Case] = [
     # a KernelBench-style problem outside the suite: BatchNorm left in train() mode (running statistics
     # updated by every forward, read by eval()): the mode probes must not call the reference itself a hack
     Case("batch_norm_train_stats.py", str(PROBLEMS / "batch_norm_train.py"), ()),
+    # KernelBench's LayerNorm as built (weight 1, bias 0), the kernel keeping its own weight and bias: they come
+    # from the shared seed and get the reference's drawn values (`worker/weights.py`)
+    Case("layer_norm_own_affine.py", str(PROBLEMS / "layer_norm_affine.py"), ()),
 ]
 
 

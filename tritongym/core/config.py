@@ -142,6 +142,13 @@ class EvalConfig(BaseModel):
         "sets derived from its shape constants (halved, odd); 'declared' = only EXTRA_SIZES; 'off' = the main "
         "shape only. Timing always runs at the main shape",
     )
+    draw_parameters: bool = Field(
+        default=True,
+        description="before judging, draw every constant floating parameter of the reference (LayerNorm's, "
+        "GroupNorm's, BatchNorm's weight 1 and bias 0, ...) and BatchNorm's running statistics away from their "
+        "initial values (seeded, secret, recorded in the result), so a kernel that skips an affine, a scale or a "
+        "shift is wrong",
+    )
     use_cache: bool = True
     executor: Literal["local", "ray"] = Field(
         default="local", description="where sandboxes run: 'local' threads on this host, or 'ray' actors on a cluster"
@@ -169,6 +176,7 @@ class EvalConfig(BaseModel):
             "check_options": {**(self.checks or {}), **self.enable_checks},
             "remeasure_speedup_above": self.remeasure_speedup_above,
             "shapes": self.shapes,
+            "draw_parameters": self.draw_parameters,
         }
         digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]
         return f"{PROTOCOL_VERSION}-{digest}"

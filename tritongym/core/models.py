@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "5"
+PROTOCOL_VERSION = "6"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 
@@ -373,14 +373,31 @@ class ProbeResult(_Model):
         return value
 
 
+class WeightBinding(_Model):
+    """How the candidate's weights were set (`worker/weights.py`), and which of the reference's were drawn."""
+
+    bound: list[str] = Field(default_factory=list, description="candidate entries bound to the reference's by name")
+    seeded: list[str] = Field(
+        default_factory=list,
+        description="'candidate name <- reference name': entries built under the shared seed equal to a reference "
+        "entry as built, given its value",
+    )
+    unmatched: list[str] = Field(
+        default_factory=list, description="floating entries that match neither by name nor the shared seed"
+    )
+    drawn: list[str] = Field(
+        default_factory=list, description="the reference's constant parameters (and running statistics) drawn"
+    )
+    draw_seed: int | None = Field(default=None, description="the seed of that draw (None: the draw was off)")
+
+
 class Evidence(_Model):
     """Everything a backend measured for one candidate; judged later, in the parent process."""
 
     stage: Literal["setup", "problem", "import", "init", "bind", "run", "done"] = "setup"
     error: ErrorInfo | None = None
     trials: list[TrialEvidence] = Field(default_factory=list)
-    bound_weights: list[str] = Field(default_factory=list)
-    unbound_weights: list[str] = Field(default_factory=list)
+    weights: WeightBinding = Field(default_factory=WeightBinding)
     runtime_ms: float | None = None
     ref_runtime_ms: float | None = None
     compile_ref_runtime_ms: float | None = None  # torch.compile(reference), when the task asked for it
@@ -443,6 +460,9 @@ class EvaluationResult(_Model):
     error: ErrorInfo | None = None
     max_abs_err: float | None = None
     rel_norm_err: float | None = None
+    weights: WeightBinding | None = Field(
+        default=None, description="which weights were bound by name, which came from the shared seed, which drawn"
+    )
     trials: int = 0  # trials at the main shape (the extra shape sets and the late trial are in the message)
     launches: list[LaunchRecord] = Field(default_factory=list)
     autotune: list[AutotuneChoice] = Field(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritongym.core.models import Evidence, ProbeCall, Status, TrialEvidence
+from tritongym.core.models import Evidence, ProbeCall, Status, TrialEvidence, WeightBinding
 
 _MEMORY_HINTS = ("MemoryError", "MemoryLimit", "can't allocate memory", "out of memory", "OutOfMemory")
 
@@ -123,3 +123,22 @@ def probe_outputs_match(call: ProbeCall) -> OutputJudgement:
     judged = judge_trials([trial])
     judged.message = judged.message.replace("trial 0 (seed 0), ", "").replace("trial 0 (seed 0): ", "")
     return judged
+
+
+NEITHER = "its parameters match neither the reference's by name nor the shared seed's initialisation"
+
+
+def weights_note(weights: WeightBinding, wrong: bool) -> str:
+    """What a judged verdict says of the candidate's weights (`worker/weights.py`): how many were bound by name
+    and how many came from the shared seed; on a wrong answer, the parameters that came from neither, if any
+    (re-seeded, initialised in another order), since those, not the kernel, may be what is wrong."""
+    if wrong and weights.unmatched:
+        names = ", ".join(weights.unmatched[:4]) + (", ..." if len(weights.unmatched) > 4 else "")
+        return (
+            f"; {NEITHER} ({names}): name them as the reference does, or build them as its modules do, in the "
+            "same order, without re-seeding"
+        )
+    parts = [f"{len(weights.bound)} bound by name"] if weights.bound else []
+    parts += [f"{len(weights.seeded)} from the shared seed"] if weights.seeded else []
+    parts += [f"{len(weights.unmatched)} from neither"] if weights.unmatched else []
+    return f"; weights: {', '.join(parts)}" if parts else ""

@@ -98,6 +98,8 @@ class WorkerTask(BaseModel):
     # sample's worker (memory a process that computed it gave back), judging an honest kernel `hacked`
     probe_seed: int = 0
     precision: Literal["ieee", "tf32", "half"] = "tf32"
+    # the reference's constant parameters and running statistics drawn away from their values (`weights.py`)
+    draw_parameters: bool = True
     tolerances: dict[str, Tolerance] = Field(default_factory=dict)
     memory_mb: int | None = None
     cpu_s: int | None = None

@@ -38,7 +38,7 @@ from tritongym.core.models import (
 )
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.registry import Registry
-from tritongym.core.verdict import is_memory_error, judge_trials, status_of_failure
+from tritongym.core.verdict import is_memory_error, judge_trials, status_of_failure, weights_note
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
@@ -424,7 +424,7 @@ class Evaluator:
             ) from exc
 
     def _draw(self) -> tuple[list[int], int]:
-        """Trial seeds and the secret weight seed (a candidate must bind the reference's weights, not re-seed)."""
+        """Trial seeds and the secret init seed (`worker/weights.py` derives the shared build seed and the draw's)."""
         return trial_seeds(self.config), secrets.randbelow(2**31)
 
     def _registry_facts(self, problem: Problem) -> dict:
@@ -467,6 +467,7 @@ class Evaluator:
             init_seed=init_seed,
             probe_seed=secrets.randbelow(2**31),  # per task, even where the batch shares the draw
             precision=self.config.precision,
+            draw_parameters=self.config.draw_parameters,
             tolerances=self.tolerances,
         )
 
@@ -507,6 +508,7 @@ class Evaluator:
             "launches": _merge_launches(evidence),
             # the configs the main shape ran with (a shape set's other tuning key tunes again: not this kernel's)
             "autotune": [c for c in evidence.autotune if not c.when.startswith("shape set")],
+            "weights": evidence.weights,
         }
         failure = status_of_failure(evidence)
         if failure is not None:
@@ -542,7 +544,7 @@ class Evaluator:
             if judgement.correct and timed is not None and not timed.correct:
                 message = (
                     "incorrect: the outputs of the timed calls (inputs refreshed in place between calls) do not "
-                    f"match the reference: {timed.message}"
+                    f"match the reference: {timed.message}{weights_note(evidence.weights, wrong=True)}"
                 )
                 result = self._base(candidate, problem, Status.incorrect, message=message, **fields)
             elif not judgement.correct:
@@ -555,7 +557,11 @@ class Evaluator:
                 fields["checks"] = static + causes
                 hint = f"; likely cause (check '{found[0].name}'): {found[0].reason}" if found else ""
                 result = self._base(
-                    candidate, problem, Status.incorrect, message=f"incorrect: {judgement.message}{hint}", **fields
+                    candidate,
+                    problem,
+                    Status.incorrect,
+                    message=f"incorrect: {judgement.message}{weights_note(evidence.weights, wrong=True)}{hint}",
+                    **fields,
                 )
             else:
                 verdicts = static + [self._run_check(c, evidence, candidate, problem) for c in self.runtime_checks]
@@ -588,7 +594,7 @@ class Evaluator:
                         problem,
                         Status.incorrect,
                         checks=verdicts,
-                        message=f"incorrect: {later.message}",
+                        message=f"incorrect: {later.message}{weights_note(evidence.weights, wrong=True)}",
                         **fields,
                     )
                 else:
@@ -598,7 +604,7 @@ class Evaluator:
                         Status.ok,
                         correct=True,
                         checks=verdicts,
-                        message=f"ok: {later.message}",
+                        message=f"ok: {later.message}{weights_note(evidence.weights, wrong=False)}",
                         **fields,
                     )
         unjudged = [v for v in result.checks if v.unjudged]

@@ -46,8 +46,10 @@ class ScreenResult(BaseModel):
         return {c: self.breaking_inputs[c] for c in self.passing_controls if c in self.breaking_inputs}
 
 
-SCREEN_VERSION = "1"
-"""Bumped when the controls or the transforms change, so screens stored before are computed again."""
+SCREEN_VERSION = "2"
+"""Bumped when the controls or the transforms change, so screens stored before are computed again.  "2": the
+reference's constant parameters are drawn away from their values (`worker/weights.py`); a screen always draws
+(the task's default), whatever `draw_parameters` an evaluation runs with."""
 
 SCREEN_SEEDS = [0, 1, 2, 3, 4]
 """The seeds of the screen an evaluation uses: fixed, so the stored screen is the same wherever it ran."""

@@ -50,6 +50,7 @@ from tritongym.core.models import (
     TimingReport,
     TimingStats,
     TrialEvidence,
+    WeightBinding,
 )
 from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, reference_key
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
@@ -1831,8 +1832,7 @@ class TaskDriver:
             evidence.probes = [ProbeCall.model_validate(p) for p in self.judged["probes"]]
             evidence.prior_answers = list(self.judged["prior_answers"])
         if self.report is not None:
-            evidence.bound_weights = list(self.report["bound"])
-            evidence.unbound_weights = list(self.report["unbound"])
+            evidence.weights = WeightBinding.model_validate(self.report.get("weights") or {})
             if self.report.get("error") is not None and evidence.error is None:
                 evidence.stage = self.report["stage"]
                 evidence.error = ErrorInfo.model_validate(self.report["error"])

@@ -26,6 +26,7 @@ last trial's stay for `refresh`), so a pointer-keyed cache may meet a recycled a
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import time
@@ -75,14 +76,14 @@ def run_candidate(
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.scrub import poison_free_memory
     from tritongym.core.worker.stages import StageError, error_info, load_module
+    from tritongym.core.worker.weights import bind_weights, build_seed
 
     path = os.path.join(workdir, "candidate.py")
     cuda = device.type == "cuda"
     report: dict = {
         "stage": "import",
         "error": None,
-        "bound": [],
-        "unbound": [],
+        "weights": {},
         "trials": [],
         "probes": [],
         "environment_changes": [],
@@ -120,7 +121,7 @@ def run_candidate(
             raise StageError("import", error_info(exc, path)) from None
         report["stage"] = "init"
         try:
-            torch.manual_seed(task.init_seed + 1)  # not Model's seed: weights must be bound, not re-seeded
+            torch.manual_seed(build_seed(task))  # Model's seed, as the field builds them (`weights.py`)
             model = candidate.ModelNew(*init_inputs).to(device)
             if keep is not None:
                 keep["model"] = model
@@ -128,7 +129,7 @@ def run_candidate(
             raise StageError("init", error_info(exc, path)) from None
         report["stage"] = "bind"
         try:
-            report["bound"], report["unbound"] = bind_weights(model, ref_model)
+            report["weights"] = dataclasses.asdict(bind_weights(model, ref_model))
             built = probes.buffer_snapshot(model)  # each mode probe starts from these, as the reference's do
         except Exception as exc:
             raise StageError("bind", error_info(exc, path)) from None
@@ -225,7 +226,7 @@ def run_candidate(
             if planned.sizes is not None:
                 report["stage"] = "init"
                 try:
-                    torch.manual_seed(task.init_seed + 1)
+                    torch.manual_seed(build_seed(task))
                     own = candidate.ModelNew(*planned.init_inputs).to(device)
                     bind_weights(own, planned.ref_model)
                 except Exception as exc:
@@ -298,23 +299,6 @@ def _fill_calls(model, recorder, source, calls: int, path: str, after_call=None)
     finally:
         recorder.phase = None
     return calls
-
-
-def bind_weights(model, ref_model) -> tuple[list[str], list[str]]:
-    """Copy every parameter and buffer whose name, shape and dtype match the reference's; (bound, unbound)."""
-    import torch
-
-    bound, unbound = [], []
-    ref_state = ref_model.state_dict()
-    with torch.no_grad():
-        for name, tensor in model.state_dict().items():
-            source = ref_state.get(name)
-            if source is not None and source.shape == tensor.shape and source.dtype == tensor.dtype:
-                tensor.copy_(source)
-                bound.append(name)
-            else:
-                unbound.append(name)
-    return bound, unbound
 
 
 def _where(info, where: str):

@@ -50,6 +50,7 @@ from tritongym.core.worker.task_runner import (
     install_autotune_policy,
     load_reference,
     make_inputs,
+    weight_binding,
 )
 from tritongym.core.worker.timing_flag import ENV as TIMING_WAITS_ENV
 from tritongym.core.worker.timing_flag import TimingWaits
@@ -326,6 +327,7 @@ class GPUWorker:
                 task, taskdir, self.recorder, ref_model, init_inputs, source, self.device, keep, extra,
                 on_outputs=on_outputs,
             )  # fmt: skip
+            report["weights"] = weight_binding(task, ref_model, report["weights"]).model_dump()
             evidence.probe_results = probe_results(report.pop("probe_results"), task.probes)
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))

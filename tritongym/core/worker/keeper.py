@@ -65,6 +65,7 @@ def record_key(task: WorkerTask) -> str:
         task.seeds,
         task.init_seed,
         task.precision,
+        task.draw_parameters,
     ]
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -5,12 +5,13 @@ Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdic
 1. limits first (`apply_limits`), then stdout/stderr are pointed at LOGFILE; the result goes to a
    private duplicate of the original stdout, tagged with the task's nonce;
 2. the reference problem is loaded, its size preset applied to its module globals, `Model` built under
-   a secret per-task seed, and its outputs computed for every trial's inputs (distinct seeds), all
-   before any candidate code exists;
+   a secret per-task seed (its constant parameters then drawn away from their values: `weights.py`), and
+   its outputs computed for every trial's inputs (distinct seeds), all before any candidate code exists;
 3. the candidate runs in a forked child (`candidate_runner`) that closes the result channel first: it
    imports the candidate from a real file (Triton needs the source) with launch recording installed,
-   builds `ModelNew` under a different seed, copies in every parameter/buffer whose name and shape
-   match `Model`'s, and runs each trial on its own clones of the inputs;
+   builds `ModelNew` under the same seed as `Model`, copies in every parameter/buffer whose name and shape
+   match `Model`'s and every other one equal to one of `Model`'s as built (`weights.bind_weights`), and
+   runs each trial on its own clones of the inputs;
 4. back here, its outputs are compared with the reference's (`compare_output`) and its inputs checked
    unchanged: the candidate never touches the reference, its outputs or the comparison.
 
@@ -81,14 +82,21 @@ def make_inputs(reference: ModuleType, seed: int, device):
 
 
 def build_reference(task: WorkerTask, reference: ModuleType, device):
-    """Build `Model` (seeded) before any candidate code is imported, so the candidate cannot break it."""
+    """Build `Model` before any candidate code is imported, so the candidate cannot break it: under the shared
+    seed `ModelNew` is built under too, its constant parameters then drawn away from their values (`weights.py`,
+    unless `task.draw_parameters` is off).  Every process that builds the reference builds it here."""
     import torch
 
+    from tritongym.core.worker.weights import build_seed, draw_parameters, draw_seed
+
     try:
-        torch.manual_seed(task.init_seed)
+        torch.manual_seed(build_seed(task))
         init_inputs = reference.get_init_inputs()
-        torch.manual_seed(task.init_seed)
-        return reference.Model(*init_inputs).to(device), init_inputs
+        torch.manual_seed(build_seed(task))
+        model = reference.Model(*init_inputs)
+        if task.draw_parameters:
+            draw_parameters(model, draw_seed(task))
+        return model.to(device), init_inputs
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
 
@@ -162,7 +170,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
-    evidence.bound_weights, evidence.unbound_weights = list(report["bound"]), list(report["unbound"])
+    evidence.weights = weight_binding(task, ref_model, report["weights"])
     for t, ((fields, inputs, refs), sent) in enumerate(zip(trials, main_sent)):
         outs = sent["outputs"]
         after = sent["inputs_after"]
@@ -196,6 +204,18 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.stage = report["stage"]
     if report["error"] is not None:
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))
+
+
+def weight_binding(task: WorkerTask, ref_model, binding: dict):
+    """The evidence's `WeightBinding`: the candidate's binding (its report) with the reference's draw."""
+    from tritongym.core.models import WeightBinding
+    from tritongym.core.worker.weights import draw_seed, drawn
+
+    return WeightBinding(
+        **{k: [str(v) for v in binding.get(k, [])] for k in ("bound", "seeded", "unmatched")},
+        drawn=drawn(ref_model),
+        draw_seed=draw_seed(task) if task.draw_parameters else None,
+    )
 
 
 def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextlib.nullcontext) -> None:
