@@ -1,0 +1,26 @@
+"""torch.bitwise_not (int32): the operation FlagGems's `src/flag_gems/ops/bitwise_not.py` implements (field corpus)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: F401
+
+CATEGORY = "field_corpus"
+
+M = 4096
+N = 4096
+
+SIZES = {"cpu": {"M": 16, "N": 100}, "gpu": {"M": 4096, "N": 4096}}
+
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.bitwise_not(x)
+
+
+def get_inputs():
+    return [torch.randint(-1000, 1000, (M, N), dtype=torch.int32)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,30 @@
+"""torch.index_select(dim=0): the operation FlagGems's `src/flag_gems/ops/index_select.py` implements (field corpus)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: F401
+
+CATEGORY = "field_corpus"
+
+M = 4096
+N = 4096
+
+SIZES = {"cpu": {"M": 16, "N": 200}, "gpu": {"M": 4096, "N": 4096}}
+
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, x, i):
+        return torch.index_select(x, 0, i)
+
+
+def get_inputs():
+    return [torch.randn(M, N), torch.randint(0, M, (M // 2,))]
+
+
+def get_init_inputs():
+    return []

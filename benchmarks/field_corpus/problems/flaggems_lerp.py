@@ -1,0 +1,26 @@
+"""torch.lerp (scalar weight): the operation FlagGems's `src/flag_gems/ops/lerp.py` implements (field corpus)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: F401
+
+CATEGORY = "field_corpus"
+
+M = 4096
+N = 4096
+
+SIZES = {"cpu": {"M": 16, "N": 100}, "gpu": {"M": 4096, "N": 4096}}
+
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.lerp(x, y, 0.3)
+
+
+def get_inputs():
+    return [torch.randn(M, N), torch.randn(M, N)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,26 @@
+"""torch.logical_and: the operation FlagGems's `src/flag_gems/ops/logical_and.py` implements (field corpus)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: F401
+
+CATEGORY = "field_corpus"
+
+M = 4096
+N = 4096
+
+SIZES = {"cpu": {"M": 16, "N": 100}, "gpu": {"M": 4096, "N": 4096}}
+
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.logical_and(x, y)
+
+
+def get_inputs():
+    return [torch.rand(M, N) < 0.5, torch.rand(M, N) < 0.5]
+
+
+def get_init_inputs():
+    return []
