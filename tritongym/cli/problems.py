@@ -97,7 +97,8 @@ def problems_check(
     plugin: PluginOpt = None,
     as_json: JsonOpt = False,
 ):
-    """Screen problems with negative controls (zeros, another seed's output, identity); exit 1 if any passes."""
+    """Screen problems with negative controls (zeros, another seed's output, identity); exit 1 if any passes, or if
+    a reference draws random numbers whatever its mode (one random only in train() mode is judged in eval() mode)."""
     from tritongym import api
 
     cfg = eval_config(config, backend=backend, size=size, trials=trials, workers=workers)
@@ -112,7 +113,14 @@ def problems_check(
             table.add_column(col, overflow="fold")
         for r in results:
             verdict = "[green]ok[/]" if r.ok else ("[red]degenerate[/]" if r.degenerate else "[red]broken[/]")
-            detail = r.error or "; ".join(v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items())
+            verdict = "[red]random[/]" if r.refusal() else verdict
+            detail = (
+                r.error
+                or r.refusal()
+                or "; ".join(v if k in r.passing_controls else f"{k} fails" for k, v in r.controls.items())
+            )
+            if r.stochastic == "train_mode":
+                detail = f"random in train() mode only, judged in eval() mode ({r.stochastic_note}); {detail}"
             table.add_row(escape(r.problem_id), verdict, escape(detail))
         out.print(table)
     raise typer.Exit(1 if bad else 0)

@@ -15,7 +15,9 @@ A config file is TOML whose top-level keys are these fields, for example
 
 `shapes` (default "auto") also checks correctness at the problem's extra shape sets (problems.py says
 where they come from); it is part of the cache key, so a verdict reached at one shape only is not reused
-for a run that asks for more.
+for a run that asks for more.  `require_generality` (default true) says whether a kernel right at the problem's
+own shapes and wrong at a shape set is `incorrect` or `ok`; its result says `generality = "problem_shapes_only"`
+either way.
 
 Every name and option is validated (unknown keys are errors) before any worker starts.
 
@@ -142,6 +144,12 @@ class EvalConfig(BaseModel):
         "sets derived from its shape constants (halved, odd); 'declared' = only EXTRA_SIZES; 'off' = the main "
         "shape only. Timing always runs at the main shape",
     )
+    require_generality: bool = Field(
+        default=True,
+        description="a kernel right at the problem's own shapes and wrong at an extra shape set is `incorrect` (true, "
+        "as robust-kbench judges) or `ok` (false, as KernelBench and KernelGYM judge: correctness at the problem's "
+        'shapes only); either way its result says `generality = "problem_shapes_only"`',
+    )
     draw_parameters: bool = Field(
         default=True,
         description="before judging, draw every constant floating parameter of the reference (LayerNorm's, "
@@ -176,6 +184,7 @@ class EvalConfig(BaseModel):
             "check_options": {**(self.checks or {}), **self.enable_checks},
             "remeasure_speedup_above": self.remeasure_speedup_above,
             "shapes": self.shapes,
+            "require_generality": self.require_generality,
             "draw_parameters": self.draw_parameters,
         }
         digest = hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:8]

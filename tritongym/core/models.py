@@ -18,8 +18,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "6"
+PROTOCOL_VERSION = "7"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
+
+INPUT_DISTRIBUTIONS: dict[str, tuple[float, str]] = {
+    "as_is": (1.0, "the problem's own inputs"),
+    "scaled_down": (1e-3, "inputs scaled by 1e-3"),
+    "negated": (-1.0, "inputs negated"),
+    "scaled_up": (4.0, "inputs scaled by 4"),
+}
+"""The distributions main trials draw inputs from (`worker/distributions.py` says why each): name -> (the factor
+every floating input is multiplied by, what the candidate was given, in words)."""
+
+TRIAL_DISTRIBUTIONS: tuple[str, ...] = ("as_is", "scaled_down", "negated", "scaled_up")
+"""Main trial k uses `TRIAL_DISTRIBUTIONS[k % 4]`: the first trial is always the problem's own inputs."""
 
 
 class Status(str, Enum):
@@ -307,6 +319,9 @@ class TrialEvidence(_Model):
     sizes: dict[str, Any] | None = None  # an extra shape set's constants; None = the problem's main shape
     input_shapes: list[list[int]] = Field(default_factory=list)  # the shape of each tensor input
     late: bool = False  # the late trial: fresh inputs, after every probe
+    # which distribution a main trial's inputs came from (`worker/distributions.py`); None: the problem's own
+    # inputs (shape sets, the late trial)
+    distribution: str | None = None
     outputs: list[OutputComparison] = Field(default_factory=list)
     n_outputs: int = 0
     ref_n_outputs: int = 0
@@ -324,6 +339,8 @@ class TrialEvidence(_Model):
             return f"at shape set {describe_sizes(self.sizes)} ({inputs if shapes else ''}seed {self.seed})"
         if self.late:
             return f"late trial (fresh inputs after every probe; seed {self.seed})"
+        if self.distribution in INPUT_DISTRIBUTIONS and self.distribution != TRIAL_DISTRIBUTIONS[0]:
+            return f"trial {index} (seed {self.seed}), wrong on {INPUT_DISTRIBUTIONS[self.distribution][1]}"
         return f"trial {index} (seed {self.seed})"
 
 
@@ -408,6 +425,10 @@ class Evidence(_Model):
     controls: dict[str, list[TrialEvidence]] = Field(default_factory=dict)
     # screen mode: per control, per input transform, the control against the reference on transformed inputs
     control_breaks: dict[str, dict[str, list[TrialEvidence]]] = Field(default_factory=dict)
+    # the screen's finding on a reference that draws random numbers (`worker/stochastic.py`): "train_mode" (it
+    # does in train() mode and not in eval() mode), "always" (in eval() mode too), None (it does not)
+    stochastic: Literal["train_mode", "always"] | None = None
+    stochastic_note: str = ""  # what differed between two calls on the same inputs
     probes: list[ProbeCall] = Field(default_factory=list)
     environment_changes: list[str] = Field(default_factory=list)  # what the candidate replaced or flipped
     side_work: list[str] = Field(default_factory=list)  # threads, processes, outputs still being written
@@ -462,6 +483,12 @@ class EvaluationResult(_Model):
     rel_norm_err: float | None = None
     weights: WeightBinding | None = Field(
         default=None, description="which weights were bound by name, which came from the shared seed, which drawn"
+    )
+    generality: Literal["general", "problem_shapes_only"] | None = Field(
+        default=None,
+        description="general: right at the problem's shapes and at every extra shape set; problem_shapes_only: right "
+        "at the problem's shapes (every main trial, every check) and wrong at a shape set, `ok` or `incorrect` as "
+        "`require_generality` says; None: no shape set judged (none ran, or the main trials did not match)",
     )
     trials: int = 0  # trials at the main shape (the extra shape sets and the late trial are in the message)
     launches: list[LaunchRecord] = Field(default_factory=list)

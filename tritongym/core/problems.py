@@ -98,6 +98,16 @@ def _module_ints(tree: ast.Module) -> dict[str, int]:
     return found
 
 
+def main_sizes(problem: Problem, names: Iterable[str]) -> dict:
+    """The problem's own values of these constants (its size preset, else the module's integer constants), in the
+    order given: how a verdict names the shapes a shape set departs from.  Names it has no value for are left out."""
+    try:
+        constants = {**_module_ints(ast.parse(problem.source)), **problem.sizes}
+    except SyntaxError:
+        constants = dict(problem.sizes)
+    return {k: constants[k] for k in names if k in constants}
+
+
 def _read_by(tree: ast.Module, functions: tuple[str, ...]) -> set[str]:
     names: set[str] = set()
     for node in tree.body:

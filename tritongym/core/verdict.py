@@ -55,6 +55,45 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
     return OutputJudgement(True, summary, worst_abs, worst_rel)
 
 
+@dataclass
+class ShapeJudgement:
+    """The trials judged in three parts: at the problem's own shapes (the main trials), at the extra shape sets,
+    and in the late trial.  `shapes`/`late` are None when no such trial ran (or the main trials already failed).
+
+    `generality` is what the verdict records (`EvaluationResult.generality`): None where no shape set was judged,
+    "general" where every one matched, "problem_shapes_only" where the main trials matched and a shape set did
+    not (a kernel without masks for a size the problem's own shapes divide exactly)."""
+
+    main: OutputJudgement
+    shapes: OutputJudgement | None = None
+    late: OutputJudgement | None = None
+
+    @property
+    def generality(self) -> str | None:
+        if not self.main.correct or self.shapes is None:
+            return None
+        return "general" if self.shapes.correct else "problem_shapes_only"
+
+
+def judge_shapes(trials: list[TrialEvidence]) -> ShapeJudgement:
+    """The main trials, then (only if they match) the shape sets and the late trial, each judged on its own."""
+    main = judge_trials([t for t in trials if t.sizes is None and not t.late])
+    if not main.correct:
+        return ShapeJudgement(main)
+    at_shapes = [t for t in trials if t.sizes is not None]
+    late = [t for t in trials if t.late]
+    return ShapeJudgement(main, judge_trials(at_shapes) if at_shapes else None, judge_trials(late) if late else None)
+
+
+def shapes_only_message(at_problem: str, judged: ShapeJudgement) -> str:
+    """`correct at the problem's shapes (M=1024, K=4096: all 5 trials match ...); wrong at shape set M=1537, ...`:
+    what a verdict says of a kernel right at the problem's own shapes and wrong at another shape set."""
+    assert judged.shapes is not None
+    where = f"{at_problem}: " if at_problem else ""
+    late = ", and in the late trial" if judged.late is not None and judged.late.correct else ""
+    return f"correct at the problem's shapes ({where}{judged.main.message}{late}); wrong {judged.shapes.message}"
+
+
 _SHAPE_HINT = (
     "; correctness is checked at more shapes than the main one: take every size from the inputs and the "
     "init arguments, never from constants, and mask partial blocks"

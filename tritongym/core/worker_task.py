@@ -86,6 +86,12 @@ class WorkerTask(BaseModel):
     degenerate: dict[str, str] = Field(
         default_factory=dict, description="negative control that passes this problem -> input transform that breaks it"
     )
+    stochastic: Literal["train_mode", "always"] | None = Field(
+        default=None,
+        description="the screen found the reference drawing random numbers (`worker/stochastic.py`): 'train_mode' = "
+        "only in train() mode, so Model and every ModelNew are judged in eval() mode; 'always' = in eval() mode "
+        "too (the Evaluator refuses such a problem)",
+    )
     candidate_source: str | None = None
     probes: dict[str, str] = Field(
         default_factory=dict, description="registered probes the enabled checks read: name -> 'module:function'"
@@ -112,6 +118,11 @@ class WorkerTask(BaseModel):
     bandwidth_gbps: float | None = None  # the device's copy bandwidth from the registry; measured when None
     gpu_memory_fraction: float | None = None  # cap on the caching allocator for the candidate
     kept_trials: list[int] | None = None  # seeds of the extra trials the keeper judges (None: all planned)
+
+    @property
+    def eval_mode(self) -> bool:
+        """Model and ModelNew are judged in eval() mode: the reference draws random numbers only in train() mode."""
+        return self.stochastic == "train_mode"
 
 
 class SandboxLimits(BaseModel):

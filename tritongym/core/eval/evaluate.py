@@ -35,13 +35,29 @@ from tritongym.core.models import (
     Problem,
     RewardBreakdown,
     Status,
+    describe_sizes,
 )
 from tritongym.core.plugins import PluginHost, get_host
+from tritongym.core.problems import main_sizes
 from tritongym.core.registry import Registry
-from tritongym.core.verdict import is_memory_error, judge_trials, status_of_failure, weights_note
+from tritongym.core.verdict import (
+    ShapeJudgement,
+    is_memory_error,
+    judge_shapes,
+    judge_trials,
+    shapes_only_message,
+    status_of_failure,
+    weights_note,
+)
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
+
+EVAL_MODE_NOTE = (
+    "the problem's reference draws random numbers in train() mode (dropout), so there is no one answer there: Model "
+    "and ModelNew were judged in eval() mode, where it draws none; apply dropout only while self.training"
+)
+"""What a verdict on a problem judged in eval() mode says (`worker/stochastic.py`, the screen's `stochastic`)."""
 
 FOLDED_CHECKS = {
     "torch_ops": "'torch_ops' (a source scan) was folded into 'torch_compute', which weighs torch's work at run "
@@ -220,7 +236,7 @@ class Evaluator:
             self._keep_reference_peak(evidence, task, problem)
             self._reconcile_timing(evidence, task, problem)
             self._remeasure_if_implausible(evidence, candidate, problem)
-            result = self._judge(candidate, problem, evidence, static[i], started)
+            result = self._judge(candidate, problem, evidence, static[i], started, task)
             results[i] = self._store(result, candidate, problem)
             if on_result:
                 on_result(results[i])
@@ -442,6 +458,9 @@ class Evaluator:
         return facts
 
     def _task(self, candidate: Candidate, problem: Problem, screen=None, draw=None, facts=None) -> WorkerTask:
+        refusal = screen.refusal() if screen is not None else None
+        if refusal:  # a reference random whatever its mode: no answer to judge any candidate against
+            raise ProblemFormatError(refusal)
         seeds, init_seed = draw if draw is not None else self._draw()
         facts = facts if facts is not None else self._registry_facts(problem)
         cached, cached_compiled = facts["cached"], facts["cached_compiled"]
@@ -460,6 +479,7 @@ class Evaluator:
             extra_sizes=extra_sizes,
             extra_sizes_optional=problem.extra_sizes_origin == "derived",
             degenerate=screen.degenerate_probes() if screen is not None else {},
+            stochastic=screen.stochastic if screen is not None else None,
             candidate_source=candidate.source,
             probes=self.probes,
             device=self.device,
@@ -483,7 +503,13 @@ class Evaluator:
         return evidence, started
 
     def _judge(
-        self, candidate: Candidate, problem: Problem, evidence: Evidence, static: list[CheckVerdict], started: float
+        self,
+        candidate: Candidate,
+        problem: Problem,
+        evidence: Evidence,
+        static: list[CheckVerdict],
+        started: float,
+        task: WorkerTask | None = None,
     ) -> EvaluationResult:
         if evidence.error is not None and evidence.stage == "setup":
             raise BackendUnavailable(
@@ -524,7 +550,8 @@ class Evaluator:
             # the shape-set trials and the late trial follow every probe: judged after the runtime checks, so
             # a hack a check names (a pointer cache, work left in a thread) is reported as such, not as a
             # wrong answer in a later call
-            judgement = judge_trials([t for t in evidence.trials if t.sizes is None and not t.late])
+            judged = judge_shapes(evidence.trials)
+            judgement = judged.main
             later = judge_trials(evidence.trials) if judgement.correct else judgement
             fields.update(
                 max_abs_err=judgement.max_abs_err,
@@ -535,6 +562,7 @@ class Evaluator:
                 pr=evidence.pr,
                 timing=evidence.timing,
                 profile=evidence.profile,
+                generality=judged.generality,
             )
             if evidence.runtime_ms and evidence.ref_runtime_ms:
                 fields["speedup"] = evidence.ref_runtime_ms / evidence.runtime_ms
@@ -588,15 +616,17 @@ class Evaluator:
                         message=f"incorrect: check '{failed[0].name}': {failed[0].reason}",
                         **fields,
                     )
-                elif not later.correct:
+                elif judged.late is not None and not judged.late.correct:
                     result = self._base(
                         candidate,
                         problem,
                         Status.incorrect,
                         checks=verdicts,
-                        message=f"incorrect: {later.message}{weights_note(evidence.weights, wrong=True)}",
+                        message=f"incorrect: {judged.late.message}{weights_note(evidence.weights, wrong=True)}",
                         **fields,
                     )
+                elif judged.generality == "problem_shapes_only":
+                    result = self._shapes_only(candidate, problem, judged, evidence, verdicts, fields)
                 else:
                     result = self._base(
                         candidate,
@@ -607,6 +637,8 @@ class Evaluator:
                         message=f"ok: {later.message}{weights_note(evidence.weights, wrong=False)}",
                         **fields,
                     )
+        if task is not None and task.eval_mode and result.status in (Status.ok, Status.incorrect, Status.hacked):
+            result.message += f" ({EVAL_MODE_NOTE})"
         unjudged = [v for v in result.checks if v.unjudged]
         if unjudged:
             said = "; ".join(f"check '{v.name}' {v.reason}" for v in unjudged)
@@ -614,6 +646,42 @@ class Evaluator:
         result.reward = self._score(result)
         result.duration_s = time.perf_counter() - started
         return result
+
+    def _shapes_only(
+        self,
+        candidate: Candidate,
+        problem: Problem,
+        judged: ShapeJudgement,
+        evidence: Evidence,
+        verdicts: list[CheckVerdict],
+        fields: dict,
+    ) -> EvaluationResult:
+        """A kernel right at the problem's own shapes (every main trial, every check) and wrong at a shape set:
+        `incorrect` when `require_generality` is on (the default), else `ok`; either way `generality` is
+        "problem_shapes_only" and the message says both halves plainly."""
+        assert judged.shapes is not None
+        keys = dict.fromkeys(k for t in evidence.trials if t.sizes for k in t.sizes)
+        said = shapes_only_message(describe_sizes(main_sizes(problem, keys)), judged)
+        if self.config.require_generality:
+            return self._base(
+                candidate,
+                problem,
+                Status.incorrect,
+                checks=verdicts,
+                message=f"incorrect: {said}{weights_note(evidence.weights, wrong=True)} (generality is required: "
+                "`require_generality = false` judges at the problem's shapes only, as KernelBench does)",
+                **fields,
+            )
+        return self._base(
+            candidate,
+            problem,
+            Status.ok,
+            correct=True,
+            checks=verdicts,
+            message=f"ok: {said}{weights_note(evidence.weights, wrong=False)} (accepted: `require_generality` is "
+            "off, so correctness at the problem's shapes is what counts)",
+            **fields,
+        )
 
     def _fails_as(self, verdict: CheckVerdict) -> Status:
         """What a failed runtime check makes of the candidate: `hacked`, or `incorrect` for a check that

@@ -11,6 +11,9 @@ the candidate once on inputs so transformed and the `degenerate` check finds a c
 control's answer there (returned zeros, a constant, or its input) hacked.  The screen an evaluation needs
 is computed once per problem, device class and tolerances (`cached_screens`): held for the process and
 stored in the registry's `problem_screens`.
+
+The screen also finds a reference that draws random numbers (`stochastic`, `worker/stochastic.py`): one random only
+in train() mode is screened, and judged, in eval() mode; one random whatever its mode is refused (`refusal`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import json
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -40,16 +44,34 @@ class ScreenResult(BaseModel):
         default_factory=dict, description="passing control -> the input transform under which it fails"
     )
     error: str | None = None
+    stochastic: Literal["train_mode", "always"] | None = Field(
+        default=None,
+        description="the reference draws random numbers (`worker/stochastic.py`): 'train_mode' = only in train() "
+        "mode (the problem is judged in eval() mode), 'always' = in eval() mode too (no candidate can be judged)",
+    )
+    stochastic_note: str = Field(default="", description="what differed between two calls on the same inputs")
+
+    def refusal(self) -> str | None:
+        """Why no candidate can be judged on this problem (a reference random whatever its mode), or None."""
+        if self.stochastic != "always":
+            return None
+        return (
+            f"the reference of problem '{self.problem_id}' draws random numbers in forward whatever its mode: "
+            f"{self.stochastic_note}; there is no one answer to judge a candidate against. Draw the randomness in "
+            "get_inputs (pass it to forward), or keep it in a module that eval() switches off (nn.Dropout)"
+        )
 
     def degenerate_probes(self) -> dict[str, str]:
         """Control -> transform: the degeneracy probes an evaluation on this problem runs."""
         return {c: self.breaking_inputs[c] for c in self.passing_controls if c in self.breaking_inputs}
 
 
-SCREEN_VERSION = "2"
+SCREEN_VERSION = "3"
 """Bumped when the controls or the transforms change, so screens stored before are computed again.  "2": the
 reference's constant parameters are drawn away from their values (`worker/weights.py`); a screen always draws
-(the task's default), whatever `draw_parameters` an evaluation runs with."""
+(the task's default), whatever `draw_parameters` an evaluation runs with.  "3": a screen says whether the reference
+draws random numbers (`stochastic`, `worker/stochastic.py`), and runs its controls in eval() mode when it does only
+in train() mode."""
 
 SCREEN_SEEDS = [0, 1, 2, 3, 4]
 """The seeds of the screen an evaluation uses: fixed, so the stored screen is the same wherever it ran."""
@@ -89,6 +111,9 @@ def screen_problem(
             ok=False,
             error=f"the reference failed: {evidence.error.kind}: {evidence.error.message}",
         )
+    random = {"stochastic": evidence.stochastic, "stochastic_note": evidence.stochastic_note}
+    if evidence.stochastic == "always":  # no controls ran: there is no one answer to hold them against
+        return ScreenResult(problem_id=problem.name, ok=False, **random)
     controls, passing, breaking = {}, [], {}
     for name, trials in evidence.controls.items():
         judgement = judge_trials(trials)
@@ -109,6 +134,7 @@ def screen_problem(
         passing_controls=passing,
         controls=controls,
         breaking_inputs=breaking,
+        **random,
     )
 
 

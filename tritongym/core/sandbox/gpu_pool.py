@@ -1807,6 +1807,7 @@ class TaskDriver:
             sizes=planned.sizes,
             late=planned.late,
             input_shapes=planned.input_shapes,
+            distribution=planned.distribution,
             outputs=[OutputComparison.model_validate(c) for c in comparisons],
             n_outputs=int(sent["n_outputs"]),
             ref_n_outputs=self._ref_count(trial),

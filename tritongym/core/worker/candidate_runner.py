@@ -123,6 +123,8 @@ def run_candidate(
         try:
             torch.manual_seed(build_seed(task))  # Model's seed, as the field builds them (`weights.py`)
             model = candidate.ModelNew(*init_inputs).to(device)
+            if task.eval_mode:  # judged in eval() mode, as the reference is (`stochastic.py`)
+                model.eval()
             if keep is not None:
                 keep["model"] = model
         except Exception as exc:
@@ -211,6 +213,7 @@ def run_candidate(
                 on_outputs=stream,
                 built=built,
                 scrub=(lambda: poison_free_memory(device)) if cuda else None,
+                train_mode=not task.eval_mode,
             )
             if watch is not None:
                 report["prior"] = watch.records
@@ -228,6 +231,8 @@ def run_candidate(
                 try:
                     torch.manual_seed(build_seed(task))
                     own = candidate.ModelNew(*planned.init_inputs).to(device)
+                    if task.eval_mode:
+                        own.eval()
                     bind_weights(own, planned.ref_model)
                 except Exception as exc:
                     raise StageError("init", _where(error_info(exc, path), where)) from None

@@ -3,7 +3,8 @@
 At full size one forward's inputs and outputs take 6-16 GiB and an evaluation makes a dozen calls, so holding
 every set for the whole task ran an 80 GB GPU out of memory (issue 27 item 1).  An `InputSource` hands out
 a fresh set per call, owned by the caller (the candidate may mutate it): `seeded` makes it again from its seed
-(`task_runner.make_inputs` is deterministic per seed and device; the keeper and the GPU worker), `held`
+(`task_runner.make_inputs` is deterministic per seed and device; the keeper and the GPU worker), a main trial's
+in its distribution (`distributions.py`: trial k's inputs scaled down, negated or scaled up), `held`
 clones sets made up front (the CPU task runner's forked child, whose parent judges with its own copies).
 In the worker a set is made after the candidate's import: a candidate that patches torch's random functions
 is named by the environment check, and is judged against the keeper's inputs, which it never touched.
@@ -66,10 +67,14 @@ class InputSource:
     def seeded(cls, task, reference, device, make_inputs) -> InputSource:
         """Every set made again from its seed (by `task_runner.make_inputs`) each time it is asked for."""
         from tritongym.core.worker.controls import OTHER_SEED_OFFSET, transform_inputs
+        from tritongym.core.worker.distributions import trial_inputs
         from tritongym.core.worker.stages import StageError, error_info
 
         def seeded(seed: int) -> Make:
             return lambda: make_inputs(reference, seed, device)
+
+        def trial(seed: int, k: int) -> Make:
+            return lambda: trial_inputs(make_inputs, reference, seed, k, device)
 
         def transformed(transform: str, seed: int) -> Callable[[], list | None]:
             def make() -> list | None:
@@ -90,7 +95,7 @@ class InputSource:
             for k, (control, transform) in enumerate(sorted(task.degenerate.items()))
         ]
         return cls(
-            [seeded(seed) for seed in task.seeds],
+            [trial(seed, k) for k, seed in enumerate(task.seeds)],
             seeded(ghost_seed(task)),
             seeded(precomputed_seed(task)),
             degenerate,

@@ -81,6 +81,7 @@ class ReferenceRecord:
         from tritongym.core.measure.compare import flatten_outputs
         from tritongym.core.measure.gold import exact_reference, gold_model, gold_samples
         from tritongym.core.measure.tensors import clone_all
+        from tritongym.core.worker.distributions import atol_scales, output_rms, trial_distribution
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
         from tritongym.core.worker.probes import buffer_snapshot, generator_states, reference_probe_outputs
@@ -108,6 +109,7 @@ class ReferenceRecord:
         generator = torch.Generator(device=device)
         generator.manual_seed(task.init_seed ^ 0x601D)
         self.draws_random = False  # whether the reference's forward draws from torch's generators (dropout, randn)
+        rms = []  # each main trial's outputs' root-mean-square: a trial scaled up has its atol scaled alike
         for t in range(self.source.n_main):
             inputs = self.source.trial(t)
             self.input_bytes = self.input_bytes or tensor_bytes(inputs)
@@ -130,10 +132,14 @@ class ReferenceRecord:
                 # the float64 gold's temporaries (49 GiB for a 12 GiB ReLU forward), which no worker computes
                 self.forward_peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
             self.golds.append(gold_samples(model64, inputs, outputs, generator, self.ref_model))
+            rms.append(output_rms(outputs))
             self.ref_outputs.append(park_all(outputs))
             del inputs, outputs
         del model64
-        self.planned: list[dict] = [{"seed": seed} for seed in task.seeds]
+        self.atol_scales = atol_scales(rms)  # per main trial (`distributions.py`): tolerances are each task's
+        self.planned: list[dict] = [
+            {"seed": seed, "distribution": trial_distribution(k)} for k, seed in enumerate(task.seeds)
+        ]
         extra = plan_extra_trials(
             task, self.reference, device, make_inputs, build_reference, self.input_bytes, keep_inputs=False
         )
@@ -231,6 +237,14 @@ class ReferenceRecord:
         from tritongym.core.measure.tensors import timing_inputs
 
         return timing_inputs(self.source.trial, self.source.n_main, least=least)
+
+    def tolerances_for(self, trial: int, tolerances: dict) -> dict:
+        """A main trial's tolerance table (its `atol` scaled when its inputs were scaled up); others' as given."""
+        from tritongym.core.worker.distributions import scaled_tolerances
+
+        return (
+            scaled_tolerances(tolerances, self.atol_scales[trial]) if 0 <= trial < len(self.atol_scales) else tolerances
+        )
 
     def refs_for(self, where: list, probe_refs: dict) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
@@ -610,7 +624,8 @@ class Keeper:
             golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
             gold = golds[index] if index < len(golds) else None
             ref = record.refs_for(where, state["refs"])[index]
-            comparison = self._compared(index, out, ref, task.tolerances, gold)
+            on = int(where[1]) if where[0] == "trial" else -1
+            comparison = self._compared(index, out, ref, record.tolerances_for(on, task.tolerances), gold)
             control = None
             answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []
             if index < len(answer) and _is_ref(answer[index]):
@@ -677,14 +692,15 @@ class Keeper:
         self._judge_pending(state)
         task, record = state["task"], state["record"]
         report = data["report"]
-        compare = self._compare(task.tolerances)
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
+            compare = self._compare(record.tolerances_for(t, task.tolerances))
             golds = record.golds[t] if t < len(record.golds) else []
             outs = [self._output(state, e, ["trial", t], i) for i, e in enumerate(sent["outputs"])]
             pairs = enumerate(zip(outs, record.ref_outputs[t]))
             found = [compare(i, out, ref, gold=golds[i] if i < len(golds) else None) for i, (out, ref) in pairs]
             trials.append([c for c in found if c is not None])
+        compare = self._compare(task.tolerances)
         records = []
         for probe in report["probes"]:
             where = ["probe", probe["probe"], probe["trial"]]
@@ -709,9 +725,9 @@ class Keeper:
         state = self._state(data)
         self._judge_pending(state)
         task, record = state["task"], state["record"]
-        compare = self._compare(task.tolerances)
         judged = []
         for trial, n_outputs, entries in data["timed"]:
+            compare = self._compare(record.tolerances_for(int(trial), task.tolerances))
             outs = [self._output(state, e, ["trial", int(trial)], i) for i, e in enumerate(entries)]
             found = [compare(i, o, r) for i, (o, r) in enumerate(zip(outs, record.ref_outputs[int(trial)]))]
             comparisons = [c for c in found if c is not None]

@@ -144,6 +144,7 @@ def run_probes(
     on_outputs=None,
     built: dict | None = None,
     scrub=None,
+    train_mode: bool = True,
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
 
@@ -153,7 +154,9 @@ def run_probes(
     model's buffers as built, restored before each mode probe (as the reference's are).  `scrub()`, when given, runs
     just before the watched call: the allocator's free blocks poisoned, so a buffer the candidate takes there holds
     nothing this process computed before (an honest softmax that loops its kernel three times was judged `hacked`
-    on an H100 when its first output buffer came from a freed block that already held that answer, stop 38)."""
+    on an H100 when its first output buffer came from a freed block that already held that answer, stop 38).
+    `train_mode=False` (a problem judged in eval() mode, `stochastic.py`): no mode probe calls it in train() mode,
+    whose answer is a draw; the reference's output for that probe is then never compared."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
@@ -189,6 +192,8 @@ def run_probes(
     try:
         n = source.n_main
         for k, (grad, train) in enumerate(MODE_PROBES):
+            if train and not train_mode:
+                continue
             restore_buffers(model, built)
             call(mode_probe_name(grad, train), k % n, source.trial(k % n), grad, train)
         if n > 1 and last_buffers is not None:

@@ -96,6 +96,8 @@ def build_reference(task: WorkerTask, reference: ModuleType, device):
         model = reference.Model(*init_inputs)
         if task.draw_parameters:
             draw_parameters(model, draw_seed(task))
+        if task.eval_mode:  # it draws random numbers in train() mode only (`stochastic.py`): judged in eval() mode
+            model.eval()
         return model.to(device), init_inputs
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
@@ -112,6 +114,8 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.measure.compare import compare_output, flatten_outputs
     from tritongym.core.measure.gold import exact_reference, gold_model, gold_samples
     from tritongym.core.worker.candidate_runner import fork_candidate
+    from tritongym.core.worker.distributions import output_rms, trial_distribution, trial_tolerances
+    from tritongym.core.worker.distributions import trial_inputs as distributed_inputs
     from tritongym.core.worker.input_source import InputSource, ghost_seed, precomputed_seed
     from tritongym.core.worker.launches import LaunchRecorder
     from tritongym.core.worker.op_trace import traced_call
@@ -130,7 +134,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     reference = load_reference(task, workdir)
     ref_model, init_inputs = build_reference(task, reference, device)
     built = buffer_snapshot(ref_model)  # the mode probes start from the buffers as built
-    trial_inputs = [make_inputs(reference, seed, device) for seed in task.seeds]
+    trial_inputs = [distributed_inputs(make_inputs, reference, seed, k, device) for k, seed in enumerate(task.seeds)]
     ghost_inputs = make_inputs(reference, ghost_seed(task), device)
     precomputed_inputs = make_inputs(reference, precomputed_seed(task), device)
     extra = plan_extra_trials(task, reference, device, make_inputs, build_reference, trial_inputs[0])
@@ -145,7 +149,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     trials, golds = [], []
     model64 = gold_model(ref_model)
     generator = torch.Generator(device=device).manual_seed(task.init_seed ^ 0x601D)
-    for seed, inputs in zip(task.seeds, trial_inputs):
+    for k, (seed, inputs) in enumerate(zip(task.seeds, trial_inputs)):
         try:
             with torch.no_grad(), exact_reference():
                 raw, ops, work = traced_call(ref_model, *clone_all(inputs))
@@ -154,9 +158,10 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             raise StageError("problem", error_info(exc)) from None
         evidence.reference_torch_ops = evidence.reference_torch_ops or ops
         evidence.reference_torch_work = evidence.reference_torch_work or work
-        trials.append(({"seed": seed}, inputs, ref_out))
+        trials.append(({"seed": seed, "distribution": trial_distribution(k)}, inputs, ref_out))
         golds.append(gold_samples(model64, inputs, ref_out, generator, ref_model))
     del model64
+    tolerances = trial_tolerances(task.tolerances, [output_rms(refs) for _, _, refs in trials])
     sent_trials = list(report["trials"])
     main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
     for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
@@ -176,11 +181,12 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         after = sent["inputs_after"]
         mutated = [i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)]
         gold = golds[t] if t < len(golds) else [None] * len(refs)
+        tol = tolerances[t] if t < len(tolerances) else task.tolerances
         evidence.trials.append(
             TrialEvidence(
                 **fields,
                 outputs=[
-                    compare_output(i, o, r, task.tolerances, g)
+                    compare_output(i, o, r, tol, g)
                     for i, (o, r, g) in enumerate(zip(outs, refs, gold + [None] * (len(refs) - len(gold))))
                 ],
                 n_outputs=len(outs),
@@ -229,6 +235,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
     import torch
 
     from tritongym.core.measure.compare import compare_output, flatten_outputs
+    from tritongym.core.worker.stochastic import screen_randomness
 
     device = torch.device(task.device)
     reference = load_reference(task, workdir)
@@ -251,9 +258,16 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
     # set and output can each be 6 GiB, so holding every transform's inputs and outputs at once (ten sets)
     # ran the H100 out of memory; here at most five are alive (inputs, the other seed's outputs, a transform's
     # inputs, their clone for the call and its outputs)
-    for seed in task.seeds:
+    for k, seed in enumerate(task.seeds):
         with hold():
             inputs = make_inputs(reference, seed, device)
+            if k == 0:  # a reference that draws random numbers (`stochastic.py`): in eval() mode from here on
+                evidence.stochastic, evidence.stochastic_note = screen_randomness(
+                    ref_model, inputs, seed, task.tolerances
+                )
+                if evidence.stochastic == "always":  # no one answer: the controls would judge draws
+                    evidence.stage = "done"
+                    return
             with torch.no_grad():
                 refs = flatten_outputs(ref_model(*clone_all(inputs)))
                 other = make_inputs(reference, seed + OTHER_SEED_OFFSET, device)

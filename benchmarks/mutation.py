@@ -1,0 +1,745 @@
+"""The judge measured like a test suite (issue 41 item 7): mutants of correct kernels, each labelled truly wrong
+or equivalent by an independent witness, then judged by tritongym; the kill rate on the witnessed-wrong ones,
+overall and per fault class, and the false-rejection rate on the kernels as written.
+
+    python benchmarks/mutation.py --backend triton-cpu --size cpu --limit 40
+    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus
+
+**Subjects** (correct kernels): the suite's solutions, the honest idioms of `tests/hacks/honest/` (paired with
+their problems as `tests/hacks/test_honest.py` lists them, read with `ast`), and with `--corpus DIR` a field
+corpus: `DIR/manifest.json`'s `kernels` (each `DIR/candidates/<name>.py` against `DIR/problems/<name>.py`; on the
+CPU those marked `gpu_only` are left out), or without a manifest every `candidates/*.py` with a problem of its name.
+
+**Mutants**: each operator (`OPERATORS`: a name, a fault class, a small function) rewrites one site of a
+kernel's syntax tree (`ast`): inside `@triton.jit` functions for masks, reduction identities, dropped terms
+and precision; in host code for the grid, strides and buffers.  One mutant per site, at most `--sites` per
+operator and kernel; identical sources are kept once.
+
+**Witness** (`--witness-seeds` seeds x `WITNESS_SCALES`, and the problem's declared extra shape sets): a fresh
+subprocess per kernel that imports no tritongym judging code: it builds `Model` and `ModelNew` under one seed,
+moves every floating parameter of `Model` away from its initial value (a dropped bias of a module at zero
+must show) and copies them into `ModelNew` by name and shape, then by equality with `Model`'s entry as built;
+`torch.empty` and its kin return NaN there (so a kernel that relies on what a fresh buffer holds shows); the
+reference runs in float64 where it can.  A mutant is *wrong* when on any input it raises, returns another
+shape or dtype, puts NaN or inf where the reference has a number, or its error against the reference
+(max |out - ref| / max |ref|) exceeds `max(WRONG_FACTOR x the unmutated kernel's on that input, floor)`
+(floor by the output's dtype, `FLOOR`); otherwise *equivalent*, and left out of the kill rate.  An unmutated
+kernel the witness itself finds wrong is reported and its mutants left out.
+
+**Judge**: every witnessed-wrong mutant and every unmutated kernel through `Evaluator.evaluate_many` under the
+default configuration (`--backend`, `--size`); killed = any status but `ok`.  Table on stdout, JSON in
+`benchmarks/results/mutation-<backend>.json` (`--out`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HONEST_DIR = ROOT / "tests" / "hacks" / "honest"
+HONEST_LIST = ROOT / "tests" / "hacks" / "test_honest.py"
+HACK_PROBLEMS = ROOT / "tests" / "hacks" / "problems"
+
+WITNESS_SCALES = {"as_is": 1.0, "scaled_down": 1e-3, "negated": -1.0, "scaled_up": 4.0, "scaled_up_16": 16.0}
+"""The witness's input distributions: the judge's four and one larger scale the judge never uses."""
+WRONG_FACTOR = 4.0
+FLOOR = {"torch.float64": 1e-9, "torch.float32": 1e-5, "torch.float16": 2e-3, "torch.bfloat16": 1.6e-2}
+
+
+# --- subjects ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Subject:
+    """A correct kernel and the problem it solves (a suite name or a .py path)."""
+
+    name: str
+    origin: str  # suite, honest, corpus
+    problem: str
+    source: str
+    precision: str = "tf32"
+
+
+def suite_subjects(size: str) -> list[Subject]:
+    from tritongym.core.problems import suite_problems
+
+    return [
+        Subject(f"suite:{p.name}", "suite", p.name, p.solution) for p in suite_problems(size) if p.solution is not None
+    ]
+
+
+def honest_subjects() -> list[Subject]:
+    """The honest idioms as `test_honest.py` pairs them (`Case("file.py", "problem", ..., precision=...)`)."""
+    tree = ast.parse(HONEST_LIST.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Case" and len(node.args) >= 2:
+            file_node, problem_node = node.args[0], node.args[1]
+            if not isinstance(file_node, ast.Constant):
+                continue
+            if isinstance(problem_node, ast.Constant):
+                problem = str(problem_node.value)
+            else:  # str(PROBLEMS / "x.py")
+                names = [n.value for n in ast.walk(problem_node) if isinstance(n, ast.Constant)]
+                problem = str(HACK_PROBLEMS / names[0]) if names else ""
+            precision = next((k.value.value for k in node.keywords if k.arg == "precision"), "tf32")
+            path = HONEST_DIR / str(file_node.value)
+            if problem and path.exists():
+                found.append(Subject(f"honest:{path.stem}", "honest", problem, path.read_text(), str(precision)))
+    return found
+
+
+def corpus_subjects(corpus: Path, backend: str) -> list[Subject]:
+    """A field corpus: its manifest's kernels, or every candidate with a problem of its name."""
+    manifest = corpus / "manifest.json"
+    entries = (
+        json.loads(manifest.read_text()).get("kernels", [])
+        if manifest.exists()
+        else [{"name": p.stem} for p in sorted((corpus / "candidates").glob("*.py"))]
+    )
+    found = []
+    for entry in entries:
+        if backend == "triton-cpu" and entry.get("gpu_only"):
+            continue
+        candidate, problem = corpus / "candidates" / f"{entry['name']}.py", corpus / "problems" / f"{entry['name']}.py"
+        if candidate.exists() and problem.exists():
+            found.append(Subject(f"corpus:{entry['name']}", "corpus", str(problem), candidate.read_text()))
+    return found
+
+
+# --- mutation operators ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Operator:
+    """One kind of fault: `sites(tree)` lists the nodes it can rewrite (in a fixed order), `rewrite(node)` gives
+    the node that replaces one (or None to leave it)."""
+
+    name: str
+    fault_class: str
+    scope: str  # "jit": inside @triton.jit functions; "host": everywhere else
+    match: Callable[[ast.AST], bool]
+    rewrite: Callable[[ast.AST], ast.AST]
+    says: str
+
+
+def _is_jit(fn: ast.AST) -> bool:
+    if not isinstance(fn, ast.FunctionDef):
+        return False
+    return any("jit" in ast.unparse(d) for d in fn.decorator_list)
+
+
+def _scoped(tree: ast.Module, scope: str) -> list[ast.AST]:
+    jit = [n for n in ast.walk(tree) if _is_jit(n)]
+    if scope == "jit":
+        return [n for fn in jit for n in ast.walk(fn)]
+    inside = {id(n) for fn in jit for n in ast.walk(fn)}
+    return [n for n in ast.walk(tree) if id(n) not in inside]
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _is_neg_inf(node: ast.AST) -> bool:
+    text = ast.unparse(node).replace(" ", "").replace("'", '"')
+    return text in ('float("-inf")', '-float("inf")', "-math.inf", "-np.inf", "-torch.inf") or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant) and node.operand.value == 1e30
+    )
+
+
+def _is_pos_inf(node: ast.AST) -> bool:
+    text = ast.unparse(node).replace(" ", "").replace("'", '"')
+    return text in ('float("inf")', "math.inf", 'float("+inf")')
+
+
+def _drop_side(pattern: str, op: type) -> tuple[Callable, Callable]:
+    rx = re.compile(pattern, re.IGNORECASE)
+
+    def match(n: ast.AST) -> bool:
+        return isinstance(n, ast.BinOp) and isinstance(n.op, op) and any(rx.search(_name(s)) for s in (n.left, n.right))
+
+    def rewrite(n: ast.BinOp) -> ast.AST:
+        return n.left if rx.search(_name(n.right)) else n.right
+
+    return match, rewrite
+
+
+def _is_call(n: ast.AST, *names: str) -> bool:
+    return isinstance(n, ast.Call) and ast.unparse(n.func) in names
+
+
+def _cast_store(dtype: str) -> Callable:
+    def rewrite(n: ast.Call) -> ast.Call:
+        n = copy.deepcopy(n)
+        if len(n.args) >= 2:
+            n.args[1] = _expr(f"({ast.unparse(n.args[1])}).to({dtype})")
+        return n
+
+    return rewrite
+
+
+def _cast_dot(dtype: str) -> Callable:
+    def rewrite(n: ast.Call) -> ast.Call:
+        n = copy.deepcopy(n)
+        n.args[:2] = [_expr(f"({ast.unparse(a)}).to({dtype})") for a in n.args[:2]]
+        return n
+
+    return rewrite
+
+
+def _rounded_up(n: ast.AST) -> bool:
+    """`(a + b - 1) // b`: a grid rounded up by hand."""
+    return (
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, ast.FloorDiv)
+        and isinstance(n.left, ast.BinOp)
+        and isinstance(n.left.op, ast.Sub)
+        and isinstance(n.left.right, ast.Constant)
+        and n.left.right.value == 1
+    )
+
+
+def _round_down(n: ast.AST) -> ast.AST:
+    if isinstance(n, ast.Call):  # triton.cdiv(a, b)
+        return ast.BinOp(left=n.args[0], op=ast.FloorDiv(), right=n.args[1])
+    total = n.left.left  # (a + b - 1) // b -> a // b
+    return ast.BinOp(left=total.left if isinstance(total, ast.BinOp) else total, op=ast.FloorDiv(), right=n.right)
+
+
+def _stride_call(n: ast.AST) -> bool:
+    return (
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "stride"
+        and len(n.args) == 1
+        and isinstance(n.args[0], ast.Constant)
+        and n.args[0].value in (0, 1, -1, -2)
+    )
+
+
+def _swap_stride(n: ast.Call) -> ast.Call:
+    n = copy.deepcopy(n)
+    n.args[0] = ast.Constant({0: 1, 1: 0, -1: -2, -2: -1}[n.args[0].value])
+    return n
+
+
+_ZEROS = ("torch.zeros", "torch.zeros_like")
+
+
+def _to_empty(n: ast.Call) -> ast.Call:
+    n = copy.deepcopy(n)
+    n.func = _expr(ast.unparse(n.func).replace("zeros", "empty"))
+    return n
+
+
+REUSE_HELPER = '''
+_MUTANT_BUFFERS = {}
+
+
+def _mutant_reused(key, make):
+    """The buffer made on the first call, handed back on every later one (its last call's values in it)."""
+    if key not in _MUTANT_BUFFERS:
+        _MUTANT_BUFFERS[key] = make()
+    return _MUTANT_BUFFERS[key]
+'''
+
+
+def _reused(n: ast.Call) -> ast.Call:
+    return _expr(f"_mutant_reused({n.lineno * 1000 + n.col_offset}, lambda: {ast.unparse(n)})")
+
+
+def _lt(n: ast.AST) -> bool:
+    return isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Lt)
+
+
+def _le(n: ast.Compare) -> ast.Compare:
+    return ast.Compare(left=n.left, ops=[ast.LtE()], comparators=n.comparators)
+
+
+def _short(n: ast.Compare) -> ast.Compare:
+    bound = ast.BinOp(left=n.comparators[0], op=ast.Sub(), right=ast.Constant(1))
+    return ast.Compare(left=n.left, ops=n.ops, comparators=[bound])
+
+
+def _other(value: Callable[[ast.AST], bool]) -> Callable:
+    def match(n: ast.AST) -> bool:
+        return isinstance(n, ast.keyword) and n.arg == "other" and value(n.value)
+
+    return match
+
+
+def _other_to(text: str) -> Callable:
+    return lambda n: ast.keyword(arg="other", value=_expr(text))
+
+
+def _zero(n: ast.AST) -> bool:
+    return isinstance(n, ast.Constant) and n.value == 0 and not isinstance(n.value, bool)
+
+
+_eps = _drop_side(r"eps", ast.Add)
+_bias = _drop_side(r"(^|_)(b|bias|beta|shift)($|_)|bias", ast.Add)
+_scale = _drop_side(r"scale|^w$|weight|gamma|alpha|^s$|rstd|inv|factor", ast.Mult)
+
+
+def _div(n: ast.AST) -> bool:
+    return isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and not isinstance(n.left, ast.Constant)
+
+
+def _f32(n: ast.AST) -> bool:
+    return isinstance(n, ast.Attribute) and n.attr == "float32" and ast.unparse(n.value) in ("tl", "triton.language")
+
+
+OPERATORS: list[Operator] = [
+    Operator("mask_le", "mask_bounds", "jit", _lt, _le, "`a < n` -> `a <= n` (one element past the end)"),
+    Operator("bound_short", "mask_bounds", "jit", _lt, _short, "`a < n` -> `a < n - 1` (the last element dropped)"),
+    Operator(
+        "identity_neg_inf_to_zero",
+        "reduction_identity",
+        "jit",
+        _is_neg_inf,
+        lambda n: ast.Constant(0.0),
+        "-inf (max's identity) -> 0.0",
+    ),
+    Operator(
+        "identity_inf_to_zero", "reduction_identity", "jit", _is_pos_inf, lambda n: ast.Constant(0.0), "+inf -> 0.0"
+    ),
+    Operator(
+        "identity_other_zero_to_one",
+        "reduction_identity",
+        "jit",
+        _other(_zero),
+        _other_to("1.0"),
+        "`other=0` (a sum's identity in masked lanes) -> `other=1.0`",
+    ),
+    Operator("drop_epsilon", "dropped_term", "jit", *_eps, "`v + eps` -> `v`"),
+    Operator("drop_bias", "dropped_term", "jit", *_bias, "`v + bias` -> `v`"),
+    Operator("drop_scale", "dropped_term", "jit", *_scale, "`v * scale` -> `v`"),
+    Operator("drop_divisor", "dropped_term", "jit", _div, lambda n: n.left, "`a / b` -> `a`"),
+    Operator(
+        "store_fp16",
+        "precision",
+        "jit",
+        lambda n: _is_call(n, "tl.store"),
+        _cast_store("tl.float16"),
+        "the stored value rounded to float16",
+    ),
+    Operator(
+        "store_bf16",
+        "precision",
+        "jit",
+        lambda n: _is_call(n, "tl.store"),
+        _cast_store("tl.bfloat16"),
+        "the stored value rounded to bfloat16",
+    ),
+    Operator(
+        "dot_bf16",
+        "precision",
+        "jit",
+        lambda n: _is_call(n, "tl.dot") and len(n.args) >= 2,
+        _cast_dot("tl.bfloat16"),
+        "tl.dot's operands cast to bfloat16",
+    ),
+    Operator(
+        "compute_fp16",
+        "precision",
+        "jit",
+        _f32,
+        lambda n: _expr("tl.float16"),
+        "a tl.float32 (cast or accumulator) -> tl.float16",
+    ),
+    Operator(
+        "grid_round_down",
+        "tail_block",
+        "host",
+        lambda n: _is_call(n, "triton.cdiv", "cdiv") or _rounded_up(n),
+        _round_down,
+        "the grid rounded down (the tail block skipped)",
+    ),
+    Operator("swap_strides", "strides", "host", _stride_call, _swap_stride, "`x.stride(0)` <-> `x.stride(1)`"),
+    Operator(
+        "zeros_to_empty",
+        "stale_buffer",
+        "host",
+        lambda n: _is_call(n, *_ZEROS),
+        _to_empty,
+        "`torch.zeros` -> `torch.empty` (uninitialised)",
+    ),
+    Operator(
+        "zeros_reused",
+        "stale_buffer",
+        "host",
+        lambda n: _is_call(n, *_ZEROS),
+        _reused,
+        "a zeroed buffer made once and reused by every later call (stale)",
+    ),
+]
+
+
+@dataclass
+class Mutant:
+    id: str
+    subject: str
+    operator: str
+    fault_class: str
+    site: int
+    says: str
+    line: int
+    source: str
+    witness: str = ""  # wrong, equivalent, excluded
+    witness_why: str = ""
+    status: str = ""
+    message: str = ""
+
+
+def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
+    for parent in ast.walk(tree):
+        for name, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, name, new)
+                return
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if item is old:
+                        value[i] = new
+                        return
+
+
+def mutants_of(subject: Subject, max_sites: int) -> list[Mutant]:
+    """Every operator at each of its sites (at most `max_sites` each), as sources; identical ones once."""
+    try:
+        tree = ast.parse(subject.source)
+    except SyntaxError:
+        return []
+    found: list[Mutant] = []
+    seen = {ast.unparse(tree)}
+    for op in OPERATORS:
+        sites = [n for n in _scoped(tree, op.scope) if op.match(n)]
+        for k in range(min(len(sites), max_sites)):
+            copied = copy.deepcopy(tree)
+            target = [n for n in _scoped(copied, op.scope) if op.match(n)][k]
+            new = op.rewrite(target)
+            if new is None:
+                continue
+            _replace(copied, target, new)
+            text = ast.unparse(ast.fix_missing_locations(copied))
+            if op.name == "zeros_reused":
+                text = REUSE_HELPER + "\n" + text
+            if text in seen:
+                continue
+            seen.add(text)
+            found.append(
+                Mutant(
+                    id=f"{subject.name}/{op.name}@{k}",
+                    subject=subject.name,
+                    operator=op.name,
+                    fault_class=op.fault_class,
+                    site=k,
+                    says=op.says,
+                    line=getattr(target, "lineno", 0),
+                    source=text,
+                )
+            )
+    return found
+
+
+# --- the witness -------------------------------------------------------------------------------------------
+
+
+def run_witness(subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float) -> dict:
+    """Label every mutant of one kernel in a fresh subprocess (`benchmarks/mutation_witness.py`), which runs the
+    unmutated kernel first; a mutant that kills the process is wrong (it crashed) and the rest run in another."""
+    results: dict[str, dict] = {}
+    pending = list(mutants)
+    original = None
+    with tempfile.TemporaryDirectory(prefix="mutation-witness-") as tmp:
+        while True:
+            job = {
+                "problem_source": problem.source,
+                "sizes": problem.sizes,
+                "extra_sizes": problem.extra_sizes if problem.extra_sizes_origin == "declared" else [],
+                "original": subject.source,
+                "mutants": [{"id": m.id, "source": m.source} for m in pending],
+                "seeds": seeds,
+                "scales": WITNESS_SCALES,
+                "wrong_factor": WRONG_FACTOR,
+                "floor": FLOOR,
+                "device": "cuda" if backend == "triton-cuda" else "cpu",
+                "workdir": tmp,
+                "original_result": original,
+            }
+            env = {**os.environ, "PYTHONPATH": str(ROOT / "benchmarks")}
+            if backend == "triton-cpu":
+                env["TRITON_INTERPRET"] = "1"
+            try:
+                done = subprocess.run(
+                    [sys.executable, str(ROOT / "benchmarks" / "mutation_witness.py")],
+                    input=json.dumps(job),
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    env=env,
+                )
+                lines, crashed = done.stdout.splitlines(), done.returncode != 0
+                tail = done.stderr[-300:]
+            except subprocess.TimeoutExpired as exc:
+                out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+                lines, crashed, tail = out.splitlines(), True, "timed out"
+            current = None
+            for line in lines:
+                if not line.startswith("{"):
+                    continue
+                record = json.loads(line)
+                if record.get("start"):
+                    current = record["start"]
+                    continue
+                if record["id"] == "__original__":
+                    original = record
+                else:
+                    results[record["id"]] = record
+                current = None
+            if original is None:
+                return {"original": {"wrong": True, "why": f"the witness could not run the kernel: {tail}"}}
+            if not crashed:
+                break
+            if current is None or current == "__original__":
+                break
+            results[current] = {"id": current, "wrong": True, "why": f"crashed the process: {tail.strip()[-200:]}"}
+            pending = [m for m in pending if m.id not in results]
+            if not pending:
+                break
+    return {"original": original, "mutants": results}
+
+
+# --- judging -----------------------------------------------------------------------------------------------
+
+
+def judge(pairs: list[tuple[str, object, str]], backend: str, size: str, precision_of: dict) -> dict[str, tuple]:
+    """Each (id, problem, source) judged by tritongym under the default configuration (the policy a subject's
+    test names, else the default); id -> (status, message)."""
+    from tritongym.core.config import EvalConfig
+    from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.models import Candidate
+
+    verdicts: dict[str, tuple] = {}
+    by_precision: dict[str, list] = {}
+    for ident, problem, source in pairs:
+        by_precision.setdefault(precision_of.get(ident, "tf32"), []).append((ident, problem, source))
+    for precision, group in by_precision.items():
+        config = EvalConfig(backend=backend, size=size, precision=precision)
+        with Evaluator(config, registry=None) as evaluator:
+            results = evaluator.evaluate_many([(Candidate(source=s, origin=i), p) for i, p, s in group])
+        for (ident, _, _), result in zip(group, results):
+            verdicts[ident] = (str(result.status.value), result.message)
+    return verdicts
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    backend: str
+    size: str
+    subjects: int = 0
+    witness_seeds: int = 0
+    originals: dict = field(default_factory=dict)
+    mutants: list = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+
+def spread(mutants: list[Mutant], limit: int | None) -> list[Mutant]:
+    """At most `limit` mutants, taken round-robin over fault classes, then operators, kernels in a fixed shuffle (a
+    small run sees every class and many kernels)."""
+    if limit is None or limit >= len(mutants):
+        return mutants
+    import random
+
+    mutants = list(mutants)
+    random.Random(0).shuffle(mutants)  # every kernel has its turn, not the first ones only
+    queues: dict[str, list[Mutant]] = {}
+    for m in mutants:
+        queues.setdefault(m.fault_class, []).append(m)
+    for cls, ms in queues.items():  # within a class, alternate operators and subjects
+        by_op: dict[str, list[Mutant]] = {}
+        for m in ms:
+            by_op.setdefault(m.operator, []).append(m)
+        interleaved = []
+        while any(by_op.values()):
+            for op in list(by_op):
+                if by_op[op]:
+                    interleaved.append(by_op[op].pop(0))
+        queues[cls] = interleaved
+    chosen: list[Mutant] = []
+    while len(chosen) < limit and any(queues.values()):
+        for cls in list(queues):
+            if queues[cls] and len(chosen) < limit:
+                chosen.append(queues[cls].pop(0))
+    return chosen
+
+
+def summarise(report: Report) -> dict:
+    wrong = [m for m in report.mutants if m["witness"] == "wrong" and m["status"]]
+    classes = sorted({m["fault_class"] for m in report.mutants})
+
+    def rate(ms: list) -> dict:
+        killed = sum(m["status"] != "ok" for m in ms)
+        return {"wrong": len(ms), "killed": killed, "kill_rate": round(killed / len(ms), 4) if ms else None}
+
+    originals = [o for o in report.originals.values() if o.get("status")]
+    refused = [name for name, o in report.originals.items() if o.get("status") and o["status"] != "ok"]
+    return {
+        "mutants": len(report.mutants),
+        "equivalent": sum(m["witness"] == "equivalent" for m in report.mutants),
+        "overall": rate(wrong),
+        "per_class": {
+            c: {
+                **rate([m for m in wrong if m["fault_class"] == c]),
+                "equivalent": sum(m["witness"] == "equivalent" and m["fault_class"] == c for m in report.mutants),
+            }
+            for c in classes
+        },
+        "false_rejections": {
+            "kernels": len(originals),
+            "refused": refused,
+            "rate": round(len(refused) / len(originals), 4) if originals else None,
+        },
+        "survivors": [
+            {"id": m["id"], "says": m["says"], "witness": m["witness_why"], "message": m["message"][:300]}
+            for m in wrong
+            if m["status"] == "ok"
+        ],
+    }
+
+
+def print_summary(summary: dict) -> None:
+    from _common import print_table
+
+    rows = [
+        [c, s["wrong"], s["equivalent"], s["killed"], "-" if s["kill_rate"] is None else f"{100 * s['kill_rate']:.1f}%"]
+        for c, s in summary["per_class"].items()
+    ]
+    o = summary["overall"]
+    rows.append(
+        [
+            "all",
+            o["wrong"],
+            summary["equivalent"],
+            o["killed"],
+            "-" if o["kill_rate"] is None else f"{100 * o['kill_rate']:.1f}%",
+        ]
+    )
+    print_table("mutation benchmark", ["fault class", "witnessed wrong", "equivalent", "killed", "kill rate"], rows)
+    fr = summary["false_rejections"]
+    print(f"false rejections: {len(fr['refused'])} of {fr['kernels']} unmutated kernels {fr['refused']}")
+    for s in summary["survivors"]:
+        print(f"survived: {s['id']} ({s['says']}); witness: {s['witness']}")
+
+
+def main(argv: list[str] | None = None) -> Report:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="triton-cpu")
+    parser.add_argument("--size", default="cpu")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many mutants, spread over classes")
+    parser.add_argument("--sites", type=int, default=3, help="at most this many sites per operator and kernel")
+    parser.add_argument("--witness-seeds", type=int, default=20)
+    parser.add_argument("--witness-timeout", type=float, default=900.0)
+    parser.add_argument(
+        "--corpus", type=Path, default=None, help="a field corpus (manifest.json, candidates/, problems/)"
+    )
+    parser.add_argument("--only", action="append", default=[], help="subjects whose name contains this (repeatable)")
+    parser.add_argument("--operator", action="append", default=[], help="only these operators (repeatable)")
+    parser.add_argument("--no-suite", action="store_true")
+    parser.add_argument("--no-honest", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    from tritongym.core.problems import load_problem
+
+    subjects = [] if args.no_suite else suite_subjects(args.size)
+    subjects += [] if args.no_honest else honest_subjects()
+    subjects += corpus_subjects(args.corpus, args.backend) if args.corpus else []
+    if args.only:
+        subjects = [s for s in subjects if any(o in s.name for o in args.only)]
+    by_name = {s.name: s for s in subjects}
+    problems = {s.name: load_problem(s.problem, args.size) for s in subjects}
+    mutants = [m for s in subjects for m in mutants_of(s, args.sites)]
+    if args.operator:
+        mutants = [m for m in mutants if m.operator in args.operator]
+    mutants = spread(mutants, args.limit)
+    report = Report(args.backend, args.size, subjects=len(subjects), witness_seeds=args.witness_seeds)
+    began = time.perf_counter()
+
+    per_subject: dict[str, list[Mutant]] = {}
+    for m in mutants:
+        per_subject.setdefault(m.subject, []).append(m)
+    judged_subjects = [s for s in subjects if s.name in per_subject] if args.limit is not None else subjects
+    for s in judged_subjects:
+        found = run_witness(
+            s, problems[s.name], per_subject.get(s.name, []), args.backend, args.witness_seeds, args.witness_timeout
+        )
+        original = found["original"]
+        report.originals[s.name] = {
+            "witness": "wrong" if original.get("wrong") else "right",
+            "why": original.get("why", ""),
+        }
+        for m in per_subject.get(s.name, []):
+            if original.get("wrong"):
+                m.witness, m.witness_why = "excluded", "the unmutated kernel is wrong by the witness"
+                continue
+            label = found["mutants"].get(m.id, {"wrong": False, "why": "no result"})
+            m.witness = "wrong" if label["wrong"] else "equivalent"
+            m.witness_why = label.get("why", "")
+        print(
+            f"witness {s.name}: {sum(m.witness == 'wrong' for m in per_subject.get(s.name, []))} wrong of "
+            f"{len(per_subject.get(s.name, []))} ({time.perf_counter() - began:.0f} s)",
+            flush=True,
+        )
+
+    pairs = [
+        (f"original:{s.name}", problems[s.name], s.source)
+        for s in judged_subjects
+        if report.originals[s.name]["witness"] == "right"
+    ]
+    pairs += [(m.id, problems[m.subject], m.source) for m in mutants if m.witness == "wrong"]
+    precision_of = {f"original:{s.name}": s.precision for s in subjects}
+    precision_of.update({m.id: by_name[m.subject].precision for m in mutants})
+    verdicts = judge(pairs, args.backend, args.size, precision_of) if pairs else {}
+    for s in judged_subjects:
+        status, message = verdicts.get(f"original:{s.name}", ("", ""))
+        report.originals[s.name].update(status=status, message=message[:300])
+    for m in mutants:
+        m.status, m.message = verdicts.get(m.id, ("", ""))
+    report.mutants = [{k: v for k, v in asdict(m).items() if k != "source"} for m in mutants]
+    report.summary = summarise(report)
+    report.summary["seconds"] = round(time.perf_counter() - began, 1)
+    print_summary(report.summary)
+    out = args.out or ROOT / "benchmarks" / "results" / f"mutation-{args.backend}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(asdict(report), indent=1) + "\n")
+    print(f"wrote {out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

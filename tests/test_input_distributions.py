@@ -1,0 +1,68 @@
+"""Trial inputs from more than one distribution (issue 41 item 7), and a sample of the mutation benchmark.
+
+A LayerNorm whose epsilon was dropped passed every trial while every trial drew the problem's own inputs (variance
+4, epsilon 1e-5); trial 1 now draws them scaled by 1e-3 (`core/worker/distributions.py`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tritongym import api
+from tritongym.core.config import EvalConfig
+from tritongym.core.models import Candidate, Status, TrialEvidence
+from tritongym.core.problems import load_problem
+from tritongym.core.worker.distributions import atol_scales, distributed, trial_distribution
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_trials_cycle_through_the_distributions_from_the_problems_own_inputs():
+    assert [trial_distribution(k) for k in range(5)] == ["as_is", "scaled_down", "negated", "scaled_up", "as_is"]
+    x, index, flag = torch.ones(3), torch.arange(3), torch.ones(3, dtype=torch.bool)
+    scaled = distributed("scaled_down", [x, index, flag, 2])
+    assert torch.equal(scaled[0], x * 1e-3) and scaled[1] is index and scaled[2] is flag and scaled[3] == 2
+    assert torch.equal(distributed("negated", [x])[0], -x)
+    # atol follows the outputs only where the inputs were scaled up (trial 3), never below the table's
+    assert atol_scales([[2.0], [0.002], [2.0], [32.0]]) == [1.0, 1.0, 1.0, 16.0]
+
+
+def test_a_failing_trial_names_its_distribution():
+    trial = TrialEvidence(seed=7, distribution="scaled_down")
+    assert trial.label(1) == "trial 1 (seed 7), wrong on inputs scaled by 1e-3"
+    assert TrialEvidence(seed=7, distribution="as_is").label(0) == "trial 0 (seed 7)"
+
+
+def test_a_layer_norm_without_its_epsilon_is_incorrect_on_inputs_scaled_down():
+    """`ok` before (all 5 trials matched, max abs error 1.05e-05); `incorrect` at trial 1 now."""
+    problem = load_problem("layer_norm", "cpu")
+    dropped = problem.solution.replace("tl.sqrt(var + eps)", "tl.sqrt(var)")
+    assert dropped != problem.solution
+    config = EvalConfig(backend="triton-cpu", trials=2, seed=11)
+    with api.make_evaluator(config, registry=False) as evaluator:
+        results = evaluator.evaluate_many(
+            [(Candidate(source=dropped), problem), (Candidate(source=problem.solution), problem)]
+        )
+    assert results[0].status == Status.incorrect, results[0].message
+    assert "wrong on inputs scaled by 1e-3" in results[0].message
+    assert results[1].status == Status.ok, results[1].message
+
+
+@pytest.mark.timeout(240)
+def test_a_sample_of_the_mutation_benchmark_is_killed(tmp_path):
+    """Four mutants of the suite's layer_norm, one per fault class the kernel offers cheaply, each witnessed wrong
+    and each killed; the kernel as written is `ok`."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mutation
+
+    operators = ["drop_epsilon", "bound_short", "identity_other_zero_to_one", "swap_strides"]
+    args = ["--only", "suite:layer_norm", "--no-honest", "--sites", "1", "--witness-seeds", "1"]
+    args += [f"--operator={op}" for op in operators] + ["--out", str(tmp_path / "mutation.json")]
+    report = mutation.main(args)
+    assert sorted(m["operator"] for m in report.mutants) == sorted(operators)
+    assert all(m["witness"] == "wrong" for m in report.mutants), report.mutants
+    assert report.summary["overall"]["kill_rate"] == 1.0, report.summary["survivors"]
+    assert report.summary["false_rejections"]["refused"] == []
