@@ -136,6 +136,13 @@ HOSTILE = [
     ("forbidden", "torch-load", in_forward("w = torch.load('/tmp/w.pt')  # <-"), "relu"),
     (
         "forbidden",
+        "dtensor-from-local",
+        in_forward("y = torch.distributed.tensor.DTensor.from_local(x)  # <-"),
+        "relu",
+    ),
+    ("forbidden", "process-group", in_forward("torch.distributed.init_process_group('gloo')  # <-"), "relu"),
+    (
+        "forbidden",
         "cpp-extension-from",
         in_forward("mod = load_inline('m', 'src')", "from torch.utils.cpp_extension import load_inline  # <-"),
         "relu",
@@ -923,6 +930,9 @@ HONEST_FORWARD_LINES = {
     "allocation": "buf = torch.zeros(4, device=x.device, dtype=x.dtype)\nidx = torch.arange(4, device=x.device)",
     "reraise": "try:\n    n = x.numel()\nexcept AttributeError as e:\n    raise TypeError('need a tensor') from e",
     "local-shadows-builtin": "input = x\ncompile = input.numel()",
+    # Liger-Kernel's SwiGLU picks a path for sharded tensors so: a type test starts no process group
+    "dtensor-type-test": "if isinstance(x, torch.distributed.tensor.DTensor) or torch.distributed.is_initialized():\n"
+    "    raise TypeError('sharded tensors are not supported')",
 }
 
 

@@ -54,6 +54,14 @@ _WHY = {
 DEFAULT_MODULES: dict[str, str] = {module: why for why, names in _WHY.items() for module in names.split()}
 """Forbidden module (or dotted attribute) -> the kind of access it gives, shown in the message."""
 
+INSPECTION_ONLY = frozenset(
+    "torch.distributed.is_available torch.distributed.is_initialized torch.distributed.tensor.DTensor".split()
+)
+"""Names under a forbidden module that only inspect, allowed as exactly these paths (not their attributes):
+production kernels test `isinstance(x, torch.distributed.tensor.DTensor)` or `torch.distributed.is_initialized()`
+to choose a path for sharded tensors (Liger-Kernel's SwiGLU does), which starts no process group, thread or
+connection.  `DTensor.from_local` and everything else under `torch.distributed` stay forbidden."""
+
 _BUILTIN_CALLS = {
     "open": "file access",
     "exec": "dynamic code execution",
@@ -138,6 +146,8 @@ class ForbiddenCheck(StaticCheck):
         parts = path.split(".")
         if parts[0].startswith("tritongym"):
             return "the judge's own code and the reference"
+        if path in INSPECTION_ONLY:
+            return None
         rule = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
         if rule is None:
             return None
