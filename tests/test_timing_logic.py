@@ -83,6 +83,21 @@ def test_faster_than_the_roofline_is_implausible(relu_problem):
     assert judge(TimingReport(precision="ieee"), relu_problem).passed
 
 
+def test_the_roofline_holds_only_where_the_reference_itself_is_above_it(relu_problem):
+    """Every input byte is counted; a trace reads the diagonal and an NLL loss one logit per row, so their
+    references ran at 0.004 ms against a "roofline" of 0.016 ms on an H200, and FlagGems' honest kernels were
+    `hacked`.  A reference below the floor says the count is wrong for the problem: the roofline is not applied."""
+    timing = TimingReport(
+        precision="ieee", candidate=stats(0.1), roofline_ms=1.0, bytes_moved=3_000_000_000, bandwidth_gbps=3000.0
+    )
+    evidence = evidence_with(timing)
+    evidence.ref_runtime_ms = 0.12
+    assert TimingIntegrityCheck().judge(evidence, Candidate(source=""), relu_problem).passed
+    evidence.ref_runtime_ms = 1.2
+    verdict = TimingIntegrityCheck().judge(evidence, Candidate(source=""), relu_problem)
+    assert not verdict.passed and "implausibly fast" in verdict.reason
+
+
 def test_timing_keeps_two_pristine_sets_for_a_candidate_and_may_keep_one_for_the_reference():
     """Two pristine sets whatever their size, so a candidate's pointer-keyed cache goes stale between samples; the
     keeper's lean retry (`Keeper._time_lean_on_oom`, after level 1's 96_HuberLoss ran it out of GPU memory on an
