@@ -214,6 +214,7 @@ def test_text_without_a_utf8_form_and_non_finite_timeouts_get_422_and_the_connec
         ("POST", "/evaluate", kernelgym),
         ("POST", "/evaluate", json.dumps(kernelgym_payload("kg_bad", uuid="u")).replace('"u"', '"\\ud800"')),
         ("POST", "/evaluate", json.dumps(kernelgym_payload("kg_bad", backend="\ud800"), ensure_ascii=True)),
+        ("POST", "/v1/tasks/wait", '{"ids": ["x", "\\ud800"], "timeout_s": 5}'),
         ("POST", "/v1/tasks/wait", '{"ids": ["x"], "timeout_s": NaN}'),
         ("POST", "/v1/tasks/wait", '{"ids": ["x"], "timeout_s": Infinity}'),
         ("GET", "/v1/tasks/x/wait?timeout_s=nan", None),
@@ -483,14 +484,13 @@ def test_a_drain_that_runs_out_kills_the_sandbox_and_records_no_verdict(tmp_path
     assert stored == []
 
 
-def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
+def test_after_kill_9_the_sandbox_dies_with_the_server_and_the_next_start_resumes_its_task(tmp_path):
     served = Served(tmp_path, "--lanes", "1", "--timeout", "60")
     with served.client(token=None) as service:
         task = service.submit(HANG, "relu")
     sandbox = _hung_sandbox(served)
     assert served.stop(signal.SIGKILL) == -signal.SIGKILL
-    time.sleep(0.5)
-    assert _alive(sandbox)  # an orphan: nobody reads its verdict, and the task runs again at the next start
+    assert _gone(sandbox)  # its lifeline closed with the server: no orphan runs on under init
     again = Served(tmp_path, "--lanes", "1", "--timeout", "60", "--drain", "0", registry=served.registry)
     try:
         with again.client(token=None) as service:
@@ -498,36 +498,104 @@ def test_after_kill_9_the_next_start_first_kills_the_orphaned_sandbox(tmp_path):
             deadline = time.monotonic() + 30
             while service.result(task.id).attempts < 2 and time.monotonic() < deadline:
                 time.sleep(0.1)
-        assert _gone(sandbox, within_s=1.0)
         resumed = _hung_sandbox(again, 0.5)
     finally:
         again.stop(signal.SIGTERM)
     assert _gone(resumed)
 
 
-def test_kill_orphans_kills_a_sandbox_whose_parent_is_gone_and_spares_a_live_evaluators():
+# A process that started a sandbox the way `sandbox.run_in_sandbox` does (recorded, holding the lifeline or not)
+# and calls itself what a Ray actor calls itself: `ray::BackendActor.measure` as argv[0] (bash's `exec -a`) and
+# as its name (PR_SET_NAME).  Neither "python" in its command nor init as the sandbox's parent.
+OWNER = """
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(15, b"ray::BackendAct", 0, 0, 0)
+from tritongym.core.sandbox import owned
+folder = owned.make_folder("sandbox")
+lifeline = sys.argv[2] == "lifeline"
+env = {**os.environ, **(owned.lifeline_env() if lifeline else {})}
+os.mkfifo(os.path.join(folder, "task"))  # its task never comes, and its input never ends: it waits
+proc = subprocess.Popen(
+    [sys.argv[1], "-s", "-m", "tritongym.core.worker", os.path.join(folder, "worker.log")],
+    stdin=os.open(os.path.join(folder, "task"), os.O_RDWR), env=env, start_new_session=True,
+    pass_fds=(owned.lifeline_fd(),) if lifeline else (),
+)
+owned.started(proc.pid, "sandbox")
+print(proc.pid, folder, flush=True)
+time.sleep(600)
+"""
+
+
+def _renamed_owner(lifeline: bool) -> tuple[subprocess.Popen, int, Path]:
+    """The owner, its sandbox's pid (a real worker process waiting for its task on stdin) and its folder."""
+    import site
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1]), *site.getsitepackages()]))
+    argv = ["bash", "-c", 'exec -a "ray::BackendActor.measure" "$1" -c "$0" "$1" "$2"', OWNER, sys.executable]
+    owner = subprocess.Popen([*argv, "lifeline" if lifeline else "none"], stdout=subprocess.PIPE, text=True, env=env)
+    pid, folder = owner.stdout.readline().split()
+    assert Path(f"/proc/{owner.pid}/cmdline").read_bytes().startswith(b"ray::BackendActor.measure\0")
+    return owner, int(pid), Path(folder)
+
+
+@pytest.fixture
+def runtime_dir(tmp_path, monkeypatch):
+    """Records of started processes apart from other tests' (servers started here inherit it)."""
+    monkeypatch.setenv("TRITONGYM_RUNTIME_DIR", str(tmp_path / "runtime"))
+    return tmp_path / "runtime"
+
+
+def test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone(tmp_path, runtime_dir):
+    """The sandbox of a live process that renamed itself as a Ray actor does survives a service's start (its
+    start-up clean-up once killed it, and the honest kernel in it was stored as `crashed`); once its owner is
+    SIGKILLed the sandbox dies with it (the lifeline), and the next start removes the folder it left."""
+    owner, sandbox, folder = _renamed_owner(lifeline=True)
+    try:
+        served = Served(tmp_path / "first", "--lanes", "1")
+        try:
+            with served.client(token=None) as service:
+                assert service.health().status == "healthy"  # start() and its clean-up have run
+            assert _alive(sandbox) and folder.is_dir()
+        finally:
+            served.stop_gracefully()
+        assert _alive(sandbox) and folder.is_dir()
+    finally:
+        owner.kill()
+        owner.wait()
+    assert _gone(sandbox)  # dies with the process that started it
+    assert folder.is_dir()  # kill -9 skips every finally: the folder stays until a clean-up
+    served = Served(tmp_path / "second", "--lanes", "1")
+    try:
+        with served.client(token=None) as service:
+            assert service.health().status == "healthy"
+        assert not folder.exists()
+    finally:
+        served.stop_gracefully()
+
+
+def test_kill_orphans_kills_only_what_a_dead_owner_recorded(runtime_dir):
     from tritongym.service import sandboxes
 
+    owner, sandbox, folder = _renamed_owner(lifeline=False)  # a sandbox that outlives its owner
+    live_owner, live_sandbox, live_folder = _renamed_owner(lifeline=True)
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.worker"]  # looks like one
-    # its parent exits at once (and holds no pipe of ours open): an orphan
-    quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
-
-    def orphan_of(argv: list[str]) -> int:
-        spawn = f"import subprocess; print(subprocess.Popen({argv!r}, {quiet}).pid)"
-        return int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True, check=True).stdout)
-
-    orphan = orphan_of(sleeper)
-    # an orphan that only names a namesake module (the kernel's worker_task, beside the worker package) is no sandbox
-    namesake = orphan_of([*sleeper[:-1], "tritongym.core.worker_task"])
-    mine = subprocess.Popen(sleeper)  # its parent, this Python process, lives
+    spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, stdout=subprocess.DEVNULL).pid)"
+    unrecorded = int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True).stdout)
     try:
-        killed = sandboxes.kill_orphans()
-        assert orphan in killed and mine.pid not in killed and namesake not in killed
-        assert _gone(orphan) and mine.poll() is None
+        assert sandboxes.kill_orphans() == []  # every owner lives
+        owner.kill()
+        owner.wait()
+        assert _alive(sandbox) and _alive(unrecorded)  # orphans under init now
+        assert sandboxes.kill_orphans() == [sandbox]
+        assert _gone(sandbox) and not folder.exists()
+        # an orphan nobody recorded is not ours to guess at; a live owner's sandbox is its own
+        assert _alive(unrecorded) and _alive(live_sandbox) and live_folder.is_dir()
+        assert list(runtime_dir.glob("owned/*.json")) and sandboxes.kill_orphans() == []
     finally:
-        mine.kill()
-        mine.wait()
-        os.kill(namesake, signal.SIGKILL)
+        os.kill(unrecorded, signal.SIGKILL)
+        live_owner.kill()
+        live_owner.wait()
+    assert _gone(live_sandbox)
 
 
 # --- KernelGYM's API -----------------------------------------------------------------------------------

@@ -300,6 +300,13 @@ class TimingReport(_Model):
     reference_slowdown: float | None = None  # after / before; > 1 + noise = the candidate slowed the baseline
     compile_reference: TimingStats | None = None  # torch.compile(reference), timed before the import
     compile_reference_source: Literal["measured", "cached"] | None = None
+    # the reference under the field's convention (`measure/field_convention.py`: torch's TF32 defaults, as
+    # KernelBench's published baselines), timed before the import where its switches change what runs
+    field_reference: TimingStats | None = None
+    # measured (here), cached (an earlier task's or the registry's), same_as_own (no float32 op whose TF32
+    # switch differs ran: the field's reference time is the own class's)
+    field_reference_source: Literal["measured", "cached", "same_as_own"] | None = None
+    field_ops: list[str] = Field(default_factory=list)  # the float32 ops whose TF32 switch differs from the field's
     bytes_moved: int | None = None  # tensor inputs + parameters + outputs: what any implementation must move
     bandwidth_gbps: float | None = None  # the device's measured copy bandwidth (read + write)
     roofline_ms: float | None = None  # bytes_moved / bandwidth: no honest kernel is much faster
@@ -479,6 +486,27 @@ class EvaluationResult(_Model):
     pr: float | None = None
     reward: RewardBreakdown = Field(default_factory=RewardBreakdown)
     error: ErrorInfo | None = None
+    field_ref_runtime_ms: float | None = Field(
+        default=None,
+        description="the reference timed under the field's convention: fp32 eager with torch's TF32 defaults (float32 "
+        "matmuls exact, cuDNN convolutions TF32), as KernelBench's published eager baselines and the papers that "
+        "compare with them (Dr. Kernel, KernelGYM) time it (core/measure/field_convention.py); equal to "
+        "ref_runtime_ms where that is the reference's own class (field_convention 'same_as_own')",
+    )
+    speedup_field: float | None = Field(
+        default=None,
+        description="field_ref_runtime_ms / runtime_ms: the speedup comparable with KernelBench's and Dr. Kernel's. "
+        "`speedup` is against the reference in its own precision class (TF32 matmuls under the default `tf32` "
+        "policy: about 6x faster than the field's on a fp32 GEMM on an H100), so an honest TF32 kernel is not "
+        "credited for TF32 alone; None where the candidate or the reference was not timed",
+    )
+    field_convention: Literal["timed", "same_as_own"] | None = Field(
+        default=None,
+        description="how speedup_field was reached: 'timed' (the reference timed a second time under the field's "
+        "switches: a float32 matmul, or convolution under `ieee`, ran whose TF32 switch differs), 'same_as_own' "
+        "(no such op ran, or the CPU backend, where torch has no TF32: the two conventions are one, speedup_field "
+        "is speedup); None: a verdict stored before the field's convention was recorded, or not timed on a GPU",
+    )
     max_abs_err: float | None = None
     rel_norm_err: float | None = None
     weights: WeightBinding | None = Field(

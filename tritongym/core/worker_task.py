@@ -121,6 +121,9 @@ class WorkerTask(BaseModel):
 
     @property
     def eval_mode(self) -> bool:
+    # the reference under the field's convention (`measure/field_convention.py`), a TimingStats from the registry:
+    # the keeper then times it only in its own class
+    cached_field_reference: dict[str, Any] | None = None
         """Model and ModelNew are judged in eval() mode: the reference draws random numbers only in train() mode."""
         return self.stochastic == "train_mode"
 

@@ -30,15 +30,19 @@ FINISHED = (TaskState.done, TaskState.failed)
 
 def utf8_text(model: BaseModel) -> None:
     """Refuse a string field with no UTF-8 form: JSON can carry a lone surrogate (an unpaired \\ud800 escape),
-    which nothing downstream (SQLite, the sandbox, the JSON reply) can store or send."""
+    which nothing downstream (SQLite, the sandbox, the JSON reply) can store or send.  A list's strings too (the
+    `ids` of a wait: a lone surrogate there was a 500 that reset the connection)."""
     for name, value in model:
-        if isinstance(value, str):
+        items = [(name, value)] if isinstance(value, str) else []
+        if isinstance(value, list):
+            items = [(f"{name}[{i}]", v) for i, v in enumerate(value) if isinstance(v, str)]
+        for where, text in items:
             try:
-                value.encode()
+                text.encode()
             except UnicodeEncodeError as exc:
                 raise ValueError(
-                    f"{name} is not valid Unicode text: character {exc.start} is a lone surrogate "
-                    f"(U+{ord(value[exc.start]):04X}); send UTF-8 text, with every \\ud800-\\udfff escape paired"
+                    f"{where} is not valid Unicode text: character {exc.start} is a lone surrogate "
+                    f"(U+{ord(text[exc.start]):04X}); send UTF-8 text, with every \\ud800-\\udfff escape paired"
                 ) from None
 
 
@@ -119,6 +123,11 @@ class WaitRequest(BaseModel):
 
     ids: list[str] = Field(min_length=1)
     timeout_s: float = Field(default=30.0, ge=0, le=300, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _utf8(self) -> WaitRequest:
+        utf8_text(self)
+        return self
 
 
 class WaitResponse(BaseModel):

@@ -5,13 +5,15 @@ of the GPU pool), so a signal to the service does not reach it.  Two ways one co
 
 - the drain at SIGTERM ran out (`--drain`) with tasks still running: those tasks stay `running` in the
   registry, to run again at the next start, and `abandon` kills their sandboxes as the process exits;
-- the service was killed (`kill -9`, the OOM killer): its sandboxes are orphans, reparented to init, whose
-  verdicts nobody will read.  `kill_orphans`, at the next start, kills them before the resumed tasks run, so
-  a task never runs twice at once.  Until a next start they run on until their own end (the task's time
-  limit bounds it).
+- the service was killed (`kill -9`, the OOM killer): its sandboxes die with it, each watching the service's
+  lifeline (`core/worker/lifeline.py`); what the lifeline cannot reach (a temporary folder, a process that
+  could not read its end) is recorded with the service's pid and start (`core/sandbox/owned.py`), and
+  `kill_orphans`, at the next start, kills and removes what a dead owner left, before the resumed tasks run.
 
-A sandbox is recognised by its command line (`-m tritongym.core.worker...`), read from /proc; elsewhere
-than Linux both are no-ops.
+Only what a dead tritongym process of this user recorded is touched: a sandbox of a live process (another
+service, an `eval`, a Ray actor that renamed itself `ray::BackendActor.measure`) is never this service's to
+kill.  `sandbox_processes` finds sandboxes by their command line (`-m tritongym.core.worker...`), read from
+/proc, for a look at what runs; elsewhere than Linux it is empty.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import os
 import signal
 import sys
 from pathlib import Path
+
+from tritongym.core.sandbox import owned
 
 log = logging.getLogger("tritongym.service")
 
@@ -61,30 +65,17 @@ def sandbox_processes() -> dict[int, int]:
     return found
 
 
-def _is_python(pid: int) -> bool:
-    argv = _cmdline(pid)
-    return bool(argv) and b"python" in os.path.basename(argv[0])
-
-
 def _kill(pid: int) -> None:
-    """SIGKILL the sandbox and what the candidate started in its session (a sandbox leads its own group)."""
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            continue
+    owned.kill(pid)
 
 
 def kill_orphans() -> list[int]:
-    """Kill the sandboxes whose parent is gone: reparented to init (pid 1) or to a process that is not
-    Python (a subreaper).  A live evaluator, of this service or another, is always a Python process."""
-    killed = []
-    for pid, parent in sandbox_processes().items():
-        if parent != os.getpid() and (parent <= 1 or not _is_python(parent)):
-            _kill(pid)
-            killed.append(pid)
-    return killed
+    """Kill what dead tritongym processes of this user recorded as started, and remove their folders; the pids
+    killed.  A process whose owner lives is left alone whatever it or its owner is called."""
+    swept = owned.sweep()
+    if swept.removed:
+        log.info("removed %d folder(s) a dead tritongym process left: %s", len(swept.removed), swept.removed)
+    return swept.killed
 
 
 def abandon(sig: int | None) -> None:
@@ -95,7 +86,7 @@ def abandon(sig: int | None) -> None:
     raised and no call blocks), so a lane woken by its sandbox's death cannot record the false "crashed"
     verdict it would read from it: the process is gone first.  The task stays `running` in the registry and
     runs again at the next start."""
-    mine = [pid for pid, parent in sandbox_processes().items() if parent == os.getpid()]
+    mine = owned.mine()
     log.warning("killing %d sandbox(es) of tasks left running: %s", len(mine), mine)
     for handler in logging.getLogger().handlers:
         handler.flush()

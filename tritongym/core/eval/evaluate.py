@@ -446,10 +446,13 @@ class Evaluator:
     def _registry_facts(self, problem: Problem) -> dict:
         """What the registry knows of a problem's reference on this device class (its timings, peak memory, the
         GPU's bandwidth), for its tasks: read on the Evaluator's own thread."""
-        facts = {"cached": None, "cached_compiled": None, "bandwidth": None, "peak_mb": None}
+        facts = {"cached": None, "cached_compiled": None, "cached_field": None, "bandwidth": None, "peak_mb": None}
         if self.registry is not None and self.backend.device_type != "cpu":
             facts["cached"] = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
             facts["peak_mb"] = self.registry.reference_peak_mb(problem.key, self.device_class)
+            facts["cached_field"] = self.registry.reference_timing(
+                problem.key, self.device_class, self.config.precision, variant="field"
+            )
             if self.config.compile_reference:
                 facts["cached_compiled"] = self.registry.reference_timing(
                     problem.key, self.device_class, self.config.precision, variant="compile"
@@ -473,6 +476,7 @@ class Evaluator:
             compile_reference=compiled,
             cached_compile_reference=cached_compiled,
             bandwidth_gbps=bandwidth,
+            cached_field_reference=facts.get("cached_field"),
             problem_name=problem.name,
             problem_source=problem.source,
             sizes=problem.sizes,
@@ -569,6 +573,7 @@ class Evaluator:
             if evidence.runtime_ms and evidence.compile_ref_runtime_ms:
                 fields["compile_speedup"] = evidence.compile_ref_runtime_ms / evidence.runtime_ms
             timed = judge_trials(evidence.timed_trials) if evidence.timed_trials else None
+            fields.update(self._field_speedup(evidence))
             if judgement.correct and timed is not None and not timed.correct:
                 message = (
                     "incorrect: the outputs of the timed calls (inputs refreshed in place between calls) do not "
@@ -719,7 +724,12 @@ class Evaluator:
                 self.registry.store_reference_timing(
                     *key, timing.compile_reference.model_dump(), fingerprint, variant="compile"
                 )
-        if cached is not None and abs(before.median_ms / cached.median_ms - 1) <= tolerance:
+        measured_field = timing.field_reference is not None and timing.field_reference_source == "measured"
+        if measured_field and self.registry is not None:
+            self.registry.store_reference_timing(
+                *key, timing.field_reference.model_dump(), fingerprint, variant="field"
+            )
+        if cached is not None and task.timing.cached_reference_stands(before.median_ms, cached.median_ms):
             timing.reference, timing.reference_source = cached, "cached"
         else:
             timing.reference, timing.reference_source = before, "paired"
@@ -736,6 +746,8 @@ class Evaluator:
                     self.registry.forget_reference_timing(*key)
                     if timing.compile_reference_source != "measured":
                         self.registry.forget_reference_timing(*key, variant="compile")
+                    if timing.field_reference_source != "measured":
+                        self.registry.forget_reference_timing(*key, variant="field")
         evidence.ref_runtime_ms = timing.reference.median_ms
         if timing.reference_after is not None and before.median_ms > 0:
             timing.reference_slowdown = timing.reference_after.median_ms / before.median_ms
@@ -743,6 +755,24 @@ class Evaluator:
             timing.roofline_ms = timing.bytes_moved / (timing.bandwidth_gbps * 1e9) * 1e3
             if self.registry is not None and self.registry.bandwidth(self.device_class) is None:
                 self.registry.store_bandwidth(self.device_class, timing.bandwidth_gbps, fingerprint)
+
+    def _field_speedup(self, evidence: Evidence) -> dict:
+        """A verdict's reference time and speedup under the field's convention (`EvaluationResult.speedup_field`,
+        `measure/field_convention.py`): the keeper's timing under the field's TF32 switches where they change what
+        the reference runs, else its own-class time (`same_as_own`, and always on the CPU, where torch has no
+        TF32).  Nothing where the keeper could not tell: the field's speedup is then unknown, never guessed."""
+        timing = evidence.timing
+        source = timing.field_reference_source if timing is not None else None
+        if self.backend.device_type == "cpu" or source == "same_as_own":
+            convention, reference_ms = "same_as_own", evidence.ref_runtime_ms
+        elif timing is not None and timing.field_reference is not None:
+            convention, reference_ms = "timed", timing.field_reference.median_ms
+        else:
+            return {}
+        fields = {"field_convention": convention, "field_ref_runtime_ms": reference_ms}
+        if reference_ms and evidence.runtime_ms:
+            fields["speedup_field"] = reference_ms / evidence.runtime_ms
+        return fields
 
     def _remeasure_if_implausible(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> None:
         """A speedup above `remeasure_speedup_above` is measured again in a fresh task (new seeds, a new

@@ -33,6 +33,7 @@ from types import ModuleType
 
 from tritongym.core.measure.tensors import clone_all, same_value, to_device
 from tritongym.core.models import AutotuneChoice, ErrorInfo, Evidence, LaunchRecord, TrialEvidence
+from tritongym.core.worker import lifeline
 from tritongym.core.worker.controls import (
     CONTROLS,
     OTHER_SEED_OFFSET,
@@ -114,7 +115,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.measure.compare import compare_output, flatten_outputs
     from tritongym.core.measure.gold import exact_reference, gold_model, gold_samples
     from tritongym.core.worker.candidate_runner import fork_candidate
-    from tritongym.core.worker.distributions import output_rms, trial_distribution, trial_tolerances
+    from tritongym.core.worker.distributions import out_of_domain, output_scales, trial_distribution, trial_tolerances
     from tritongym.core.worker.distributions import trial_inputs as distributed_inputs
     from tritongym.core.worker.input_source import InputSource, ghost_seed, precomputed_seed
     from tritongym.core.worker.launches import LaunchRecorder
@@ -161,7 +162,10 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         trials.append(({"seed": seed, "distribution": trial_distribution(k)}, inputs, ref_out))
         golds.append(gold_samples(model64, inputs, ref_out, generator, ref_model))
     del model64
-    tolerances = trial_tolerances(task.tolerances, [output_rms(refs) for _, _, refs in trials])
+    scales = [output_scales(refs) for _, _, refs in trials]
+    tolerances = trial_tolerances(task.tolerances, scales)
+    for (fields, _, _), outside in zip(trials, out_of_domain(scales)):
+        fields["out_of_domain"] = outside
     sent_trials = list(report["trials"])
     main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
     for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
@@ -354,6 +358,7 @@ def configure_precision(task: WorkerTask, candidate: bool = False) -> None:
 
 
 def main() -> None:
+    lifeline.hold()  # before anything else: a worker whose parent is already gone ends here
     log_path = sys.argv[1]
     task = WorkerTask.model_validate_json(sys.stdin.buffer.read())
     nonce, task.nonce = task.nonce, ""
