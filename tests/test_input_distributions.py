@@ -66,3 +66,89 @@ def test_a_sample_of_the_mutation_benchmark_is_killed(tmp_path):
     assert all(m["witness"] == "wrong" for m in report.mutants), report.mutants
     assert report.summary["overall"]["kill_rate"] == 1.0, report.summary["survivors"]
     assert report.summary["false_rejections"]["refused"] == []
+
+
+def test_the_domain_and_the_relative_norm_follow_the_reference():
+    """A trial on whose inputs the reference itself gives NaN (negated probabilities) left the problem's domain;
+    a trial whose outputs shrank (log-probabilities x 1e-3) has its relative-norm bound loosened by as much."""
+    from tritongym.core.worker.distributions import OutputScale, out_of_domain, trial_scales
+
+    scales = [
+        [OutputScale(0.2, 0)],
+        [OutputScale(0.001, 0)],  # scaled down: outputs 200x smaller
+        [OutputScale(None, 1)],  # negated: the reference's one output is NaN
+        [OutputScale(0.8, 0)],  # scaled up
+    ]
+    assert out_of_domain(scales) == [False, False, True, False]
+    assert trial_scales(scales) == [(1.0, 1.0), (1.0, pytest.approx(200.0)), (1.0, 1.0), (pytest.approx(4.0), 1.0)]
+    # a reference NaN on the problem's own inputs too is no sign of a domain left
+    assert out_of_domain([[OutputScale(1.0, 3)], [OutputScale(1.0, 3)], [OutputScale(1.0, 3)]]) == [False] * 3
+
+
+KL_DIV = '''
+"""KL divergence of probabilities q from log-probabilities p, batchmean (Liger-Kernel's kl_div, small)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+M = 4
+N = 32
+
+
+class Model(nn.Module):
+    def forward(self, p, q):
+        return F.kl_div(p, q, reduction="batchmean")
+
+
+def get_inputs():
+    return [torch.log_softmax(torch.randn(M, N), -1), torch.softmax(torch.randn(M, N), -1)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+KL_DIV_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kl_div_rows(p_ptr, q_ptr, out_ptr, n_cols, inv_rows, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    p = tl.load(p_ptr + row * n_cols + offs, mask=mask, other=0.0)
+    q = tl.load(q_ptr + row * n_cols + offs, mask=mask, other=0.0)
+    # a target of 0 contributes 0 (as torch's xlogy): Liger writes it as a where on y > 0
+    term = tl.where(q > 0, q * (tl.log(q) - p), 0.0)
+    tl.atomic_add(out_ptr, tl.sum(term, axis=0) * inv_rows)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, p, q):
+        rows, cols = p.shape
+        out = torch.zeros((), device=p.device, dtype=torch.float32)
+        kl_div_rows[(rows,)](p, q, out, cols, 1.0 / rows, BLOCK=triton.next_power_of_2(cols))
+        return out
+'''
+
+
+def test_an_honest_kernel_is_not_held_to_the_answer_outside_the_problems_domain():
+    """Negated probabilities: torch's KL divergence is NaN, Liger-Kernel's (a where on q > 0) a number; it was
+    `incorrect` ("NaN where the reference has a number") on an H200.  The negated trial is not judged now, and the
+    verdict says so; a kernel wrong on the problem's own inputs is still `incorrect`."""
+    from tritongym.core.problems import parse_problem
+
+    problem = parse_problem(KL_DIV, "kl_div_domain", "test")
+    wrong = KL_DIV_KERNEL.replace("q * (tl.log(q) - p)", "q * (tl.log(q) + p)")
+    config = EvalConfig(backend="triton-cpu", trials=3, seed=5)
+    with api.make_evaluator(config, registry=False) as evaluator:
+        honest, broken = evaluator.evaluate_many(
+            [(Candidate(source=KL_DIV_KERNEL), problem), (Candidate(source=wrong), problem)]
+        )
+    assert honest.status == Status.ok, honest.message
+    assert "1 more not judged: the reference gives NaN or inf on inputs negated" in honest.message
+    assert broken.status == Status.incorrect, broken.message

@@ -329,6 +329,9 @@ class TrialEvidence(_Model):
     # which distribution a main trial's inputs came from (`worker/distributions.py`); None: the problem's own
     # inputs (shape sets, the late trial)
     distribution: str | None = None
+    # the reference itself gave NaN or inf on this trial's inputs where it gave none on the problem's own: the
+    # distribution left the problem's domain (negated probabilities, scaled log-probabilities); not judged
+    out_of_domain: bool = False
     outputs: list[OutputComparison] = Field(default_factory=list)
     n_outputs: int = 0
     ref_n_outputs: int = 0

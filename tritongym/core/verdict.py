@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tritongym.core.models import Evidence, ProbeCall, Status, TrialEvidence, WeightBinding
+from tritongym.core.models import INPUT_DISTRIBUTIONS, Evidence, ProbeCall, Status, TrialEvidence, WeightBinding
 
 _MEMORY_HINTS = ("MemoryError", "MemoryLimit", "can't allocate memory", "out of memory", "OutOfMemory")
 
@@ -16,6 +16,11 @@ _MEMORY_HINTS = ("MemoryError", "MemoryLimit", "can't allocate memory", "out of 
 def is_memory_error(kind: str, message: str) -> bool:
     """An error that says memory ran out, in any of the words torch, CUDA and the worker use."""
     return any(h in message or h == kind for h in _MEMORY_HINTS)
+
+
+def describe_distribution(name: str | None) -> str:
+    """`inputs negated`: a trial's input distribution in words."""
+    return INPUT_DISTRIBUTIONS[name][1] if name in INPUT_DISTRIBUTIONS else str(name)
 
 
 @dataclass
@@ -28,7 +33,10 @@ class OutputJudgement:
 
 def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
     """Correct only if every trial's every output has the exact type, shape, dtype and device of the
-    reference's, no element outside tolerance, a small relative-norm error, and untouched inputs."""
+    reference's, no element outside tolerance, a small relative-norm error, and untouched inputs.  A trial whose
+    inputs left the problem's domain (`TrialEvidence.out_of_domain`) is not judged and is named in the summary."""
+    outside = [t for t in trials if t.out_of_domain]
+    trials = [t for t in trials if not t.out_of_domain]
     if not trials:
         return OutputJudgement(False, "no trial ran")
     worst_abs: float | None = None
@@ -50,6 +58,9 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
     extras += ["in the late trial"] if late else []
     if extras:
         summary += ", and " + " and ".join(extras)
+    if outside:
+        named = sorted({describe_distribution(t.distribution) for t in outside})
+        summary += f" ({len(outside)} more not judged: the reference gives NaN or inf on {', '.join(named)})"
     if worst_abs is not None:
         summary += f" (max abs error {worst_abs:.3g})"
     return OutputJudgement(True, summary, worst_abs, worst_rel)
@@ -165,6 +176,13 @@ def probe_outputs_match(call: ProbeCall) -> OutputJudgement:
 
 
 NEITHER = "its parameters match neither the reference's by name nor the shared seed's initialisation"
+def probes_in_domain(evidence: Evidence) -> list[ProbeCall]:
+    """The probe calls to judge: all but those made on a main trial's inputs that left the problem's domain
+    (`TrialEvidence.out_of_domain`: the reference itself gave NaN there, so no answer can be held against it)."""
+    outside = {t for t, trial in enumerate(evidence.trials) if trial.out_of_domain}
+    return [call for call in evidence.probes if call.trial is None or call.trial not in outside]
+
+
 
 
 def weights_note(weights: WeightBinding, wrong: bool) -> str:

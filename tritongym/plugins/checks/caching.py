@@ -11,7 +11,7 @@ from __future__ import annotations
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
-from tritongym.core.verdict import probe_outputs_match
+from tritongym.core.verdict import probe_outputs_match, probes_in_domain
 
 
 class OutputCachingCheck(RuntimeCheck):
@@ -21,7 +21,7 @@ class OutputCachingCheck(RuntimeCheck):
     priority = 40
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        refresh = next((call for call in evidence.probes if call.probe == "refresh"), None)
+        refresh = next((call for call in probes_in_domain(evidence) if call.probe == "refresh"), None)
         if refresh is None:
             return CheckVerdict(
                 name=self.name,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
-from tritongym.core.verdict import probe_outputs_match
+from tritongym.core.verdict import probe_outputs_match, probes_in_domain
 
 
 class DeterminismCheck(RuntimeCheck):
@@ -23,7 +23,7 @@ class DeterminismCheck(RuntimeCheck):
     priority = 50
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        repeat = next((call for call in evidence.probes if call.probe == "repeat"), None)
+        repeat = next((call for call in probes_in_domain(evidence) if call.probe == "repeat"), None)
         if repeat is None:
             return CheckVerdict(
                 name=self.name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
-from tritongym.core.verdict import probe_outputs_match
+from tritongym.core.verdict import probe_outputs_match, probes_in_domain
 
 
 class ModeConsistencyCheck(RuntimeCheck):
@@ -21,7 +21,7 @@ class ModeConsistencyCheck(RuntimeCheck):
     priority = 30
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        probed = [call for call in evidence.probes if call.probe.startswith("mode:")]
+        probed = [call for call in probes_in_domain(evidence) if call.probe.startswith("mode:")]
         for call in probed:
             judged = probe_outputs_match(call)
             if not judged.correct:
