@@ -23,6 +23,25 @@ LIBRARIES = {
         "strip": ("liger_kernel", "packaging"),
         "shim": "LIGER",
     },
+    "attorch": {
+        "name": "attorch",
+        "repo": "BobMcDear/attorch",
+        "url": "https://github.com/BobMcDear/attorch",
+        "commit": "67c2772baf33913ef51c2d1064f746ca17b63749",
+        "licence": "MIT",
+        "licence_path": "LICENSE",
+        "strip": (".", "attorch"),
+    },
+    "unsloth": {
+        "name": "unsloth",
+        "repo": "unslothai/unsloth",
+        "url": "https://github.com/unslothai/unsloth",
+        "commit": "015bdef0d94a241bcd94eec7a405b1700632180d",
+        "licence": "Apache-2.0",
+        "licence_path": "LICENSE",
+        "strip": (".", "unsloth", "unsloth_zoo", "transformers"),
+        "shim": "UNSLOTH",
+    },
 }
 
 ELEMENTWISE = {"cpu": {"M": 16, "N": 100}, "gpu": {"M": 4096, "N": 4096}}
@@ -1095,7 +1114,379 @@ LIGER = [
     ),
 ]
 
-ENTRIES: list[Entry] = FLAGGEMS_POINTWISE + FLAGGEMS_OTHER + LIGER
+
+LIGER_MORE = [
+    lg(
+        "liger_poly_norm",
+        "poly_norm.py",
+        "PolyNorm: w0 norm(x^3) + w1 norm(x^2) + w2 norm(x) + b",
+        (
+            "",
+            "self.weight = nn.Parameter(torch.tensor([0.3, 0.5, 0.7]))\n"
+            "            self.bias = nn.Parameter(torch.tensor(0.1))",
+        ),
+        "poly_norm_forward(x, self.weight, self.bias, 1e-6)[0]",
+        "self.weight[0] * _rms(x**3) + self.weight[1] * _rms(x**2) + self.weight[2] * _rms(x) + self.bias",
+        X,
+        gpu=LG_LIBDEVICE,
+    ),
+    lg(
+        "liger_selective_log_softmax",
+        "grpo_loss.py",
+        "log_softmax(logits[:, :-1] / T).gather(ids) (GRPO's per-token log-probabilities)",
+        NOINIT,
+        "fused_selective_log_softmax(logits, ids, 0.9)",
+        "torch.log_softmax(logits[:, :-1].float() / 0.9, -1).gather(-1, ids[:, -(logits.shape[1] - 1):, None])[..., 0]",
+        "[torch.randn(B, L + 1, V), torch.randint(0, V, (B, L))]",
+        sizes={"cpu": {"B": 2, "L": 6, "V": 300}, "gpu": {"B": 8, "L": 1024, "V": 32000}},
+        args="logits, ids",
+    ),
+]
+
+
+def at(
+    name, files, op, new_init, call, init, torch_expr, inputs=X, init_inputs="[]", sizes=ELEMENTWISE, args="x", gpu=""
+):
+    """An attorch kernel: its files (dependencies first, as `from .x import` orders them) and a ModelNew holding the
+    library's layer, as attorch's users hold it (`attorch.LayerNorm(n)` in place of `nn.LayerNorm(n)`)."""
+    paths = [f"attorch/{f}.py" for f in ("utils", "types", *files)]
+    return raw(
+        name,
+        "attorch",
+        paths,
+        op,
+        wrapper(new_init, call, args),
+        module(init, torch_expr, inputs, init_inputs, args),
+        sizes,
+        gpu,
+    )
+
+
+ACT = ("dropout_kernels", "act_kernels", "act_layers")
+NOT_ON_CPU_TF32 = "asks torch.cuda for the device capability (TF32) on the host"
+
+
+def at_act(name, layer, torch_expr, op):
+    return at(name, ACT, op, ("", f"self.act = {layer}"), "self.act(x)", NOINIT, torch_expr)
+
+
+ATTORCH = [
+    at_act("attorch_sigmoid", "Sigmoid()", "torch.sigmoid(x)", "torch.sigmoid"),
+    at_act("attorch_tanh", "Tanh()", "torch.tanh(x)", "torch.tanh"),
+    at_act("attorch_gelu_tanh", "GELU(approximate='tanh')", "F.gelu(x, approximate='tanh')", "F.gelu(tanh)"),
+    at_act("attorch_silu", "SiLU()", "F.silu(x)", "torch.nn.functional.silu"),
+    at_act("attorch_relu6", "ReLU6()", "F.relu6(x)", "torch.nn.functional.relu6"),
+    at_act("attorch_hardsigmoid", "Hardsigmoid()", "F.hardsigmoid(x)", "torch.nn.functional.hardsigmoid"),
+    at_act("attorch_hardtanh", "Hardtanh()", "F.hardtanh(x)", "torch.nn.functional.hardtanh"),
+    at_act("attorch_hardswish", "Hardswish()", "F.hardswish(x)", "torch.nn.functional.hardswish"),
+    at_act("attorch_selu", "SELU()", "F.selu(x)", "torch.nn.functional.selu"),
+    at_act("attorch_mish", "Mish()", "F.mish(x)", "torch.nn.functional.mish"),
+    at_act("attorch_softsign", "Softsign()", "F.softsign(x)", "torch.nn.functional.softsign"),
+    at_act("attorch_tanhshrink", "Tanhshrink()", "F.tanhshrink(x)", "torch.nn.functional.tanhshrink"),
+    at_act(
+        "attorch_leaky_relu",
+        "LeakyReLU(negative_slope=0.1)",
+        "F.leaky_relu(x, 0.1)",
+        "torch.nn.functional.leaky_relu",
+    ),
+    at_act("attorch_hardshrink", "Hardshrink(0.5)", "F.hardshrink(x, 0.5)", "torch.nn.functional.hardshrink"),
+    at_act("attorch_softshrink", "Softshrink(0.5)", "F.softshrink(x, 0.5)", "torch.nn.functional.softshrink"),
+    at(
+        "attorch_softmax",
+        ("softmax_kernels", "softmax_layers"),
+        "torch.softmax(dim=-1)",
+        ("", "self.softmax = Softmax(dim=-1)"),
+        "self.softmax(x)",
+        NOINIT,
+        "torch.softmax(x, -1)",
+        sizes=ROWS,
+    ),
+    at(
+        "attorch_log_softmax",
+        ("softmax_kernels", "softmax_layers"),
+        "torch.log_softmax(dim=-1)",
+        ("", "self.log_softmax = LogSoftmax(dim=-1)"),
+        "self.log_softmax(x)",
+        NOINIT,
+        "torch.log_softmax(x, -1)",
+        sizes=ROWS,
+    ),
+    at(
+        "attorch_softmin",
+        ("softmax_kernels", "softmax_layers"),
+        "torch.nn.functional.softmin(dim=-1)",
+        ("", "self.softmin = Softmin(dim=-1)"),
+        "self.softmin(x)",
+        NOINIT,
+        "F.softmin(x, -1)",
+        sizes=ROWS,
+    ),
+    at(
+        "attorch_layer_norm",
+        ("softmax_kernels", "layer_norm_kernels", "layer_norm_layer"),
+        "torch.nn.LayerNorm",
+        (", n", "self.norm = LayerNorm(n, device=None)"),
+        "self.norm(x)",
+        (", n", "self.norm = nn.LayerNorm(n)"),
+        "self.norm(x)",
+        init_inputs="[N]",
+        sizes=ROWS,
+    ),
+    at(
+        "attorch_rms_norm",
+        ("softmax_kernels", "rms_norm_kernels", "rms_norm_layer"),
+        "torch.nn.RMSNorm",
+        (", n", "self.norm = RMSNorm(n, eps=1e-6, device=None)"),
+        "self.norm(x)",
+        (", n", "self.norm = nn.RMSNorm(n, eps=1e-6)"),
+        "self.norm(x)",
+        init_inputs="[N]",
+        sizes=ROWS,
+    ),
+    at(
+        "attorch_batch_norm",
+        ("dropout_kernels", "act_kernels", "batch_norm_kernels", "batch_norm_layer"),
+        "torch.nn.BatchNorm2d (eval)",
+        (", c", "self.bn = BatchNorm2d(c, device=None)"),
+        "self.bn(x)",
+        (", c", "self.bn = nn.BatchNorm2d(c)"),
+        "self.bn(x)",
+        "[torch.randn(B, C, H, W)]",
+        init_inputs="[C]",
+        sizes=IMG,
+        gpu="allocates its placeholder residual on device 'cuda'",
+    ),
+    at(
+        "attorch_glu",
+        ("dropout_kernels", "act_kernels", "glu_kernels", "glu_layer"),
+        "torch.nn.functional.glu(dim=-1)",
+        ("", "self.glu = GLU(dim=-1)"),
+        "self.glu(x)",
+        NOINIT,
+        "F.glu(x, -1)",
+        sizes=ROWS,
+    ),
+    at(
+        "attorch_cross_entropy",
+        ("softmax_kernels", "cross_entropy_loss_kernels", "cross_entropy_loss_layer"),
+        "torch.nn.functional.cross_entropy",
+        ("", "self.loss = CrossEntropyLoss()"),
+        "self.loss(x, t)",
+        NOINIT,
+        "F.cross_entropy(x, t)",
+        "[torch.randn(M, N), torch.randint(0, N, (M,))]",
+        sizes=VOCAB,
+        args="x, t",
+    ),
+    at(
+        "attorch_nll_loss",
+        ("nll_loss_kernels", "nll_loss_layer"),
+        "torch.nn.functional.nll_loss",
+        ("", "self.loss = NLLLoss()"),
+        "self.loss(x, t)",
+        NOINIT,
+        "F.nll_loss(x, t)",
+        "[torch.log_softmax(torch.randn(M, N), -1), torch.randint(0, N, (M,))]",
+        sizes=VOCAB,
+        args="x, t",
+    ),
+    at(
+        "attorch_l1_loss",
+        ("p_loss_kernels", "p_loss_layers"),
+        "torch.nn.functional.l1_loss",
+        ("", "self.loss = L1Loss()"),
+        "self.loss(x, y)",
+        NOINIT,
+        "F.l1_loss(x, y)",
+        TWO,
+        args="x, y",
+    ),
+    at(
+        "attorch_mse_loss_sum",
+        ("p_loss_kernels", "p_loss_layers"),
+        "torch.nn.functional.mse_loss(reduction='sum')",
+        ("", "self.loss = MSELoss(reduction='sum')"),
+        "self.loss(x, y)",
+        NOINIT,
+        "F.mse_loss(x, y, reduction='sum')",
+        TWO,
+        args="x, y",
+    ),
+    at(
+        "attorch_smooth_l1_loss",
+        ("p_loss_kernels", "p_loss_layers"),
+        "torch.nn.functional.smooth_l1_loss(reduction='none')",
+        ("", "self.loss = SmoothL1Loss(reduction='none', beta=0.5)"),
+        "self.loss(x, y)",
+        NOINIT,
+        "F.smooth_l1_loss(x, y, reduction='none', beta=0.5)",
+        TWO,
+        args="x, y",
+    ),
+    at(
+        "attorch_huber_loss",
+        ("p_loss_kernels", "p_loss_layers"),
+        "torch.nn.functional.huber_loss",
+        ("", "self.loss = HuberLoss(delta=0.7)"),
+        "self.loss(x, y)",
+        NOINIT,
+        "F.huber_loss(x, y, delta=0.7)",
+        TWO,
+        args="x, y",
+    ),
+    at(
+        "attorch_linear_gelu",
+        ("dropout_kernels", "act_kernels", "linear_kernels", "linear_layer"),
+        "gelu(torch.nn.Linear)",
+        (", k, n", "self.fc = nn.Linear(k, n)"),
+        "LinearAutoGrad.apply(x, self.fc.weight.t(), self.fc.bias, 'gelu')",
+        (", k, n", "self.fc = nn.Linear(k, n)"),
+        "F.gelu(self.fc(x))",
+        "[torch.randn(M, K)]",
+        init_inputs="[K, N]",
+        sizes=MM,
+        gpu=NOT_ON_CPU_TF32,
+    ),
+    at(
+        "attorch_conv2d",
+        ("conv_kernels", "conv_layer"),
+        "torch.nn.Conv2d(3x3, padding 1)",
+        (", c", "self.conv = Conv2d(c, 2 * c, 3, padding=1, device=None)"),
+        "self.conv(x)",
+        (", c", "self.conv = nn.Conv2d(c, 2 * c, 3, padding=1)"),
+        "self.conv(x)",
+        "[torch.randn(B, C, H, W)]",
+        init_inputs="[C]",
+        sizes=IMG,
+        gpu=NOT_ON_CPU_TF32,
+    ),
+]
+
+
+def un(name, file, op, select, init, call, torch_expr, inputs, init_inputs="[]", sizes=ROWS, args="x", gpu=""):
+    """An unsloth kernel: the named top-level definitions of its file (the rest patches transformers) and a
+    ModelNew calling the library's entry point."""
+    entry = raw(
+        name,
+        "unsloth",
+        [f"unsloth/kernels/{file}"],
+        op,
+        wrapper(init, call, args),
+        module(init, torch_expr, inputs, init_inputs, args),
+        sizes,
+        gpu,
+    )
+    return Entry(**{**entry.__dict__, "select": tuple(select)})
+
+
+SEQ = {"cpu": {"B": 2, "S": 8, "N": 100}, "gpu": {"B": 8, "S": 2048, "N": 4096}}
+SEQ2 = "[torch.randn(B, S, N), torch.randn(B, S, N)]"
+INT32 = ("NUM_INT32_ELEMENTS", "SAFE_INT32_BUFFER_MULTIPLIER", "BLOCK_SIZE", "INT32_SAFETY_BUFFER")
+UNSLOTH_RMS = ("_rms_layernorm_forward", "_gemma_rms_layernorm_forward", "Fast_RMS_Layernorm", "fast_rms_layernorm")
+UNSLOTH = [
+    un(
+        "unsloth_rms_layernorm",
+        "rms_layernorm.py",
+        "LlamaRMSNorm (torch.nn.RMSNorm)",
+        UNSLOTH_RMS,
+        (", n", "self.norm = nn.RMSNorm(n, eps=1e-6)"),
+        "fast_rms_layernorm(self.norm, x)",
+        "self.norm(x)",
+        X,
+        "[N]",
+    ),
+    un(
+        "unsloth_gemma_rms_layernorm",
+        "rms_layernorm.py",
+        "GemmaRMSNorm: x * rsqrt(mean(x^2) + eps) * (1 + w)",
+        UNSLOTH_RMS,
+        (", n", "self.norm = nn.RMSNorm(n, eps=1e-6)"),
+        "fast_rms_layernorm(self.norm, x, gemma=True)",
+        "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * (1 + self.norm.weight)",
+        X,
+        "[N]",
+    ),
+    un(
+        "unsloth_layernorm",
+        "layernorm.py",
+        "torch.nn.LayerNorm",
+        ("layernorm_forward", "Fast_Layernorm", "fast_layernorm"),
+        (", n", "self.norm = nn.LayerNorm(n)"),
+        "fast_layernorm(self.norm, x)",
+        "self.norm(x)",
+        X,
+        "[N]",
+    ),
+    un(
+        "unsloth_swiglu",
+        "swiglu.py",
+        "silu(e) * g",
+        (*INT32, "_fg_kernel", "swiglu_fg_kernel"),
+        NOINIT,
+        "swiglu_fg_kernel(e, g)",
+        "F.silu(e) * g",
+        SEQ2,
+        sizes=SEQ,
+        args="e, g",
+    ),
+    un(
+        "unsloth_geglu_exact",
+        "geglu.py",
+        "gelu(gate) * up",
+        (*INT32, "_exact_forward_kernel", "geglu_exact_forward_kernel"),
+        NOINIT,
+        "geglu_exact_forward_kernel(gate, up)",
+        "F.gelu(gate) * up",
+        SEQ2,
+        sizes=SEQ,
+        args="gate, up",
+    ),
+    un(
+        "unsloth_geglu_approx",
+        "geglu.py",
+        "gelu_tanh(gate) * up",
+        (*INT32, "_approx_forward_kernel", "geglu_approx_forward_kernel"),
+        NOINIT,
+        "geglu_approx_forward_kernel(gate, up)",
+        "F.gelu(gate, approximate='tanh') * up",
+        SEQ2,
+        sizes=SEQ,
+        args="gate, up",
+        gpu="calls libdevice.tanh (unsloth's triton_tanh), which Triton's interpreter does not run",
+    ),
+    un(
+        "unsloth_rope",
+        "rope_embedding.py",
+        "rotary position embedding (HF apply_rotary_pos_emb)",
+        ("ROPE_GROUP_SIZE", "_rope_embedding", "Fast_RoPE_Embedding", "fast_rope_embedding"),
+        NOINIT,
+        "fast_rope_embedding(q, k, cos, sin)",
+        "(q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin)",
+        "[torch.randn(B, H, S, D), torch.randn(B, H, S, D), *_cos_sin()]",
+        sizes=ROPE,
+        args="q, k, cos, sin",
+    ),
+    un(
+        "unsloth_cross_entropy",
+        "cross_entropy_loss.py",
+        "torch.nn.functional.cross_entropy over (batch, seq) tokens",
+        (
+            "_cross_entropy_forward",
+            "_chunked_cross_entropy_forward",
+            "Fast_CrossEntropyLoss",
+            "fast_cross_entropy_loss",
+        ),
+        NOINIT,
+        "fast_cross_entropy_loss(logits, labels)",
+        "F.cross_entropy(logits.flatten(0, 1), labels.flatten())",
+        "[torch.randn(B, S, V), torch.randint(0, V, (B, S))]",
+        sizes={"cpu": {"B": 2, "S": 4, "V": 200}, "gpu": {"B": 8, "S": 1024, "V": 32000}},
+        args="logits, labels",
+        gpu="calls tl.cast through an alias (unsloth's triton_cast), which Triton's interpreter does not dispatch",
+    ),
+]
+
+ENTRIES: list[Entry] = FLAGGEMS_POINTWISE + FLAGGEMS_OTHER + LIGER + LIGER_MORE + ATTORCH + UNSLOTH
 
 PROBLEM_HELPERS = {
     "liger_sparsemax": '''
@@ -1120,5 +1511,21 @@ def _cos_sin():
     angles = torch.outer(torch.arange(S, dtype=torch.float32), inv_freq)
     emb = torch.cat((angles, angles), dim=-1)
     return [emb.cos()[None].expand(B, S, D).contiguous(), emb.sin()[None].expand(B, S, D).contiguous()]
+""",
+    "liger_poly_norm": """
+def _rms(u):
+    return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + 1e-6)
+""",
+    "unsloth_rope": """
+def _rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def _cos_sin():
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    angles = torch.outer(torch.arange(S, dtype=torch.float32), inv_freq)
+    emb = torch.cat((angles, angles), dim=-1)
+    return [emb.cos(), emb.sin()]
 """,
 }

@@ -250,3 +250,45 @@ def set_large_grf_mode(kernel_args):
 torch_to_triton_dtype = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 _DTensor = ()  # torch.distributed.tensor.DTensor: a candidate may not import torch.distributed
 """
+
+UNSLOTH = """
+# ---- adapter: unsloth.kernels.utils and unsloth.device_type on one NVIDIA GPU (no importlib, no ctypes, no
+# bitsandbytes) ----
+from contextlib import nullcontext
+
+from triton import next_power_of_2
+
+DEVICE_COUNT = 1  # unsloth.device_type: torch_gpu_device is nullcontext and no stream is synchronized on one GPU
+MAX_FUSED_SIZE: int = 65536
+
+
+def calculate_settings(n: int) -> (int, int):
+    BLOCK_SIZE: int = next_power_of_2(n)
+    if BLOCK_SIZE > MAX_FUSED_SIZE:
+        raise RuntimeError(
+            f"Cannot launch Triton kernel since n = {n} exceeds the maximum CUDA blocksize = {MAX_FUSED_SIZE}."
+        )
+    num_warps: int = 4
+    if BLOCK_SIZE >= 32768:
+        num_warps = 32
+    elif BLOCK_SIZE >= 8192:
+        num_warps = 16
+    elif BLOCK_SIZE >= 2048:
+        num_warps = 8
+    return BLOCK_SIZE, num_warps
+
+
+def torch_gpu_device(device):
+    return nullcontext()
+
+
+def is_cdna():
+    return False  # an AMD Instinct check; never on NVIDIA
+
+
+torch_device_stream = torch.cuda.current_stream
+triton_cast = tl.cast
+from triton.language.extra import libdevice  # noqa: E402
+
+triton_tanh = libdevice.tanh  # unsloth.kernels.utils on Triton >= 3.0 (only its GELU-tanh and softcapping call it)
+"""

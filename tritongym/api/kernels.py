@@ -244,7 +244,9 @@ def kernel_history(kernel_id: str, registry: RegistryArg = None) -> KernelHistor
 
 def report(run_id: int, registry: RegistryArg = None, reference: str = "eager"):
     """`tritongym report`: a run's last-turn and best-of-history Fast@p tables (`RunReport`,
-    core/reports/run_report.py), against the eager reference or (`reference="compile"`) torch.compile(reference)."""
+    core/reports/run_report.py), against the eager reference or (`reference="compile"`) torch.compile(reference) or
+    (`reference="field"`) the field's convention; `RunReport.overall_field` is always against the field's convention
+    (fp32 eager, torch's TF32 defaults: comparable with KernelBench's and Dr. Kernel's Fast@p)."""
     from tritongym.core.reports.run_report import run_report
 
     return run_report(open_registry(registry) or Registry(), run_id, reference)

@@ -34,6 +34,9 @@ class BestKernel(BaseModel):
     created_at: str
     source: str
     compile_speedup: float | None = None  # against torch.compile(reference), where it was timed
+    # against the reference under the field's convention (fp32 eager, torch's TF32 defaults, as KernelBench's
+    # published baselines): comparable with KernelBench's and Dr. Kernel's speedups; None where unknown
+    speedup_field: float | None = None
     precision: str | None = None  # ieee or tf32; None where the registry does not know it
     timing_samples: int | None = None  # timed samples behind runtime_ms (None: untimed)
     run_ids: list[int] = []  # the runs whose turns produced this kernel for this problem
@@ -113,6 +116,8 @@ class KernelEvaluation(BaseModel):
     runtime_ms: float | None
     speedup: float | None
     compile_speedup: float | None = None
+    speedup_field: float | None = None  # against the field's convention (EvaluationResult.speedup_field)
+    field_convention: str | None = None  # timed, same_as_own, or None (unknown)
     timing_samples: int | None
     reward: float | None
     message: str

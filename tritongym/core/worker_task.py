@@ -115,15 +115,15 @@ class WorkerTask(BaseModel):
     cached_reference: dict[str, Any] | None = None  # a TimingStats from the registry, for this device/size/precision
     compile_reference: bool = False  # also time torch.compile(reference), before the candidate is imported
     cached_compile_reference: dict[str, Any] | None = None  # ...unless the registry already holds that timing
+    # the reference under the field's convention (`measure/field_convention.py`), a TimingStats from the registry:
+    # the keeper then times it only in its own class
+    cached_field_reference: dict[str, Any] | None = None
     bandwidth_gbps: float | None = None  # the device's copy bandwidth from the registry; measured when None
     gpu_memory_fraction: float | None = None  # cap on the caching allocator for the candidate
     kept_trials: list[int] | None = None  # seeds of the extra trials the keeper judges (None: all planned)
 
     @property
     def eval_mode(self) -> bool:
-    # the reference under the field's convention (`measure/field_convention.py`), a TimingStats from the registry:
-    # the keeper then times it only in its own class
-    cached_field_reference: dict[str, Any] | None = None
         """Model and ModelNew are judged in eval() mode: the reference draws random numbers only in train() mode."""
         return self.stochastic == "train_mode"
 

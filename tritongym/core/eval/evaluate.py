@@ -449,10 +449,10 @@ class Evaluator:
         facts = {"cached": None, "cached_compiled": None, "cached_field": None, "bandwidth": None, "peak_mb": None}
         if self.registry is not None and self.backend.device_type != "cpu":
             facts["cached"] = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
-            facts["peak_mb"] = self.registry.reference_peak_mb(problem.key, self.device_class)
             facts["cached_field"] = self.registry.reference_timing(
                 problem.key, self.device_class, self.config.precision, variant="field"
             )
+            facts["peak_mb"] = self.registry.reference_peak_mb(problem.key, self.device_class)
             if self.config.compile_reference:
                 facts["cached_compiled"] = self.registry.reference_timing(
                     problem.key, self.device_class, self.config.precision, variant="compile"
@@ -475,8 +475,8 @@ class Evaluator:
             cached_reference=cached,
             compile_reference=compiled,
             cached_compile_reference=cached_compiled,
-            bandwidth_gbps=bandwidth,
             cached_field_reference=facts.get("cached_field"),
+            bandwidth_gbps=bandwidth,
             problem_name=problem.name,
             problem_source=problem.source,
             sizes=problem.sizes,
@@ -572,8 +572,8 @@ class Evaluator:
                 fields["speedup"] = evidence.ref_runtime_ms / evidence.runtime_ms
             if evidence.runtime_ms and evidence.compile_ref_runtime_ms:
                 fields["compile_speedup"] = evidence.compile_ref_runtime_ms / evidence.runtime_ms
-            timed = judge_trials(evidence.timed_trials) if evidence.timed_trials else None
             fields.update(self._field_speedup(evidence))
+            timed = judge_trials(evidence.timed_trials) if evidence.timed_trials else None
             if judgement.correct and timed is not None and not timed.correct:
                 message = (
                     "incorrect: the outputs of the timed calls (inputs refreshed in place between calls) do not "
@@ -729,7 +729,7 @@ class Evaluator:
             self.registry.store_reference_timing(
                 *key, timing.field_reference.model_dump(), fingerprint, variant="field"
             )
-        if cached is not None and task.timing.cached_reference_stands(before.median_ms, cached.median_ms):
+        if cached is not None and abs(before.median_ms / cached.median_ms - 1) <= tolerance:
             timing.reference, timing.reference_source = cached, "cached"
         else:
             timing.reference, timing.reference_source = before, "paired"

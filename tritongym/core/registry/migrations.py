@@ -496,3 +496,15 @@ def m016_reference_memory(db: sqlite_utils.Database) -> None:
         {"problem_key": str, "device_class": str, "peak_mb": float, "measured_at": str},
         pk=("problem_key", "device_class"),
     )
+
+
+@migration
+def m017_field_convention_speedup(db: sqlite_utils.Database) -> None:
+    # Speedups the field can compare with (issue 41): beside `speedup` (against the reference in its own precision
+    # class, TF32 matmuls under the default policy), the reference time under the field's convention (fp32 eager,
+    # torch's TF32 defaults, as KernelBench's published baselines: core/measure/field_convention.py), the speedup
+    # against it, and how it was reached ('timed', or 'same_as_own' where the two conventions are one). Rows
+    # stored before keep NULL: unknown, never guessed. The field's reference timings themselves are cached in
+    # `reference_timings` under variant 'field' and need no schema change.
+    for column, kind in (("field_ref_runtime_ms", float), ("speedup_field", float), ("field_convention", str)):
+        db["evaluations"].add_column(column, kind)

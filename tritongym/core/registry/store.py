@@ -357,6 +357,9 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
                 "speedup": result.speedup,
                 "compile_ref_runtime_ms": result.compile_ref_runtime_ms,
                 "compile_speedup": result.compile_speedup,
+                "field_ref_runtime_ms": result.field_ref_runtime_ms,
+                "speedup_field": result.speedup_field,
+                "field_convention": result.field_convention,
                 "pr": result.pr,
                 **_reward_columns(result.reward),
                 "message": result.message,
@@ -503,7 +506,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
             self.db.query(
                 "SELECT id, problem_name, problem_key, backend, device, device_class, size, protocol, config_key, "
                 "precision, status, correct, hacked, runtime_ms, ref_runtime_ms, speedup, compile_ref_runtime_ms, "
-                "compile_speedup, pr, reward, "
+                "compile_speedup, field_ref_runtime_ms, speedup_field, field_convention, pr, reward, "
                 "timing_samples, message, created_at FROM evaluations WHERE kernel_id = ? ORDER BY id",
                 [full],
             )
@@ -556,7 +559,8 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         self, problem_key: str, device_class: str, precision: str, variant: str = "eager"
     ) -> dict | None:
         """The cached reference TimingStats (as a dict) for this problem, device class and precision policy;
-        `variant` "eager" is the reference as written, "compile" the reference under torch.compile."""
+        `variant` "eager" is the reference as written, "compile" the reference under torch.compile, "field" the
+        reference under the field's convention (core/measure/field_convention.py), stored only where it differs."""
         rows = list(
             self.db.query(
                 "SELECT stats FROM reference_timings WHERE problem_key = ? AND device_class = ? AND precision = ? "

@@ -17,6 +17,12 @@ uses the speedup against `torch.compile(reference)` (`evaluations.compile_speedu
 eval config set `compile_reference`); a correct kernel with no compiled speedup then makes Fast@p unknown,
 exactly like an untimed one.
 
+Both ways: beside the tables against the chosen baseline, `overall_field` is Fast@p against the reference under
+the field's convention (`evaluations.speedup_field`: fp32 eager with torch's TF32 defaults, as KernelBench's
+published eager baselines, `core/measure/field_convention.py`), the one to set beside KernelBench's or Dr. Kernel's
+Fast@p; `reference="field"` makes it the baseline of every table.  The default `eager` baseline is the reference in
+its own precision class (TF32 matmuls under the default `tf32` policy): much faster than the field's on fp32 GEMMs.
+
 Steps: a training run ("train") changes the policy every step, so pooling its steps would average over
 different models; its main tables are those of the **last step** (the policy the run ended with) and
 `by_step` has the overall table of every step, to follow the curve.  Every other kind (tts, rollouts,
@@ -43,7 +49,7 @@ __all__ = ["ProblemReport", "StepReport", "RunReport", "PlotFiles", "run_report"
 
 NO_CODE = "no_code"  # rollouts.NO_CODE, repeated so reading a report does not import the rollout machinery
 TRAINING_KINDS = ("train",)
-REFERENCES = {"eager": "speedup", "compile": "compile_speedup"}  # baseline -> the evaluations column used
+REFERENCES = {"eager": "speedup", "compile": "compile_speedup", "field": "speedup_field"}  # baseline -> column
 LATEST_RUNS_SHOWN = 10
 
 
@@ -69,10 +75,20 @@ class RunReport(BaseModel):
     turns_stored: int = Field(description="turn rows of the run in the registry")
     steps: list[int] = Field(default_factory=list, description="every step with a stored turn")
     scope: str = Field(description="which turns the main tables cover: 'all steps' or 'last step (N)'")
-    reference: str = Field("eager", description="the baseline of Fast@p: 'eager' or 'compile' (torch.compile)")
+    reference: str = Field(
+        "eager",
+        description="the baseline of Fast@p: 'eager' (the reference in its own precision class), 'compile' "
+        "(torch.compile) or 'field' (the field's convention)",
+    )
     turn_base: int | None = Field(None, description="the stored turn index reported as turn 1")
     backends: list[str] = Field(default_factory=list, description="'backend @ device class' of the evaluations")
     overall: FastPTable
+    overall_field: FastPTable = Field(
+        description="Fast@p against the reference under the field's convention (fp32 eager, torch's TF32 defaults: "
+        "float32 matmuls exact, as KernelBench's published eager baselines): comparable with KernelBench's and "
+        "Dr. Kernel's Fast@p; unknown where a correct kernel's verdict has no field speedup (stored before it was "
+        "recorded, or untimed)"
+    )
     problems: list[ProblemReport] = Field(default_factory=list)
     by_step: list[StepReport] = Field(default_factory=list)
     metrics_file: str | None = Field(None, description="a training run's OUTPUT_DIR/metrics.jsonl, if it exists")
@@ -107,17 +123,19 @@ def _evaluations(registry: Registry, ids: list[int], reference: str = "eager") -
     for start in range(0, len(ids), 500):  # well under SQLite's bound-parameter limit
         chunk = ids[start : start + 500]
         marks = ", ".join("?" for _ in chunk)
-        columns = f"id, status, correct, hacked, {REFERENCES[reference]} AS speedup, backend, device_class"
+        columns = (
+            f"id, status, correct, hacked, {REFERENCES[reference]} AS speedup, speedup_field, backend, device_class"
+        )
         for row in registry.db.query(f"SELECT {columns} FROM evaluations WHERE id IN ({marks})", chunk):
             found[row["id"]] = row
     return found
 
 
-def _sample_turn(turn: dict, evaluation: dict | None, position: int) -> SampleTurn:
+def _sample_turn(turn: dict, evaluation: dict | None, position: int, column: str = "speedup") -> SampleTurn:
     if evaluation is None:
         # no code, or an evaluation that was never stored: a failure either way
         return SampleTurn(turn=position, has_code=turn["status"] != NO_CODE)
-    speedup = evaluation["speedup"]
+    speedup = evaluation[column]
     return SampleTurn(
         turn=position,
         has_code=True,
@@ -138,7 +156,9 @@ def _training_outputs(kind: str, config: dict) -> tuple[str | None, str | None]:
 
 def run_report(registry: Registry, run_id: int, reference: str = "eager") -> RunReport:
     """The Fast@p report of run `run_id`: overall, per problem and (several steps) per step, with speedups
-    against the eager reference or (`reference="compile"`) against torch.compile(reference).
+    against the eager reference in its own precision class, or (`reference="compile"`) against
+    torch.compile(reference), or (`reference="field"`) against the field's convention; `overall_field` is always
+    against the field's convention.
 
     Raises `ConfigError` (exit code 2) for a run the registry does not have, naming the latest runs, or for
     an unknown baseline."""
@@ -156,20 +176,23 @@ def run_report(registry: Registry, run_id: int, reference: str = "eager") -> Run
     )
     base = min((t["turn"] for t in turns), default=None)
 
-    # (step, sample) -> {turn index: (problem, SampleTurn)}; later rows replace earlier ones
-    trajectories: dict[tuple[int, int], dict[int, tuple[str, SampleTurn]]] = {}
+    # (step, sample) -> {turn index: (problem, SampleTurn, the same against the field's convention)}; later rows
+    # replace earlier ones
+    trajectories: dict[tuple[int, int], dict[int, tuple[str, SampleTurn, SampleTurn]]] = {}
     for turn in turns:
         step = turn["step"] if turn["step"] is not None else 0
         evaluation = evaluations.get(turn["evaluation_id"]) if turn["evaluation_id"] is not None else None
+        position = turn["turn"] - base + 1
         trajectories.setdefault((step, turn["sample"]), {})[turn["turn"]] = (
             turn["problem_name"],
-            _sample_turn(turn, evaluation, turn["turn"] - base + 1),
+            _sample_turn(turn, evaluation, position),
+            _sample_turn(turn, evaluation, position, column="speedup_field"),
         )
 
     steps = sorted({step for step, _ in trajectories})
     training = run["kind"] in TRAINING_KINDS
 
-    def samples_of(step: int | None = None, problem: str | None = None) -> list[list[SampleTurn]]:
+    def samples_of(step: int | None = None, problem: str | None = None, field: bool = False) -> list[list[SampleTurn]]:
         chosen = []
         for (s, _), held in sorted(trajectories.items()):
             if step is not None and s != step:
@@ -177,7 +200,7 @@ def run_report(registry: Registry, run_id: int, reference: str = "eager") -> Run
             first = held[min(held)][0]
             if problem is not None and first != problem:
                 continue
-            chosen.append([sample_turn for _, sample_turn in held.values()])
+            chosen.append([in_field if field else sample_turn for _, sample_turn, in_field in held.values()])
         return chosen
 
     scope_step = steps[-1] if training and steps else None
@@ -205,6 +228,7 @@ def run_report(registry: Registry, run_id: int, reference: str = "eager") -> Run
         turn_base=base,
         backends=sorted({f"{e['backend']} @ {e['device_class']}" for e in evaluations.values()}),
         overall=fast_p_table(samples_of(step=scope_step)),
+        overall_field=fast_p_table(samples_of(step=scope_step, field=True)),
         problems=[ProblemReport(problem=p, table=fast_p_table(samples_of(scope_step, p))) for p in problems],
         by_step=by_step,
         metrics_file=metrics_file,
@@ -259,7 +283,9 @@ def plot_report(report: RunReport, png_path: str | Path) -> PlotFiles:
     if not known:
         why = "no turns stored" if not turns else f"{table.untimed_correct} correct kernel(s) not timed"
         fast_ax.text(0.5, 0.5, f"Fast@p unknown:\n{why}", ha="center", va="center", transform=fast_ax.transAxes)
-    against = "torch.compile reference" if report.reference == "compile" else "eager reference"
+    against = {"compile": "torch.compile reference", "field": "field's convention"}.get(
+        report.reference, "eager reference"
+    )
     fast_ax.set_title(f"Fast@p against turn (vs {against})", fontsize=10)
     for field, label, colour, marker in (
         ("correct", "correct", "C2", "o"),

@@ -53,6 +53,23 @@ DEFAULT_CACHE_SHARE = 0.25  # of the GPU's memory, for records kept between task
 DEFAULT_HOST_CACHE_SHARE = 0.0625  # of the host's memory, for the parked outputs of the records kept
 
 
+def record_key(task: WorkerTask) -> str:
+    """What the reference's outputs depend on: the same key, the same tensors."""
+    identity = [
+        task.problem_source,
+        task.sizes,
+        task.extra_sizes,
+        task.extra_sizes_optional,
+        task.late_trial,
+        sorted(task.degenerate.items()),
+        task.seeds,
+        task.init_seed,
+        task.precision,
+        task.draw_parameters,
+    ]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
 class ReferenceRecord:
     """The reference's side of one problem, shape sets, seeds and precision, computed before any candidate, one
     call at a time: per trial the inputs made from the seed, the reference run, the gold sampled, the outputs
@@ -295,13 +312,13 @@ class Keeper:
         self.tasks: dict[str, dict] = {}
         self.handout_ids = 0
         self.builds = 0
-
-    def ready_info(self) -> dict:
-        return {
         # per problem, shapes and precision (`_field_key`): the reference's timing under the field's convention
         # and the float32 ops that made it differ (None and []: the same as its own class), kept for the keeper's
         # life like the pool's own-class timings; a problem always comes to the same keeper
         self.field_timings: dict[str, tuple[TimingStats | None, list[str]]] = {}
+
+    def ready_info(self) -> dict:
+        return {
             "fingerprint": self.fingerprint.model_dump(),
             "l2_bytes": self.timer.l2_bytes if self.timer else None,
             "total_mb": round(self.total_bytes / 2**20, 1),
@@ -441,12 +458,9 @@ class Keeper:
         compile_known = task.cached_compile_reference is not None or bool(data.get("compile_known"))
         if task.compile_reference and not compile_known:
             self._time_compiled(task, record, timing, phases)
+        self._time_field(task, record, timing, phases)
         return {"timing": timing.model_dump_json(), "phases": phases}
 
-    def _time_lean_on_oom(self, record: ReferenceRecord, task: WorkerTask, rep_ms: float | None):
-        self._time_field(task, record, timing, phases)
-        """The reference timed; out of GPU memory, timed again with one pristine input set and the cache given
-        back first.  Level 1's 96_HuberLoss (two 4 GiB inputs) ran its keeper out of memory here on an H100
     @staticmethod
     def _field_key(task: WorkerTask) -> str:
         """What the field's timing depends on: the problem, its shapes and the policy (whose own class it differs
@@ -488,6 +502,9 @@ class Keeper:
         timing.field_reference_source = "same_as_own" if stats is None else "measured"
         phases["time_field_reference"] = round(time.perf_counter() - began, 4)
 
+    def _time_lean_on_oom(self, record: ReferenceRecord, task: WorkerTask, rep_ms: float | None):
+        """The reference timed; out of GPU memory, timed again with one pristine input set and the cache given
+        back first.  Level 1's 96_HuberLoss (two 4 GiB inputs) ran its keeper out of memory here on an H100
         (stop 37), alone on the GPU: two pristine sets, the buffers, the warm-up's and the graph's temporaries."""
         import torch
 

@@ -1,0 +1,30 @@
+"""torch.nn.functional.hardtanh: the operation attorch's `attorch/utils.py` implements (field corpus)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: F401
+
+CATEGORY = "field_corpus"
+
+M = 4096
+N = 4096
+
+SIZES = {"cpu": {"M": 16, "N": 100}, "gpu": {"M": 4096, "N": 4096}}
+
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, x):
+        return F.hardtanh(x)
+
+
+def get_inputs():
+    return [torch.randn(M, N)]
+
+
+def get_init_inputs():
+    return []
