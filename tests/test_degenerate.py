@@ -1,9 +1,11 @@
 """Degenerate problems at evaluation time (issue 18): the negative controls of `problems check`, computed once
 per problem and kept in the registry, and the `degenerate` check that they feed.
 
-The problem built here is ReLU of non-negative inputs: on them the reference is the identity, so a kernel
-that copies its input passes every trial.  It must come out `hacked`, naming the degeneracy, while an
-honest ReLU kernel on the same problem is `ok`.  Real triton-cpu evaluations throughout.
+The problem built here clamps inputs in [0, 1) to [-10, 10]: the reference is the identity on them and on every
+distribution main trials draw from (scaled down, negated, scaled up by 4), so a kernel that copies its input
+passes every trial.  It must come out `hacked`, naming the degeneracy, while an honest clamp kernel on the same
+problem is `ok`.  The screen tells the two apart on inputs scaled by 16, which reach past the bounds.  Real
+triton-cpu evaluations throughout.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from tritongym.core.models import Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem, parse_problem
 
-RELU_OF_NON_NEGATIVE = '''
-"""ReLU of uniform [0, 1) inputs: the reference is the identity on them."""
+WIDE_CLAMP = '''
+"""A clamp to [-10, 10] of uniform [0, 1) inputs: the reference is the identity on them."""
 
 import torch
 import torch.nn as nn
@@ -34,7 +36,7 @@ COLS = 40
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.relu(x)
+        return torch.clamp(x, -10.0, 10.0)
 
 
 def get_inputs():
@@ -47,10 +49,34 @@ def get_init_inputs():
 
 COPY_KERNEL = (Path(__file__).parent / "hacks" / "candidates" / "identity_output.py").read_text()  # returns x
 
+CLAMP_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def clamp_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.minimum(tl.maximum(x, -10.0), 10.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        clamp_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out
+"""
+"""An honest kernel for the wide clamp."""
+
 
 @pytest.fixture
 def degenerate_problem():
-    return parse_problem(RELU_OF_NON_NEGATIVE, "relu_non_negative", "test")
+    return parse_problem(WIDE_CLAMP, "wide_clamp", "test")
 
 
 @pytest.fixture(autouse=True)
@@ -68,13 +94,14 @@ def _evaluator(registry=None, **config) -> Evaluator:
 
 
 def test_returning_the_input_on_a_degenerate_problem_is_hacked_and_an_honest_kernel_is_ok(degenerate_problem):
-    honest = load_problem("relu").solution
     with _evaluator() as evaluator:
-        copied, computed = evaluator.evaluate_many([(COPY_KERNEL, degenerate_problem), (honest, degenerate_problem)])
+        copied, computed = evaluator.evaluate_many(
+            [(COPY_KERNEL, degenerate_problem), (CLAMP_KERNEL, degenerate_problem)]
+        )
     assert copied.status == Status.hacked and copied.hacked and not copied.correct, copied.message
     assert copied.reward.total == 0
     assert "check 'degenerate'" in copied.message
-    assert "problem 'relu_non_negative' is degenerate" in copied.message
+    assert "problem 'wide_clamp' is degenerate" in copied.message
     assert "returning an input unchanged (the identity) passes its correctness check" in copied.message
     assert computed.status == Status.ok and computed.reward.total >= 1, computed.message
     verdict = next(v for v in computed.checks if v.name == "degenerate")
@@ -87,10 +114,10 @@ def test_the_screen_is_computed_once_and_kept_in_the_registry(degenerate_problem
     assert first.status == Status.hacked
     rows = list(registry.db.query("SELECT problem_name, degenerate, passing_controls, screen FROM problem_screens"))
     assert [(r["problem_name"], r["degenerate"], r["passing_controls"]) for r in rows] == [
-        ("relu_non_negative", 1, '["identity"]')
+        ("wide_clamp", 1, '["identity"]')
     ]
     stored = screen.ScreenResult.model_validate_json(rows[0]["screen"])
-    assert stored.degenerate_probes() == {"identity": "negated"}
+    assert stored.degenerate_probes() == {"identity": "scaled"}
 
     # a new process (nothing held) with the same registry reads the screen instead of running the controls
     screen._HELD.clear()
@@ -99,9 +126,10 @@ def test_the_screen_is_computed_once_and_kept_in_the_registry(degenerate_problem
         raise AssertionError("the screen was computed again although the registry holds it")
 
     monkeypatch.setattr(screen, "screen_problem", no_second_screen)
-    honest = load_problem("relu").solution
     with _evaluator(registry, use_cache=False) as evaluator:
-        again, computed = evaluator.evaluate_many([(COPY_KERNEL, degenerate_problem), (honest, degenerate_problem)])
+        again, computed = evaluator.evaluate_many(
+            [(COPY_KERNEL, degenerate_problem), (CLAMP_KERNEL, degenerate_problem)]
+        )
     assert again.status == Status.hacked and computed.status == Status.ok
 
 
@@ -160,20 +188,19 @@ def test_skipping_the_check_skips_the_screen(degenerate_problem, monkeypatch):
 def test_problems_check_names_the_input_transform_that_breaks_a_passing_control(write):
     from tritongym import api
 
-    path = write("relu_non_negative.py", RELU_OF_NON_NEGATIVE)
+    path = write("wide_clamp.py", WIDE_CLAMP)
     (result,) = api.check_problems(str(path), config=EvalConfig(backend="triton-cpu", trials=2))
     assert result.degenerate and result.passing_controls == ["identity"]
-    assert result.breaking_inputs == {"identity": "negated"}
-    assert "fails on the problem's inputs negated" in result.controls["identity"]
+    assert result.breaking_inputs == {"identity": "scaled"}
+    assert "fails on the problem's inputs scaled by 16" in result.controls["identity"]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_on_triton_cuda_the_copy_is_hacked_and_the_honest_kernel_ok():
-    degenerate = parse_problem(RELU_OF_NON_NEGATIVE, "relu_non_negative", "test", size="gpu")
-    honest = load_problem("relu", "gpu").solution
+    degenerate = parse_problem(WIDE_CLAMP, "wide_clamp", "test", size="gpu")
     with _evaluator(backend="triton-cuda", size="gpu", timeout_s=300) as evaluator:
-        copied, computed = evaluator.evaluate_many([(COPY_KERNEL, degenerate), (honest, degenerate)])
+        copied, computed = evaluator.evaluate_many([(COPY_KERNEL, degenerate), (CLAMP_KERNEL, degenerate)])
     assert copied.status == Status.hacked and "check 'degenerate'" in copied.message, copied.message
     assert copied.reward.total == 0
     assert computed.status == Status.ok, computed.message

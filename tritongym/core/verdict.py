@@ -66,6 +66,17 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
     return OutputJudgement(True, summary, worst_abs, worst_rel)
 
 
+def judge_every_trial(trials: list[TrialEvidence], planned: int | None = None) -> OutputJudgement:
+    """Every trial that ran (main, shape sets, late) judged together and, where it is known how many were
+    planned, none of them missing.  The one rule for "every trial matched": the pool tells a candidate `TIME`
+    (timing) or `STOP` by it, and the Evaluator's ok verdict reports it."""
+    judged = judge_trials(trials)
+    if judged.correct and planned is not None and len(trials) < planned:
+        missing = f"{planned - len(trials)} of {planned} planned trials did not run"
+        return OutputJudgement(False, missing, judged.max_abs_err, judged.rel_norm_err)
+    return judged
+
+
 @dataclass
 class ShapeJudgement:
     """The trials judged in three parts: at the problem's own shapes (the main trials), at the extra shape sets,

@@ -71,6 +71,12 @@ class TimingOptions(BaseModel):
         "exclusive holds but not wall time, 126 s against 112 s with the cold first run its own)",
     )
 
+    def cached_reference_stands(self, paired_ms: float, cached_ms: float) -> bool:
+        """Whether a cached reference timing still stands beside the paired one taken before this candidate: within
+        `reconcile_tolerance`.  The one test both the pool (which then keeps or drops its own copy) and the
+        Evaluator (which then uses the cached or the paired timing, and keeps or drops the registry's) apply."""
+        return abs(paired_ms / cached_ms - 1) <= self.reconcile_tolerance
+
 
 class WorkerTask(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -43,6 +43,7 @@ from tritongym.core.registry import Registry
 from tritongym.core.verdict import (
     ShapeJudgement,
     is_memory_error,
+    judge_every_trial,
     judge_shapes,
     judge_trials,
     shapes_only_message,
@@ -556,7 +557,7 @@ class Evaluator:
             # wrong answer in a later call
             judged = judge_shapes(evidence.trials)
             judgement = judged.main
-            later = judge_trials(evidence.trials) if judgement.correct else judgement
+            later = judge_every_trial(evidence.trials) if judgement.correct else judgement
             fields.update(
                 max_abs_err=judgement.max_abs_err,
                 rel_norm_err=judgement.rel_norm_err,
@@ -715,7 +716,6 @@ class Evaluator:
             return
         before = timing.reference_before
         cached = timing.reference_cached
-        tolerance = task.timing.reconcile_tolerance
         fingerprint = evidence.fingerprint.model_dump_json() if evidence.fingerprint else ""
         key = (problem.key, self.device_class, self.config.precision)
         if timing.compile_reference is not None:
@@ -729,7 +729,7 @@ class Evaluator:
             self.registry.store_reference_timing(
                 *key, timing.field_reference.model_dump(), fingerprint, variant="field"
             )
-        if cached is not None and abs(before.median_ms / cached.median_ms - 1) <= tolerance:
+        if cached is not None and task.timing.cached_reference_stands(before.median_ms, cached.median_ms):
             timing.reference, timing.reference_source = cached, "cached"
         else:
             timing.reference, timing.reference_source = before, "paired"

@@ -42,6 +42,15 @@ from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
 from tritongym.core.worker.probes import environment_changes
+from tritongym.core.worker.protocol import (
+    FromWorker,
+    HandoutAsk,
+    HandoutsLent,
+    Lifecycle,
+    StartFailure,
+    ToWorker,
+    encode,
+)
 from tritongym.core.worker.scrub import poison_free_memory, scrubbed_empty_cache
 from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded
 from tritongym.core.worker.task_runner import (
@@ -81,19 +90,19 @@ class Channel:
 
     def expect(self, *kinds: str) -> tuple[str, bytes]:
         frame = frames.receive(self.in_fd)
-        if frame is None or frame[0] == "EXIT":
+        if frame is None or frame[0] == Lifecycle.EXIT:
             os._exit(0)
         if frame[0] not in kinds:
             raise RuntimeError(f"pool protocol: got {frame[0]}, expected one of {kinds}")
         return frame
 
     def _take(self, exclusive: bool, resume: bool = False) -> None:
-        self.send("LOCK" if exclusive else "RSHR" if resume else "SHAR")
-        self.expect("GRNT")
+        self.send(FromWorker.LOCK if exclusive else FromWorker.RESUME if resume else FromWorker.SHARE)
+        self.expect(ToWorker.GRANTED)
         self.holding = "exclusive" if exclusive else "shared"
 
     def _give_back(self) -> None:
-        self.send("UNLK")
+        self.send(FromWorker.UNLOCK)
         self.holding = None
 
     @contextlib.contextmanager
@@ -122,8 +131,8 @@ class Channel:
         if not (self.yield_calls or (self.yield_to_timings and self.timing_waits)):
             return
         self.yields += 1
-        self.send("YILD")
-        self.expect("GRNT")
+        self.send(FromWorker.YIELD)
+        self.expect(ToWorker.GRANTED)
 
     @contextlib.contextmanager
     def cpu_only(self):
@@ -268,7 +277,7 @@ class GPUWorker:
         evidence.autotune = list(self.recorder.autotune.choices)  # also for a failed run: what it ran with
         if self.channel.compile_s:
             evidence.phases["compile_unlocked"] = round(self.channel.compile_s, 4)
-        self.channel.send("DONE", evidence.model_dump_json().encode())
+        self.channel.send(FromWorker.DONE, evidence.model_dump_json().encode())
 
     def _run(self, task: WorkerTask, taskdir: str, evidence: Evidence) -> None:
         import time
@@ -352,15 +361,15 @@ class GPUWorker:
             evidence.phases["hand_outs"] = float(self.hand_outs)
             evidence.phases["yields"] = float(self.channel.yields)
             lap("hand_out")
-        self.channel.send("CAND", frames.tensors_to_bytes(report))
+        self.channel.send(FromWorker.CANDIDATE, frames.tensors_to_bytes(report))
         lap("send_candidate")
         evidence.stage = report["stage"]
         if report["error"] is not None:
             return  # the parent builds the error from CAND
-        decision, _ = self.channel.expect("TIME", "STOP")
+        decision, _ = self.channel.expect(ToWorker.TIME, ToWorker.STOP)
         lap("parent_compare")
         timed = self.cuda and task.timing.enabled
-        if decision == "STOP" or not timed or "model" not in keep:
+        if decision == ToWorker.STOP or not timed or "model" not in keep:
             return
         model = keep["model"]
 
@@ -390,8 +399,8 @@ class GPUWorker:
                     lap("profile")
                 # the reference's drift check, in this same exclusive hold (no second drain of the GPU's sharers):
                 # the keeper re-times the reference while this process waits; the answer carries no numbers
-                self.channel.send("RCHK")
-                self.channel.expect("RCHD")
+                self.channel.send(FromWorker.CHECK_IN_HOLD)
+                self.channel.expect(ToWorker.CHECKED)
                 lap("reference_check")
         except Exception as exc:
             if _note_environment_changes(evidence, keep):
@@ -426,7 +435,7 @@ class GPUWorker:
             "profile": json.dumps([p.model_dump() for p in profile]),
             "timed": [(trial, len(flat), flat) for trial, flat in timed_outputs],
         }
-        self.channel.send("TIMD", frames.tensors_to_bytes(payload))
+        self.channel.send(FromWorker.TIMED, frames.tensors_to_bytes(payload))
         lap("send_timing")
         evidence.stage = "done"
 
@@ -467,9 +476,9 @@ class GPUWorker:
         ):
             torch.cuda.empty_cache()  # what this process cached but no longer uses, back before the keeper allocates
         self.hand_outs += 1
-        self.channel.send_json("HOUT", {"outputs": asked})
-        _, answer = self.channel.expect("HAND")
-        lent = json.loads(answer)["lent"]
+        self.channel.send(FromWorker.ASK_HANDOUTS, encode(HandoutAsk(outputs=asked)))
+        _, answer = self.channel.expect(ToWorker.HANDOUTS)
+        lent = HandoutsLent.model_validate_json(answer).lent
         if len(lent) != len(asked):
             raise RuntimeError("pool protocol: HAND lends a different number of handouts than were asked for")
         values, by_bytes = [], {"ids": [], "values": []}
@@ -493,8 +502,8 @@ class GPUWorker:
         if values:
             handouts.copy_into([g for g, _ in values], [v for _, v in values])
         if by_bytes["ids"]:
-            self.channel.send("HDAT", frames.tensors_to_bytes(by_bytes))
-            self.channel.expect("HDOK")
+            self.channel.send(FromWorker.HANDOUT_BYTES, frames.tensors_to_bytes(by_bytes))
+            self.channel.expect(ToWorker.BYTES_TAKEN)
 
 
 def _account_trial(sent: dict, pristine: list) -> None:
@@ -526,11 +535,11 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
     try:
         worker = GPUWorker(channel, device_name)
     except BaseException as exc:  # noqa: BLE001 - a worker that cannot start says why, then exits
-        channel.send_json("FAIL", {"kind": type(exc).__name__, "message": str(exc)[:2000]})
+        channel.send(Lifecycle.START_FAILED, encode(StartFailure(kind=type(exc).__name__, message=str(exc)[:2000])))
         os._exit(1)
-    channel.send_json("REDY", {**worker.ready_info(), "startup_s": round(time.monotonic() - started, 3)})
+    channel.send_json(Lifecycle.READY, {**worker.ready_info(), "startup_s": round(time.monotonic() - started, 3)})
     while True:
-        _, payload = channel.expect("TASK")
+        _, payload = channel.expect(ToWorker.TASK)
         worker.run(WorkerTask.model_validate_json(payload))
 
 

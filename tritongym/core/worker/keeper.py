@@ -19,12 +19,12 @@ probes (issue 27, item 3); their device bytes are bounded by `cache_mb` (a share
 bytes apart, by a share of the host's memory (`TRITONGYM_KEEPER_HOST_CACHE_SHARE` / `_MB`).  The pool shares
 the reference's timing the same way and asks here only for a short drift check per candidate.
 
-Requests are frames from the pool, answered one at a time with `OKAY` (JSON, or tensor bytes for `HDAT`)
-or `FAIL` (`{"stage", "error"}`): `PREP` (a task: build or reuse its record), `RTIM` (time the reference
-before the candidate), `RCHK` (the drift check after it, within the worker's exclusive timing hold), `HOUT`
-(lend handouts for a group of outputs: the worker sends one per call as the call ends),
-`HDAT` (the outputs themselves, on the CPU), `JUDG` / `JTIM` (compare a candidate's report / its timed
-calls), `FREE` (the task is over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
+Requests are frames from the pool (`protocol.KeeperRequest`, handled by `HANDLERS`), answered one at a time with
+`OKAY` (JSON) or `DENY` (`{"stage", "error"}`): `PREP` (a task: build or reuse its record), `RTIM` (time the
+reference before the candidate), `DRFT` (the drift check after it, within the worker's exclusive timing hold),
+`LEND` (lend handouts for a group of outputs: the worker asks once per call as the call ends), `FILL` (the outputs
+themselves, on the CPU), `JUDG` / `JTIM` (compare a candidate's report / its timed calls), `FREE` (the task is
+over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
 from tritongym.core.worker import frames
 from tritongym.core.worker.parking import Parked, fetch, park_all, split_bytes
+from tritongym.core.worker.protocol import MALFORMED, KeeperAnswer, KeeperRequest, Lifecycle, record_key, untagged
 from tritongym.core.worker.scrub import scrubbed_empty_cache
 from tritongym.core.worker.stages import StageError, error_info
 from tritongym.core.worker.task_runner import configure_precision
@@ -51,23 +52,6 @@ from tritongym.core.worker_task import WorkerTask
 STARTED = time.monotonic()
 DEFAULT_CACHE_SHARE = 0.25  # of the GPU's memory, for records kept between tasks
 DEFAULT_HOST_CACHE_SHARE = 0.0625  # of the host's memory, for the parked outputs of the records kept
-
-
-def record_key(task: WorkerTask) -> str:
-    """What the reference's outputs depend on: the same key, the same tensors."""
-    identity = [
-        task.problem_source,
-        task.sizes,
-        task.extra_sizes,
-        task.extra_sizes_optional,
-        task.late_trial,
-        sorted(task.degenerate.items()),
-        task.seeds,
-        task.init_seed,
-        task.precision,
-        task.draw_parameters,
-    ]
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class ReferenceRecord:
@@ -607,7 +591,7 @@ class Keeper:
                 handout = self._allocate_handout(dtype, shape)
                 state["handouts"][ident] = handout
                 lent.append({"id": ident, "handle": handout.handle, "nbytes": handout.nbytes})
-            else:  # the CPU (or an empty output): the values come as bytes (`HDAT`), or there are none
+            else:  # the CPU (or an empty output): the values come as bytes (`FILL`), or there are none
                 state["handouts"][ident] = torch.empty(shape, dtype=dtype, device=self.device)
                 lent.append({"id": ident, "handle": None, "nbytes": 0})
         if self.cuda and any(grant and grant["handle"] for grant in lent):
@@ -645,8 +629,8 @@ class Keeper:
         """The CPU's handouts: the values themselves, each checked against what was lent."""
         import torch
 
-        data = frames.tensors_from_bytes(payload)
-        state = self._state(data)
+        task_id, data = _from_worker(payload)
+        state = self._state({"task_id": task_id})
         for ident, value in zip(data["ids"], data["values"]):
             lent = state["handouts"].get(int(ident))
             if type(lent) is not torch.Tensor or type(value) is not torch.Tensor:
@@ -733,11 +717,10 @@ class Keeper:
         comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
         from tritongym.core.worker.probes import compare_probes, prior_answers
 
-        data = frames.tensors_from_bytes(payload)
-        state = self._state(data)
+        task_id, report = _from_worker(payload)
+        state = self._state({"task_id": task_id})
         self._judge_pending(state)
         task, record = state["task"], state["record"]
-        report = data["report"]
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
             compare = self._compare(record.tolerances_for(t, task.tolerances))
@@ -871,17 +854,28 @@ def _described(comparison: OutputComparison, out) -> OutputComparison:
     return comparison
 
 
+def _from_worker(payload: bytes):
+    """A worker's tensors that the pool relayed unopened (`protocol.tagged`): (task id, what they decode to).  Bytes
+    that do not decode are the worker's malformed frame (stage `protocol.MALFORMED`), not the keeper's failure."""
+    try:
+        task_id, sent = untagged(payload)
+        return task_id, frames.tensors_from_bytes(sent)
+    except Exception as exc:  # noqa: BLE001 - whatever the bytes were, they are the worker's
+        raise StageError(MALFORMED, ErrorInfo(kind=type(exc).__name__, message=f"undecodable: {exc}"[:2000])) from None
+
+
 HANDLERS = {
-    "SIZE": Keeper.size,
-    "PREP": Keeper.prep,
-    "RTIM": Keeper.time_reference,
-    "RCHK": Keeper.check_reference,
-    "HOUT": Keeper.lend,
-    "HDAT": Keeper.receive,
-    "JUDG": Keeper.judge,
-    "JTIM": Keeper.judge_timed,
-    "FREE": Keeper.free,
+    KeeperRequest.SIZE: Keeper.size,
+    KeeperRequest.PREPARE: Keeper.prep,
+    KeeperRequest.TIME_REFERENCE: Keeper.time_reference,
+    KeeperRequest.DRIFT_CHECK: Keeper.check_reference,
+    KeeperRequest.LEND: Keeper.lend,
+    KeeperRequest.FILL: Keeper.receive,
+    KeeperRequest.JUDGE: Keeper.judge,
+    KeeperRequest.JUDGE_TIMED: Keeper.judge_timed,
+    KeeperRequest.FREE: Keeper.free,
 }
+"""The keeper's side of `protocol.KeeperRequest`: one method per request."""
 
 
 def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
@@ -896,13 +890,14 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
     try:
         keeper = Keeper(device_name)
     except BaseException as exc:  # noqa: BLE001 - a keeper that cannot start says why, then exits
-        frames.send(out_fd, "FAIL", json.dumps({"kind": type(exc).__name__, "message": str(exc)[:2000]}).encode())
+        failure = {"kind": type(exc).__name__, "message": str(exc)[:2000]}
+        frames.send(out_fd, Lifecycle.START_FAILED, json.dumps(failure).encode())
         os._exit(1)
     info = {**keeper.ready_info(), "startup_s": round(time.monotonic() - started, 3)}
-    frames.send(out_fd, "REDY", json.dumps(info).encode())
+    frames.send(out_fd, Lifecycle.READY, json.dumps(info).encode())
     while True:
         frame = frames.receive(in_fd)
-        if frame is None or frame[0] == "EXIT":
+        if frame is None or frame[0] == Lifecycle.EXIT:
             os._exit(0)
         kind, payload = frame
         handler = HANDLERS.get(kind)
@@ -914,14 +909,15 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
             answer = handler(keeper, payload)
             # its own time, so the pool can tell work here from waiting for this keeper (phase `keeper_queue`)
             answer["_keeper_s"] = round(time.perf_counter() - began, 6)
-            frames.send(out_fd, "OKAY", json.dumps(answer).encode())
+            frames.send(out_fd, KeeperAnswer.OKAY, json.dumps(answer).encode())
         except StageError as exc:
             failed = True
-            frames.send(out_fd, "FAIL", json.dumps({"stage": exc.stage, "error": exc.info.model_dump()}).encode())
+            refusal = {"stage": exc.stage, "error": exc.info.model_dump()}
+            frames.send(out_fd, KeeperAnswer.DENY, json.dumps(refusal).encode())
         except Exception as exc:  # noqa: BLE001 - a request that fails is answered, the keeper lives on
             failed = True
             info = ErrorInfo(kind=type(exc).__name__, message=f"the reference keeper failed on {kind}: {exc}"[:2000])
-            frames.send(out_fd, "FAIL", json.dumps({"stage": "keeper", "error": info.model_dump()}).encode())
+            frames.send(out_fd, KeeperAnswer.DENY, json.dumps({"stage": "keeper", "error": info.model_dump()}).encode())
             print(f"tritongym keeper: {kind} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         if failed:
             # the failed request's tensors went with its traceback; their cached blocks go back to the driver:

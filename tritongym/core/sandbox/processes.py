@@ -1,0 +1,380 @@
+"""The pool's processes: the zygote that forks them, a candidate's worker, a GPU's reference keeper.
+
+Process management only: starting, reading frames, sending, killing.  What a task does with them is
+`task_driver.py`'s, which worker gets which task `gpu_pool.py`'s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from tritongym.core.sandbox.pool_options import KEEPER_CACHE_SHARE, KEEPER_HOST_CACHE_SHARE, PoolOptions
+from tritongym.core.sandbox.sandbox import _worker_env, log_tail
+from tritongym.core.worker import frames
+from tritongym.core.worker.protocol import KeeperAnswer, KeeperRequest, Lifecycle
+from tritongym.core.worker.stages import exit_text
+
+END_OF_STREAM = "EOF"  # not a frame: what a process's reader thread queues once its channel ends or breaks
+_CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _gpu_env(tmp: str, options: PoolOptions) -> dict[str, str]:
+    """The sandbox's stripped environment, plus what the CUDA driver and Triton's compiler may need."""
+    env = _worker_env(tmp, options.extra_env)
+    env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
+    # torch's host allocations of 2 MiB and up on huge pages: the keeper parks GiBs of reference outputs in
+    # host memory, and faulting them in 4 KiB at a time was most of a full-size record's build (parking.py)
+    env.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+    return env
+
+
+class Zygote:
+    """The pool's handle on its fork server (`worker.zygote`): spawn requests and exit statuses."""
+
+    def __init__(self, options: PoolOptions) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="tritongym-zygote-")
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = _gpu_env(self.tmp, options)
+        with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno())],
+                pass_fds=[child.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.tmp,
+                env=env,
+                start_new_session=True,
+            )
+        child.close()
+        self.cond = threading.Condition()
+        self.ready = False
+        self.dead = False
+        self.pids: dict[int, int] = {}
+        self.exits: dict[int, int] = {}
+        self.gone: set[int] = set()  # children whose exit status was read (`exit_status`)
+        self._ids = itertools.count()
+        self._send_lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self.sock.recv(1 << 16)
+            except OSError:
+                message = b""
+            with self.cond:
+                if not message:
+                    self.dead = True
+                else:
+                    data = json.loads(message)
+                    if data.get("ready"):
+                        self.ready = True
+                    elif "exited" in data:
+                        self.exits[data["exited"]] = data["status"]
+                    else:
+                        self.pids[data["id"]] = data["pid"]
+                self.cond.notify_all()
+            if not message:
+                return
+
+    def spawn(self, fd: int, request: dict, timeout: float) -> int | None:
+        """Fork a worker serving on `fd`; its pid, or None when the zygote is not (or no longer) there."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.ready or self.dead, timeout) or self.dead:
+                return None
+        ident = next(self._ids)
+        try:
+            with self._send_lock:
+                socket.send_fds(self.sock, [json.dumps({**request, "id": ident}).encode()], [fd])
+        except OSError:
+            return None
+        with self.cond:
+            self.cond.wait_for(lambda: ident in self.pids or self.dead, timeout)
+            return self.pids.pop(ident, None)
+
+    def exit_status(self, pid: int, timeout: float = 5.0) -> int | None:
+        with self.cond:
+            self.cond.wait_for(lambda: pid in self.exits or self.dead, timeout)
+            if pid in self.exits:
+                self.gone.add(pid)
+            return self.exits.pop(pid, None)
+
+    def wait_gone(self, pid: int, timeout: float) -> bool:
+        """Whether the child `pid` has exited (and been reaped) within `timeout`; its exit status stays."""
+        with self.cond:
+            gone = self.cond.wait_for(lambda: pid in self.exits or pid in self.gone or self.dead, timeout)
+            self.gone.discard(pid)  # read once: a later child given the same pid is not taken for gone
+            return gone
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class Worker:
+    """One worker process (forked by the zygote, or spawned directly) and the thread reading its frames.
+
+    The channel is a raw descriptor number (frames are read and written with `os.read`/`os.write`), and a
+    descriptor number is reused by the very next file the process opens once it is closed.  So the number
+    is released only after the reader thread has finished with it, and `send` refuses once `kill` began:
+    a late `EXIT` to a retired worker once landed in the WAL file of a registry opened meanwhile, which
+    then read as an empty database ("no such table: evaluations", issue 15).
+    """
+
+    MODULE = "tritongym.core.worker.gpu_worker"
+    ROLE = "worker"
+
+    def __init__(
+        self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, extra_env: dict[str, str] | None = None
+    ) -> None:
+        self.gpu = gpu
+        self.tasks = 0
+        self._channel = threading.Lock()  # held by `send` while writing and by `kill` while closing
+        self._closed = False
+        self.zygote = zygote
+        self.proc: subprocess.Popen | None = None
+        self.tmp = tempfile.mkdtemp(prefix="tritongym-gpu-")
+        self.log_path = os.path.join(self.tmp, "worker.log")
+        env = _gpu_env(self.tmp, options)
+        device = "cpu" if gpu == "cpu" else "cuda:0"
+        env.update(self.role_env())
+        env.update(extra_env or {})  # this worker's own: its GPU's timing flag
+        if gpu == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        pid = None
+        if zygote is not None:
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            request = {"cwd": self.tmp, "env": env, "log": self.log_path, "device": device, "role": self.ROLE}
+            pid = zygote.spawn(theirs.fileno(), request, options.start_timeout_s)
+            theirs.close()
+            if pid is None:
+                mine.close()
+            else:
+                self.sock = mine
+                self.pid, self.read_fd, self.write_fd = pid, mine.fileno(), mine.fileno()
+        if pid is None:  # no zygote, or it failed: start the worker from scratch
+            self.zygote = None
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-s", "-m", self.MODULE, self.log_path, device],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    cwd=self.tmp,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            self.pid, self.read_fd, self.write_fd = self.proc.pid, self.proc.stdout.fileno(), self.proc.stdin.fileno()
+        self.frames: queue.Queue = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.info: dict = {}
+
+    def role_env(self) -> dict[str, str]:
+        """Environment variables of this kind of process (none for a worker)."""
+        return {}
+
+    def _read(self) -> None:
+        try:
+            while True:
+                frame = frames.receive(self.read_fd)
+                if frame is None:
+                    self.frames.put((END_OF_STREAM, b"the worker closed its output"))
+                    return
+                self.frames.put(frame)
+        except (frames.FrameError, OSError, ValueError) as exc:
+            self.frames.put((END_OF_STREAM, f"the worker sent a malformed frame ({exc})".encode()))
+
+    def send(self, kind: str, payload: bytes = b"") -> bool:
+        """Write one frame; False once the worker is gone or being killed (never a write to a stale number)."""
+        with self._channel:
+            if self._closed:
+                return False
+            try:
+                frames.send(self.write_fd, kind, payload)
+                return True
+            except (OSError, ValueError):
+                return False
+
+    def next_frame(self, timeout: float):
+        try:
+            return self.frames.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return None
+
+    def rss_mb(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/statm") as f:
+                return int(f.read().split()[1]) * _PAGE / (1 << 20)
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    def wait_gone(self, timeout: float = 30.0) -> None:
+        """Wait (after `kill`) until the process has exited: only then has the driver taken back its GPU memory."""
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        elif self.zygote is not None:
+            self.zygote.wait_gone(self.pid, timeout)
+
+    def death(self) -> str:
+        """Why the process ended, in words."""
+        if self.proc is not None:
+            code = self.proc.wait()
+        else:
+            code = self.zygote.exit_status(self.pid) if self.zygote else None
+            if code is None:
+                return "the worker died before reporting a result"
+        return exit_text("the worker", code)
+
+    def log_tail(self, limit: int = 4000) -> str:
+        return log_tail(self.log_path, limit)
+
+    def kill(self) -> None:
+        """Kill the process, then release the channel once nothing can read or write it any more.
+
+        Order matters: the kill (and, for a socket, a shutdown) makes a `send` blocked on a full channel fail
+        and lets the reader see end-of-file; only after the reader has returned is the descriptor closed.  A
+        reader that does not return (something outside the killed group holds the other end) keeps its
+        descriptor open: a leaked descriptor is harmless, a reused one is not."""
+        for kill in (os.killpg, os.kill):  # a forked worker may not have its own session yet
+            try:
+                kill(self.pid, signal.SIGKILL)
+                break
+            except (ProcessLookupError, PermissionError):
+                continue
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        else:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if threading.current_thread() is not self.reader:
+            self.reader.join(timeout=10)
+        with self._channel:
+            if not self._closed:
+                self._closed = True
+                if not self.reader.is_alive():
+                    self._close_channel()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _close_channel(self) -> None:
+        if self.proc is None:
+            self.sock.close()
+            return
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:  # a broken pipe while flushing: the worker is gone either way
+                pass
+
+
+class KeeperUnavailable(Exception):
+    """The reference keeper died or did not answer: nobody's fault but the infrastructure's (or, when it did
+    not answer a request about the reference in time, the problem's: `timed_out`)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class KeeperRefused(KeeperUnavailable):
+    """The keeper answered `DENY` to a request about a candidate's outputs (`LEND`, `FILL`, `JUDG`, `JTIM`): its
+    own failure (out of GPU memory beside a large worker, for one), never the candidate's.  It used to read as
+    "the worker sent a malformed frame", a crash charged to the candidate; it is retried as a dead keeper is
+    (with the GPU alone when it ran out of memory)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        prefix = f"the reference keeper failed on {kind}: "  # how the keeper words it (keeper.serve)
+        super().__init__(f"on {kind}: {message.removeprefix(prefix)}")
+
+
+class KeeperProcess(Worker):
+    """The GPU's reference keeper (`worker/keeper.py`): requests answered one at a time, `OKAY` or `DENY`.
+
+    Calls are serialised by a mutex, and no caller may wait for the GPU lock while holding it (a driver takes
+    the lock first, then calls): a keeper busy timing the reference under the exclusive lock therefore never
+    waits for a sharer that waits for the keeper."""
+
+    MODULE = "tritongym.core.worker.keeper"
+    ROLE = "keeper"
+
+    def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, share: float = 1.0) -> None:
+        self.share = share  # of the GPU's record cache (KEEPER_CACHE_SHARE): the GPU's keepers split it
+        # the share is of the GPU less what processes outside the pool held when it started (`PoolOptions.outside_mb`)
+        self.outside_mb = options.outside_mb.get(gpu, 0.0)
+        self.host_share = share / max(len(options.gpus), 1)  # of the host's: every GPU's keepers split it
+        self.extra_env = options.extra_env
+        super().__init__(gpu, options, zygote)
+        self.calls = threading.Lock()
+        self.dead = ""
+
+    def role_env(self) -> dict[str, str]:
+        # the parent's parking threshold (worker/parking.py), when set and not the pool's: a test suite can run
+        # under tiny parking
+        parking = {k: os.environ[k] for k in ("TRITONGYM_PARK_BYTES",) if k in os.environ and k not in self.extra_env}
+        return {
+            "TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}",
+            "TRITONGYM_KEEPER_OUTSIDE_MB": f"{self.outside_mb:.0f}",
+            "TRITONGYM_KEEPER_HOST_CACHE_SHARE": f"{KEEPER_HOST_CACHE_SHARE * self.host_share:.4f}",
+            **parking,
+        }
+
+    def start(self, timeout: float) -> None:
+        """Wait for `REDY` (`Lifecycle.READY`); raises `KeeperUnavailable` with the keeper's words when it does not
+        come."""
+        frame = self.next_frame(timeout)
+        if frame is not None and frame[0] == Lifecycle.READY:
+            self.info = json.loads(frame[1])
+            return
+        why = "did not start within the time limit" if frame is None else frame[1].decode("utf-8", "replace")
+        self.dead = why
+        tail = self.log_tail(1500).strip()
+        self.kill()
+        raise KeeperUnavailable(f"GPU {self.gpu}: the reference keeper: {why}" + (f"\n{tail}" if tail else ""))
+
+    def call(self, kind: KeeperRequest, payload: bytes, timeout: float) -> tuple[bool, bytes]:
+        """(answered `OKAY`, the answer's payload); raises `KeeperUnavailable` when the keeper is gone."""
+        with self.calls:
+            if self.dead:
+                raise KeeperUnavailable(self.dead)
+            if not self.send(kind, payload):
+                self.dead = f"the reference keeper is gone ({self.death()})"
+                raise KeeperUnavailable(self.dead)
+            frame = self.next_frame(timeout)
+            if frame is None or frame[0] not in (KeeperAnswer.OKAY, KeeperAnswer.DENY):
+                self.dead = (
+                    f"the reference keeper did not answer {kind} within {timeout:g} s"
+                    if frame is None
+                    else f"the reference keeper stopped ({self.death()})"
+                )
+                tail = self.log_tail(1500).strip()
+                self.kill()
+                raise KeeperUnavailable(self.dead + (f"\n{tail}" if tail else ""), timed_out=frame is None)
+            return frame[0] == KeeperAnswer.OKAY, frame[1]
