@@ -254,6 +254,7 @@ def test_the_cli_report_prints_and_emits_both(two_way_run):
     assert "unknown against the field's convention: 1 correct kernel(s)" in old.stdout
     from tritongym.api import report
 
-    assert report(two_way_run["run"], registry=db).overall_field == run_report(
-        two_way_run["registry"], two_way_run["run"]
-    ).overall_field
+    assert (
+        report(two_way_run["run"], registry=db).overall_field
+        == run_report(two_way_run["registry"], two_way_run["run"]).overall_field
+    )
