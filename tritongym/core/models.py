@@ -486,9 +486,6 @@ class EvaluationResult(_Model):
     speedup: float | None = None
     compile_ref_runtime_ms: float | None = None  # the reference under torch.compile (option compile_reference)
     compile_speedup: float | None = None  # compile_ref_runtime_ms / runtime_ms
-    pr: float | None = None
-    reward: RewardBreakdown = Field(default_factory=RewardBreakdown)
-    error: ErrorInfo | None = None
     field_ref_runtime_ms: float | None = Field(
         default=None,
         description="the reference timed under the field's convention: fp32 eager with torch's TF32 defaults (float32 "
@@ -510,6 +507,9 @@ class EvaluationResult(_Model):
         "(no such op ran, or the CPU backend, where torch has no TF32: the two conventions are one, speedup_field "
         "is speedup); None: a verdict stored before the field's convention was recorded, or not timed on a GPU",
     )
+    pr: float | None = None
+    reward: RewardBreakdown = Field(default_factory=RewardBreakdown)
+    error: ErrorInfo | None = None
     max_abs_err: float | None = None
     rel_norm_err: float | None = None
     weights: WeightBinding | None = Field(
