@@ -1,7 +1,7 @@
 """A sample of the field corpus (benchmarks/field_corpus/): production Triton kernels the judge must accept.
 
-Each kernel is a library's own code (FlagGems, Liger-Kernel) wrapped against the torch operation it
-implements, so every verdict must be `ok`: a refusal is a false positive of the judge, or a bug of the wrapper.
+Each kernel is a library's own code (FlagGems, Liger-Kernel, attorch, unsloth) wrapped against the torch operation
+it implements, so every verdict must be `ok`: a refusal is a false positive of the judge, or a bug of the wrapper.
 The sample is of kernels Triton's interpreter runs, from each library, judged in one batch under the default
 configuration (every check on); `benchmarks/field_corpus.py` judges the whole corpus.
 """
@@ -30,6 +30,10 @@ SAMPLE = [
     "liger_relu_squared",
     "liger_tvd",
     "liger_rope",
+    "attorch_layer_norm",
+    "attorch_cross_entropy",
+    "unsloth_rms_layernorm",
+    "unsloth_rope",
 ]
 
 

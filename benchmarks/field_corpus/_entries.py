@@ -1130,16 +1130,22 @@ LIGER_MORE = [
         X,
         gpu=LG_LIBDEVICE,
     ),
-    lg(
-        "liger_selective_log_softmax",
-        "grpo_loss.py",
-        "log_softmax(logits[:, :-1] / T).gather(ids) (GRPO's per-token log-probabilities)",
-        NOINIT,
-        "fused_selective_log_softmax(logits, ids, 0.9)",
-        "torch.log_softmax(logits[:, :-1].float() / 0.9, -1).gather(-1, ids[:, -(logits.shape[1] - 1):, None])[..., 0]",
-        "[torch.randn(B, L + 1, V), torch.randint(0, V, (B, L))]",
-        sizes={"cpu": {"B": 2, "L": 6, "V": 300}, "gpu": {"B": 8, "L": 1024, "V": 32000}},
-        args="logits, ids",
+    Entry(
+        **{
+            **lg(
+                "liger_selective_log_softmax",
+                "grpo_loss.py",
+                "log_softmax(logits[:, :-1] / T).gather(ids) (GRPO's per-token log-probabilities)",
+                NOINIT,
+                "fused_selective_log_softmax(logits, ids, 0.9)",
+                "torch.log_softmax(logits[:, :-1].float() / 0.9, -1)"
+                ".gather(-1, ids[:, -(logits.shape[1] - 1):, None])[..., 0]",
+                "[torch.randn(B, L + 1, V), torch.randint(0, V, (B, L))]",
+                sizes={"cpu": {"B": 2, "L": 6, "V": 300}, "gpu": {"B": 8, "L": 1024, "V": 32000}},
+                args="logits, ids",
+            ).__dict__,
+            "select": ("_selective_log_softmax_kernel", "fused_selective_log_softmax"),
+        }
     ),
 ]
 
