@@ -373,6 +373,32 @@ def test_compile_reference_is_timed_cached_and_stored(tmp_path, sandbox_checks):
     assert again.compile_ref_runtime_ms == first[0].compile_ref_runtime_ms
 
 
+def test_the_field_convention_times_a_fp32_matmul_slower_than_its_own_class(tmp_path, sandbox_checks):
+    """The reference under the field's convention (`measure/field_convention.py`: float32 matmuls exact, as
+    KernelBench's published baselines) is timed apart from its own class (TF32 under the default `tf32` policy) only
+    where a float32 matmul runs: the suite's fp32 matmul is slower there, relu is not timed twice.  The field's
+    timing is cached in the registry, so the next task of the problem times it no more."""
+    problems = [load_problem(name, "gpu") for name in ("matmul", "relu")]
+    with fresh_evaluator(tmp_path, sandbox_checks) as (evaluator, registry):
+        assert evaluator.config.precision == "tf32"
+        matmul, relu = evaluator.evaluate_many([(p.solution, p) for p in problems])
+        for r in (matmul, relu):
+            assert r.status == Status.ok, (r.problem_id, r.message)
+        assert matmul.field_convention == "timed" and "mm" in matmul.timing.field_ops, matmul.timing.notes
+        assert matmul.timing.field_reference_source == "measured" and matmul.phases["time_field_reference"] > 0
+        # exact fp32 GEMMs run far slower than TF32 ones on an A100 or later (about 6x on an H100)
+        assert matmul.field_ref_runtime_ms > 1.5 * matmul.ref_runtime_ms, (matmul.field_ref_runtime_ms, matmul)
+        assert matmul.speedup_field == pytest.approx(matmul.field_ref_runtime_ms / matmul.runtime_ms)
+        key = (problems[0].key, evaluator.device_class, evaluator.config.precision)
+        assert registry.reference_timing(*key, variant="field")["median_ms"] == matmul.field_ref_runtime_ms
+        assert relu.field_convention == "same_as_own" and relu.timing.field_ops == []
+        assert relu.field_ref_runtime_ms == relu.ref_runtime_ms and relu.speedup_field == pytest.approx(relu.speedup)
+        assert registry.reference_timing(problems[1].key, evaluator.device_class, "tf32", variant="field") is None
+        again = evaluator.evaluate(problems[0].solution, problems[0])
+    assert again.status == Status.ok and again.timing.field_reference_source == "cached"
+    assert "time_field_reference" not in again.phases and again.field_ref_runtime_ms == matmul.field_ref_runtime_ms
+
+
 def test_memory_given_back_by_the_keeper_holds_no_answer():
     """`scrub.scrubbed_empty_cache`: the blocks the keeper frees are filled with 0xFF before they go back to the
     driver, and `poison_free_memory` fills the allocator's cached free blocks alike: a tensor made in such memory

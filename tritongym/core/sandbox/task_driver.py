@@ -311,6 +311,9 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             timing.bytes_moved, timing.bandwidth_gbps = self.timing.bytes_moved, self.timing.bandwidth_gbps
             timing.compile_reference = self.timing.compile_reference
             timing.compile_reference_source = self.timing.compile_reference_source
+            timing.field_reference = self.timing.field_reference  # the field's convention (field_convention.py)
+            timing.field_reference_source = self.timing.field_reference_source
+            timing.field_ops = self.timing.field_ops
             timing.notes = self.timing.notes + timing.notes
         self.pr = data["pr"]
         self.profile = [ProfileEntry.model_validate(p) for p in json.loads(data["profile"])]
