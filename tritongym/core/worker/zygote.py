@@ -7,8 +7,15 @@ session, working directory and environment (set before CUDA starts, so `CUDA_VIS
 GPU), then initialises CUDA and serves exactly like a worker started by `python -m gpu_worker` (or, for a
 request whose role is "keeper", like `python -m keeper`: the GPU's reference keeper).
 
-Protocol: over a SOCK_SEQPACKET pair, the pool sends a JSON request with one file descriptor attached
-(the child's end of a socketpair); the zygote answers `{"id": ..., "pid": ...}` messages, and
+`python -m tritongym.core.worker.zygote FD task` is the sandbox's fork server instead (`sandbox/task_zygote.py`,
+the triton-cpu backend's): it imports what one task's worker (`task_runner`) needs, with `TRITON_INTERPRET=1`
+already in its environment, and each request forks one such worker, which runs exactly as `python -m
+tritongym.core.worker LOG` would (task on its stdin, result on its stdout, its own limits set after the fork),
+so an evaluation no longer pays a fresh interpreter's imports (about 2.4 s of CPU).
+
+Protocol: over a SOCK_SEQPACKET pair, the pool sends a JSON request with file descriptors attached (a GPU
+worker's: its end of a socketpair; a task's: the read end of its stdin and the write end of its stdout); the
+zygote answers `{"id": ..., "pid": ...}` messages, and
 `{"exited": pid, "status": code}` when a child ends (only their parent can reap them and know how
 they died).
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import socket
 import sys
 import time
@@ -39,7 +47,75 @@ def _preload() -> None:
     import tritongym.core.worker.launches  # noqa: F401
 
 
-def _child(request: dict, fd: int) -> None:
+def _preload_task() -> None:
+    """What a one-task worker imports on its way to a verdict on the CPU (the rest it imports as it needs)."""
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+    import triton.runtime.autotuner  # noqa: F401
+    import triton.runtime.interpreter  # noqa: F401
+
+    import tritongym.core.fingerprint  # noqa: F401
+    import tritongym.core.measure.compare  # noqa: F401
+    import tritongym.core.measure.gold  # noqa: F401
+    import tritongym.core.measure.trusted  # noqa: F401
+    import tritongym.core.precision  # noqa: F401
+    import tritongym.core.worker.autotune  # noqa: F401
+    import tritongym.core.worker.candidate_runner  # noqa: F401
+    import tritongym.core.worker.controls  # noqa: F401
+    import tritongym.core.worker.distributions  # noqa: F401
+    import tritongym.core.worker.input_source  # noqa: F401
+    import tritongym.core.worker.launches  # noqa: F401
+    import tritongym.core.worker.op_trace  # noqa: F401
+    import tritongym.core.worker.plugin_probes  # noqa: F401
+    import tritongym.core.worker.probes  # noqa: F401
+    import tritongym.core.worker.scrub  # noqa: F401
+    import tritongym.core.worker.stochastic  # noqa: F401
+    import tritongym.core.worker.task_runner  # noqa: F401
+    import tritongym.core.worker.trial_plan  # noqa: F401
+    import tritongym.core.worker.weights  # noqa: F401
+
+
+def _task_child(request: dict, fds: list[int], home: str) -> None:
+    """Become a fresh task worker: own session, working directory and environment, the task's pipes as its
+    standard streams and no other descriptor, then `task_runner.main` (which sets the limits).  What a fresh
+    interpreter would not share with the previous task is reset: the import path's first entry (the working
+    directory, as `-m` puts it, never the zygote's), tempfile's cached directory, the random generators."""
+    import random
+    import resource
+    import tempfile
+
+    signal.set_wakeup_fd(-1)  # the zygote's SIGCHLD wake-up, whose pipe closes below
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    stdin, stdout = fds
+    os.dup2(stdin, 0)
+    os.dup2(stdout, 1)
+    os.dup2(stdout, 2)
+    low = 3
+    for fd in sorted(request.get("keep_fds", [])):  # the starting process's lifeline (owned.py)
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    sys.path[:] = [request["cwd"] if entry == home else entry for entry in sys.path]
+    tempfile.tempdir = None
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    sys.argv = [sys.argv[0], request["log"]]
+    from tritongym.core.worker.task_runner import main
+
+    main()
+
+
+def _child(request: dict, fds: list[int], home: str) -> None:
+    if request.get("role") == "task":
+        _task_child(request, fds, home)
+        return
+    fd = fds[0]
     if request.get("role") == "keeper":
         from tritongym.core.worker.keeper import serve
     else:
@@ -54,7 +130,21 @@ def _child(request: dict, fd: int) -> None:
 
 def main() -> None:
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=int(sys.argv[1]))
-    _preload()
+    home = os.getcwd()
+    tasks = sys.argv[2:] == ["task"]
+    if tasks:
+        _preload_task()
+    else:
+        _preload()
+    watch, poll_s = [control], 0.1
+    if tasks:  # a task's exit status is read right after its result: reap on SIGCHLD, not at the next poll
+        wake, poke = os.pipe()
+        os.set_blocking(poke, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(poke)
+        watch, poll_s = [control, wake], None
+    sys.stdout.flush()
+    sys.stderr.flush()
     control.sendall(b'{"ready": true}')
     children: set[int] = set()
     while True:
@@ -63,10 +153,12 @@ def main() -> None:
             if done:
                 children.discard(pid)
                 control.sendall(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
-        readable, _, _ = select.select([control], [], [], 0.1)
-        if not readable:
+        readable, _, _ = select.select(watch, [], [], poll_s)
+        if tasks and wake in readable:
+            os.read(wake, 1 << 12)
+        if control not in readable:
             continue
-        message, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
+        message, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
         if not message:
             os._exit(0)  # the pool is gone; its workers die with their sessions' killpg
         request = json.loads(message)
@@ -74,7 +166,7 @@ def main() -> None:
         if pid == 0:
             try:
                 control.close()
-                _child(request, fds[0])
+                _child(request, fds, home)
             finally:
                 os._exit(1)
         for fd in fds:
