@@ -13,6 +13,7 @@ import tritongym
 from tritongym.cli.app import app
 from tritongym.core.errors import ProblemNotFound
 from tritongym.core.problems import did_you_mean, load_problem, resolve_names, suite_names
+from tritongym.core.registry import Registry
 
 runner = CliRunner()
 SUITE = tritongym.__file__.rsplit("/", 1)[0] + "/problems"
@@ -85,6 +86,7 @@ def test_best_names_what_would_find_a_kernel(tmp_path):
     """An unknown run is bad input (exit 2) and nothing is exported; 'no kernel' suggests what would store one:
     `tritongym run` only where nothing is named, an eval of the named problem, or loosening the filters."""
     db = str(tmp_path / "r.db")
+    Registry(db)  # an empty registry (a path with none is "no registry at", test_readme_walk.py)
     empty = invoke("best", "--registry", db)
     assert empty.exit_code == 1 and "`tritongym run`" in empty.stderr
     named = invoke("best", "softmax", "--registry", db)

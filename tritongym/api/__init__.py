@@ -24,11 +24,9 @@ _LAZY = {
     **dict.fromkeys(
         (
             "MAX_CANDIDATE_BYTES",
-            "RegistryArg",
             "check_problems",
             "evaluate",
             "make_evaluator",
-            "open_registry",
             "pair_candidates",
             "plugins",
             "read_candidate",
@@ -42,6 +40,7 @@ _LAZY = {
     ),
     **dict.fromkeys(("advantages", "rollouts", "sft", "train", "tts"), "learning"),
     "tune": "tuning",
+    **dict.fromkeys(("RegistryArg", "open_registry"), "registries"),
     **dict.fromkeys(
         (
             "AdvantageReport",
@@ -112,11 +111,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from tritongym.api.evaluation import (
         MAX_CANDIDATE_BYTES,
-        RegistryArg,
         check_problems,
         evaluate,
         make_evaluator,
-        open_registry,
         pair_candidates,
         plugins,
         read_candidate,
@@ -132,6 +129,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         report,
     )
     from tritongym.api.learning import advantages, rollouts, sft, train, tts
+    from tritongym.api.registries import RegistryArg, open_registry
     from tritongym.api.results import (
         AdvantageReport,
         BestKernel,

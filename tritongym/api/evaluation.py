@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tritongym.api.registries import RegistryArg, open_registry  # noqa: F401 - re-exported: api.RegistryArg
 from tritongym.core.config import EvalConfig, load_config
 from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound, RegistryNotStored
 from tritongym.core.eval.evaluate import Evaluator, trial_seeds
@@ -48,18 +49,6 @@ def _config(config: EvalConfig | str | Path | None) -> EvalConfig:
 def plugins(extra_plugins: Sequence[str] = ()) -> list[Registered]:
     """Every registered backend, check, reward, estimator, sample filter, engine and search strategy."""
     return get_host(extra_plugins).all()
-
-
-RegistryArg = Registry | str | Path | bool | None
-"""A Registry, a path, None for the default (TRITONGYM_REGISTRY or ./registry.db), or False for none."""
-
-
-def open_registry(registry: RegistryArg) -> Registry | None:
-    if registry is False:
-        return None
-    if isinstance(registry, Registry):
-        return registry
-    return Registry(None if registry in (None, True) else registry)
 
 
 def make_evaluator(
@@ -143,8 +132,10 @@ def run(
     extra_plugins: Sequence[str] = (),
     on_result: Callable[[EvaluationResult], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    on_run: Callable[[int], None] | None = None,
 ) -> list[EvaluationResult]:
-    """`tritongym run`: evaluate many candidates in parallel sandboxes, recorded as one run in the registry."""
+    """`tritongym run`: evaluate many candidates in parallel sandboxes, recorded as one run in the registry.
+    `on_run` is told the run's id as soon as the run is recorded (`report RUN_ID` and `best --run` take it)."""
     evaluator = make_evaluator(config, registry, extra_plugins)
     selected = select(load_problems(problems, evaluator.size), only, problems)
     pairs = pair_candidates(selected, candidates_dir)
@@ -153,6 +144,8 @@ def run(
     reg = evaluator.registry
     with evaluator, _keeping_verdicts(reg) as results:
         run_id = reg.start_run("eval", f"run {problems or 'suite'}", evaluator.config.model_dump()) if reg else None
+        if on_run is not None and run_id is not None:
+            on_run(run_id)
         results += evaluator.evaluate_many(pairs, on_result=on_result)
         if reg is not None and run_id is not None:
             for sample, result in enumerate(results):

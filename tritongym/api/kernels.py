@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from tritongym.api.evaluation import RegistryArg, open_registry
+from tritongym.api.registries import RegistryArg, existing_registry, stored_registry
 from tritongym.api.results import (
     BestKernel,
     ExportedKernel,
@@ -18,7 +18,7 @@ from tritongym.api.results import (
     TunedFrom,
 )
 from tritongym.core.errors import ConfigError
-from tritongym.core.problems import resolve_names
+from tritongym.core.problems import load_problem, names_a_file, resolve_names, suite_names
 from tritongym.core.registry import Registry
 
 
@@ -90,11 +90,13 @@ def best(
     least this many timed samples; untimed evaluations never match), `by` (`runtime`, `speedup`, or
     `compile_speedup`: the speedup against torch.compile(reference), where it was timed).  A problem is what
     `evaluate` takes: a name, a .py file or SOURCE#NAME (`problem_names`)."""
-    reg = open_registry(registry) or Registry()
-    names = problem_names([problem] if isinstance(problem, str) else problem, reg)
+    specs = [problem] if isinstance(problem, str) else list(problem)
+    names = problem_names(specs, registry)  # a mistyped name is bad input before a missing registry
+    reg = stored_registry(registry)
     _check_runs(reg, run)
     wanted = names[0] if isinstance(problem, str) else names
-    row = reg.best(wanted, device, size, **_best_filters(backend, precision, run, min_measurements, by))
+    filters = _best_filters(backend, precision, run, min_measurements, by)
+    row = reg.best(wanted, device, size, problem_keys=problem_keys(specs), **filters)
     return None if row is None else _best_kernel(reg, row)
 
 
@@ -102,17 +104,25 @@ def problem_names(specs: Sequence[str], registry: RegistryArg = None) -> list[st
     """The names the registry stores these problem specs under (a name as given; a .py file or SOURCE#NAME
     as `evaluate` names it), in order; a name neither the registry nor the suite knows is `ProblemNotFound`,
     with the nearest known names offered (`best sofmax`: did you mean 'softmax'?)."""
-    reg = open_registry(registry) or Registry()
+    reg = existing_registry(registry)
+    if reg is None:  # none there yet: the suite's names alone; a known name then finds no registry
+        return resolve_names(specs, [], "the registry")
     return resolve_names(specs, reg.problem_names(), f"registry {reg.path}")
+
+
+def problem_keys(specs: Sequence[str]) -> list[str]:
+    """The content keys (`Problem.key`) of the specs that name a file or a suite problem: what `eval` stored their
+    verdicts under, whatever name it gave them (`best kb/19_ReLU.py` after `run --problems kb`)."""
+    keys = []
+    for spec in specs:
+        if names_a_file(spec) or spec in suite_names():
+            keys.append(load_problem(spec).key)
+    return list(dict.fromkeys(keys))
 
 
 def registry_stats(registry: RegistryArg = None) -> dict:
     """`tritongym registry stats`; a registry this user cannot write is read read-only."""
-    if registry is None or isinstance(registry, (str, Path)):
-        reg = Registry(registry, reading=True)
-    else:
-        reg = open_registry(registry) or Registry(reading=True)
-    return reg.stats()
+    return stored_registry(registry, reading=True).stats()
 
 
 def leaderboard(
@@ -129,10 +139,14 @@ def leaderboard(
 ) -> list[BestKernel]:
     """`tritongym best` with no or several problems: the best honest kernel per problem (one each, by
     name) under the filters of `best`; problems with none are left out."""
-    reg = open_registry(registry) or Registry()
-    names = None if problems is None else problem_names([problems] if isinstance(problems, str) else problems, reg)
+    specs = None if problems is None else [problems] if isinstance(problems, str) else list(problems)
+    names = None if specs is None else problem_names(specs, registry)
+    reg = stored_registry(registry)
     _check_runs(reg, run)
-    return _leaderboard(reg, names, device, size, _best_filters(backend, precision, run, min_measurements, by))
+    filters = _best_filters(backend, precision, run, min_measurements, by)
+    if specs is not None:
+        filters["problem_keys"] = problem_keys(specs)
+    return _leaderboard(reg, names, device, size, filters)
 
 
 def _leaderboard(reg: Registry, names: list[str] | None, device, size, filters: dict) -> list[BestKernel]:
@@ -160,10 +174,14 @@ def export_best(
     """`tritongym best --export DIR`: write each problem's best kernel (the `leaderboard` under the same
     filters) as `DIR/<problem>.py`, and `DIR/manifest.json` saying which kernel and evaluation each is; where
     no kernel matches, nothing is written (the manifest returned says what was missing)."""
-    reg = open_registry(registry) or Registry()
-    asked = problem_names([problems] if isinstance(problems, str) else list(problems or []), reg)
+    specs = [problems] if isinstance(problems, str) else list(problems or [])
+    asked = problem_names(specs, registry)
+    reg = stored_registry(registry)
     _check_runs(reg, filters.get("run"))
-    kernels = _leaderboard(reg, asked or None, device, size, _best_filters(**_FILTER_DEFAULTS | filters))
+    chosen = _best_filters(**_FILTER_DEFAULTS | filters)
+    if specs:
+        chosen["problem_keys"] = problem_keys(specs)
+    kernels = _leaderboard(reg, asked or None, device, size, chosen)
     found = {k.problem_id for k in kernels}
     out_dir = Path(directory)
     if kernels:  # nothing matched: nothing written (an empty manifest would read as an export that worked)
@@ -208,7 +226,7 @@ def export_best(
 
 def kernel_history(kernel_id: str, registry: RegistryArg = None) -> KernelHistory | None:
     """Where a kernel (its id, or a unique prefix of it) came from; None if the registry has not seen it."""
-    reg = open_registry(registry) or Registry()
+    reg = stored_registry(registry)
     found = reg.kernel_history(kernel_id)
     if found is None:
         return None
@@ -249,4 +267,4 @@ def report(run_id: int, registry: RegistryArg = None, reference: str = "eager"):
     (fp32 eager, torch's TF32 defaults: comparable with KernelBench's and Dr. Kernel's Fast@p)."""
     from tritongym.core.reports.run_report import run_report
 
-    return run_report(open_registry(registry) or Registry(), run_id, reference)
+    return run_report(stored_registry(registry), run_id, reference)

@@ -53,6 +53,14 @@ def advantages(
         batch = TurnBatch.from_rows(rows)
     except (ValueError, ValidationError) as exc:
         raise ConfigError(f"turns do not form a batch: {exc}") from None
+    if "mrs" in learning.filters and batch.train_logprobs is None:
+        others = [name for name in learning.filters if name != "mrs"]
+        instead = f"`--filter {' --filter '.join(others)}`" if others else "no --filter"
+        raise ConfigError(
+            "the sample filter 'mrs' compares the trainer's log-probs with the engine's, and these turns carry none: "
+            "give every turn `rollout_logprobs` and `train_logprobs` (one number per token of `policy_mask`), or "
+            f"leave mrs out ({instead} in place of the config's filters)"
+        )
     signal = builder.build(batch, step=step)
     return AdvantageReport(
         estimator=learning.estimator,

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tritongym.api.evaluation import RegistryArg, make_evaluator, read_candidate
-from tritongym.api.kernels import problem_names
+from tritongym.api.kernels import problem_keys, problem_names
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import ConfigError
-from tritongym.core.problems import load_problem
+from tritongym.core.problems import load_problem, stored_name
 
 if TYPE_CHECKING:
     from tritongym.core.tune import TuneSummary
@@ -61,8 +61,12 @@ def tune(
     if file is not None:
         targets = [TuneTarget(load_problem(problem, evaluator.size), read_candidate(file), f"file {file}")]
     else:
+        specs = {stored_name(spec): spec for spec in names}
+        keys = {name: found[0] for name, spec in specs.items() if (found := problem_keys([spec]))}
         names = problem_names(names, evaluator.registry) if names else []
-        targets = from_registry(evaluator.registry, names or None, evaluator.device_class, evaluator.size)
+        targets = from_registry(
+            evaluator.registry, names or None, evaluator.device_class, evaluator.size, specs=specs, keys=keys
+        )
     deadline = None if time_budget is None else started + time_budget
     tuner = Tuner(evaluator, search, budget, deadline, transfer, on_record=on_record, on_plan=on_plan)
     with evaluator:

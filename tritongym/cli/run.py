@@ -92,6 +92,7 @@ def run_command(
         console=err,
         disable=as_json or not err.is_terminal and not os.environ.get("TRITONGYM_PROGRESS"),
     )
+    run_ids: list[int] = []
     with progress:
         task = progress.add_task("evaluating", total=None)
         try:
@@ -105,6 +106,7 @@ def run_command(
                     plugin or (),
                     on_result=lambda r: progress.update(task, advance=1, description=f"{r.problem_id}"),
                     on_plan=lambda n: progress.update(task, total=n),
+                    on_run=run_ids.append,
                 ),
                 None,
             )
@@ -114,6 +116,7 @@ def run_command(
     if as_json:
         _emit_json(
             {
+                "run_id": run_ids[0] if run_ids else None,
                 "ok": n_ok,
                 "total": len(results),
                 "results": [r.model_dump(mode="json") for r in results],
@@ -142,6 +145,8 @@ def run_command(
                 escape(r.message) if r.status != "ok" else "",
             )
         out.print(table)
+        if run_ids:
+            out.print(f"run id {run_ids[0]}: `tritongym report {run_ids[0]}`, `tritongym best --run {run_ids[0]}`")
         say_not_stored(unstored)
     raise typer.Exit(unstored.exit_code if unstored else 0 if n_ok == len(results) else 1)
 

@@ -62,8 +62,9 @@ def _print_problem(p) -> None:
         out.print(f"  [dim]not tuned: {escape(reason)}[/]", highlight=False)
     if p.transferred_from:
         out.print(f"  tried first: the best configurations tuned on {escape(p.transferred_from)}", highlight=False)
-    if not p.records:
+    if not p.records or p.status != "tuned":
         out.print(f"  {escape(p.message)}", highlight=False)
+    if not p.records:
         return
     written = p.records[0].config
     timed = p.timed

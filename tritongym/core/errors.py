@@ -63,6 +63,12 @@ class BackendUnavailable(TritonGymError):
     exit_code = 3
 
 
+class NoRegistry(TritonGymError):
+    """A command that only reads the registry was pointed at a path with none (nothing stored there yet)."""
+
+    exit_code = 1
+
+
 class RegistryError(TritonGymError):
     """registry.db could not be opened, migrated, read or written."""
 

@@ -107,14 +107,26 @@ def _names(value: str | Iterable | None) -> list | None:
     return [value] if isinstance(value, (str, int)) else list(value)
 
 
-def _honest_where(problems, device_class, size, backend, precision, run_id, min_measurements) -> tuple[str, list]:
-    """The WHERE clause (over `evaluations e`) of an honest evaluation matching the best-kernel filters."""
+def _honest_where(
+    problems, device_class, size, backend, precision, run_id, min_measurements, keys=None
+) -> tuple[str, list]:
+    """The WHERE clause (over `evaluations e`) of an honest evaluation matching the best-kernel filters.
+
+    A problem is its content (`Problem.key`), whatever name it was stored under: a name matches every evaluation
+    of a problem that was ever stored under that name, and `keys` (the content keys of files or suite problems
+    the caller named) match by content.  `eval --problem probs.jsonl#mysoftmax` and `best softmax` are one
+    problem when their references are the same."""
     where = ["e.status = 'ok'", "e.correct = 1", "e.hacked = 0"]
     params: list = []
     names = _names(problems)
     if names is not None:
-        where.append(f"e.problem_name IN ({', '.join('?' * len(names))})")
-        params += names
+        marks, key_marks = ", ".join("?" * len(names)), ", ".join("?" * len(keys or []))
+        where.append(
+            f"(e.problem_name IN ({marks}) OR e.problem_key IN (SELECT key FROM problems WHERE name IN ({marks})) "
+            f"OR e.problem_key IN (SELECT problem_key FROM evaluations WHERE problem_name IN ({marks}))"
+            + (f" OR e.problem_key IN ({key_marks}))" if keys else ")")
+        )
+        params += names * 3 + list(keys or [])
     for column, value in (
         ("device_class", device_class),
         ("size", size),
@@ -438,6 +450,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         by: str = "runtime",
         one_per: str | None = None,
         limit: int | None = None,
+        problem_keys: Iterable[str] | None = None,
     ) -> list[dict]:
         """Every honest evaluation (status ok, correct, not hacked) matching the filters, best first.
 
@@ -448,8 +461,11 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         (`timing.candidate.samples`; untimed evaluations have none and never match). `by`: `runtime`
         (lowest runtime_ms first, then highest speedup) or `speedup` (highest speedup first); untimed
         evaluations come after timed ones, earliest first.  `one_per`: "problem" or "kernel" keeps only the
-        best evaluation of each problem (a leaderboard) or of each kernel (distinct kernels)."""
-        where, params = _honest_where(problem_name, device_class, size, backend, precision, run_id, min_measurements)
+        best evaluation of each problem (a leaderboard) or of each kernel (distinct kernels).  `problem_keys`: the
+        content keys of the problems named, matched beside their names (`_honest_where`)."""
+        where, params = _honest_where(
+            problem_name, device_class, size, backend, precision, run_id, min_measurements, problem_keys
+        )
         rows = f"SELECT e.*, k.source AS source FROM evaluations e JOIN kernels k ON k.id = e.kernel_id WHERE {where}"
         if one_per is not None:
             if one_per not in _ONE_PER:

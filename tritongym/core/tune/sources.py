@@ -8,11 +8,12 @@ stored with that kernel's evaluation, at the evaluator's size, so problems from 
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from tritongym.core.errors import NoKernelStored
 from tritongym.core.models import Candidate, Problem
-from tritongym.core.problems import parse_problem
+from tritongym.core.problems import parse_problem, suite_names
 from tritongym.core.registry import Registry
 
 
@@ -25,9 +26,19 @@ class TuneTarget:
     origin: str
 
 
-def from_registry(registry: Registry, names: list[str] | None, device_class: str, size: str) -> list[TuneTarget]:
+def from_registry(
+    registry: Registry,
+    names: list[str] | None,
+    device_class: str,
+    size: str,
+    specs: dict[str, str] | None = None,
+    keys: dict[str, str] | None = None,
+) -> list[TuneTarget]:
     """The best honest kernel of each named problem (every problem with one, when `names` is None), judged on
-    this device class and size where the registry has such a verdict, else anywhere."""
+    this device class and size where the registry has such a verdict, else anywhere.  `specs`: each name as the
+    user gave it (a file, SOURCE#NAME), for the commands suggested when none is stored; `keys`: each name's
+    content key, so a kernel stored under another name of the same problem is found."""
+    specs, keys = specs or {}, keys or {}
     if names is None:
         rows = registry.leaderboard(None, device_class, size) or registry.leaderboard(None)
         if not rows:
@@ -38,12 +49,15 @@ def from_registry(registry: Registry, names: list[str] | None, device_class: str
         names = [row["problem_name"] for row in rows]
     targets = []
     for name in dict.fromkeys(names):
-        row = registry.best(name, device_class, size) or registry.best(name)
+        same = [keys[name]] if name in keys else None
+        row = registry.best(name, device_class, size, problem_keys=same) or registry.best(name, problem_keys=same)
         if row is None:
+            spec = shlex.quote(specs.get(name, name))
+            run = f" or `tritongym run --only {name}`" if name in suite_names() and spec == name else ""
             raise NoKernelStored(
                 f"no honest, correct kernel stored for problem '{name}' in {registry.path} to tune; evaluate one "
-                f"first (`tritongym eval K.py --problem {name}` or `tritongym run --only {name}`), or tune a file "
-                f"with `tritongym tune --file K.py --problem {name}`"
+                f"first (`tritongym eval KERNEL.py --problem {spec}`{run}), or tune a file with "
+                f"`tritongym tune --file KERNEL.py --problem {spec}`"
             )
         origin = f"registry: best kernel (evaluation {row['id']})"
         kernel_id, source = row["kernel_id"], row["source"]

@@ -19,8 +19,9 @@ class ProblemTuning(BaseModel):
     """The tuning of one problem's kernel on one backend, device class and size."""
 
     problem: str
-    status: Literal["tuned", "no_parameters", "source_not_ok", "out_of_time"] = Field(
-        description="tuned: at least one variant was measured; out_of_time: the time budget ran out first"
+    status: Literal["tuned", "no_parameters", "source_not_ok", "out_of_time", "nothing_measured"] = Field(
+        description="tuned: at least one variant was measured; out_of_time: the time budget ran out first; "
+        "nothing_measured: a budget of 0 variants (the kernel as written judged alone)"
     )
     message: str
     source_kernel_id: str

@@ -181,6 +181,12 @@ class Tuner:
                 f"the time budget ran out before any variant of kernel {source.kernel_id} was measured (only the "
                 "kernel as written was); give --time-budget more seconds, or tune fewer problems per call"
             )
+        elif not session.variants and self.budget == 0:  # `--budget 0` judged the written kernel, tuned nothing
+            summary.status = "nothing_measured"
+            summary.message = (
+                f"a budget of 0 variants measured no variant of kernel {source.kernel_id} (only the kernel as "
+                "written was judged): nothing was tuned; give --budget 1 or more"
+            )
         return self._finish(summary, session, stopped, started)
 
     def _usable(self, discovery: Discovery, configs: list[Config]) -> list[Config]:

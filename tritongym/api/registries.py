@@ -1,0 +1,50 @@
+"""Which registry an API call works on: `RegistryArg`, `open_registry`, and `stored_registry` for the commands that
+only read one (`best`, `registry stats`, `kernel`, `report`).
+
+Apart from `evaluation.py` so that a reading command loads nothing of the judge: `registry stats` imported the
+evaluation API and the evaluator (0.85 s, a third of `import torch`) to count rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tritongym.core.errors import NoRegistry
+from tritongym.core.registry import Registry
+from tritongym.core.registry.store import default_registry_path
+
+RegistryArg = Registry | str | Path | bool | None
+"""A Registry, a path, None for the default (TRITONGYM_REGISTRY or ./registry.db), or False for none."""
+
+
+def open_registry(registry: RegistryArg) -> Registry | None:
+    if registry is False:
+        return None
+    if isinstance(registry, Registry):
+        return registry
+    return Registry(None if registry in (None, True) else registry)
+
+
+def _path(registry: RegistryArg) -> Path:
+    return default_registry_path() if registry in (None, True, False) else Path(registry)
+
+
+def existing_registry(registry: RegistryArg) -> Registry | None:
+    """The registry when there is one at that path; None (nothing created) when there is none."""
+    if isinstance(registry, Registry):
+        return registry
+    return Registry(_path(registry)) if _path(registry).exists() else None
+
+
+def stored_registry(registry: RegistryArg, reading: bool = False) -> Registry:
+    """The registry a reading command reads: one that exists.  A path with no file is `NoRegistry` (exit 1), never
+    a new empty registry.db left in a folder where somebody only asked what was stored."""
+    if isinstance(registry, Registry):
+        return registry
+    path = _path(registry)
+    if not path.exists():
+        raise NoRegistry(
+            f"no registry at {path.absolute()}: nothing has been stored there yet; `tritongym eval` or "
+            "`tritongym run` store their verdicts in it, or name another with --registry (or TRITONGYM_REGISTRY)"
+        )
+    return Registry(path, reading=reading)
