@@ -32,8 +32,8 @@ SAMPLE = [
     "liger_rope",
     "attorch_layer_norm",
     "attorch_cross_entropy",
-    "unsloth_rms_layernorm",
-    "unsloth_rope",
+    "unsloth_layernorm",
+    "unsloth_swiglu",
 ]
 
 
