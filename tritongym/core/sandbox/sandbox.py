@@ -7,13 +7,18 @@ The candidate is hostile until proven otherwise, so it never runs in the process
 * resource limits set by the worker on itself before it reads any candidate code (address space, CPU
   time, file size, no core dumps); see `tritongym.core.worker.stages.apply_limits`;
 * a private temporary working directory, removed afterwards, that is also HOME and TMPDIR; it is named after
-  the process that made it, so one whose process was killed (`kill -9` skips every `finally`) is removed by
-  the next tritongym process that starts a sandbox;
+  the process that made it and recorded (`owned.py`), so one whose process was killed (`kill -9` skips every
+  `finally`) is removed by the next tritongym process that starts a sandbox;
+* the worker dies with the process that started it (`worker/lifeline.py`), and is recorded with that process's
+  pid and start, so a clean-up elsewhere kills it only once that process is dead;
 * a stripped environment: only what Python and Triton need, never the registry path or credentials;
 * the result travels on the worker's original stdout as one line tagged with a per-task nonce the
   candidate never sees; the candidate's own stdout/stderr go to a capped log file whose tail is kept.
 
-Anything else (no result line, a signal, garbage) is the candidate's `crashed`, never the caller's error.
+Anything else (no result line, a signal of its own, garbage) is the candidate's `crashed`, never the caller's
+error.  A worker killed by a signal its limits did not send (SIGKILL, SIGTERM, SIGINT, SIGHUP: another process,
+the OOM killer) is not the candidate's doing: it runs once more, and a second such death is an infrastructure
+failure (stage `setup`: the backend's error, never stored as the candidate's verdict).
 
 With `zygote=True` the worker is forked from a fork server that has imported torch and Triton once
 (`task_zygote.py`) instead of started as a fresh interpreter: the same process, limits, folder, environment,
@@ -38,8 +43,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tritongym.core.models import ErrorInfo, Evidence
-from tritongym.core.sandbox import task_zygote
-from tritongym.core.worker.stages import exit_text
+from tritongym.core.sandbox import owned, task_zygote
+from tritongym.core.worker.stages import exit_text, killed_from_outside
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 RESULT_TAG = "TRITONGYM-RESULT"
@@ -62,11 +67,12 @@ def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
         MKL_NUM_THREADS="1",
         TRITON_CACHE_DIR=os.path.join(tmp, "triton-cache"),
     )
+    env.update(owned.lifeline_env())
     env.update(extra_env)
     return env
 
 
-_DIR = re.compile(r"tritongym-(\d+)-[a-z0-9_]+")
+_DIR = re.compile(r"tritongym-(\d+)-[a-z0-9_-]+")
 _swept = False
 
 
@@ -105,8 +111,9 @@ def _sandbox_dir() -> str:
     global _swept
     if not _swept:
         _swept = True
+        owned.sweep()
         sweep_orphans()
-    return tempfile.mkdtemp(prefix=f"tritongym-{os.getpid()}-")
+    return owned.make_folder("sandbox")
 
 
 def log_tail(path: str | Path, limit: int = 4000) -> str:
@@ -132,6 +139,29 @@ def _crash(kind: str, message: str, log: str, elapsed: float) -> Evidence:
     return Evidence(stage="run", error=ErrorInfo(kind=kind, message=message), stdout_tail=log, worker_s=elapsed)
 
 
+def run_in_sandbox(
+    task: WorkerTask, limits: SandboxLimits, extra_env: dict[str, str] | None = None, zygote: bool = False
+) -> Evidence:
+    """Run `task` in a new worker; always returns Evidence (errors included), never raises for the candidate.  A
+    worker killed from outside runs once more; killed from outside again, it is an infrastructure failure.
+
+    `zygote`: fork the worker from this process's fork server for `extra_env` (started on first use, or by
+    `warm_zygote`) rather than start a fresh interpreter; for a caller whose `extra_env` is fixed."""
+    evidence, foreign = _attempt(task, limits, extra_env, zygote)
+    if not foreign:
+        return evidence
+    first = evidence.error.message if evidence.error else ""
+    evidence, foreign = _attempt(task, limits, extra_env, zygote)
+    if foreign:
+        evidence.stage = "setup"  # the backend's error, never a verdict (`Evaluator._judge`)
+        evidence.error = ErrorInfo(
+            kind="InfrastructureFailure",
+            message=f"{first}, and again on a retry, by nothing of its own limits (no time or memory limit was "
+            "reached): another process or the system's OOM killer killed it; not a verdict on the candidate",
+        )
+    return evidence
+
+
 def _zygote(extra_env: dict[str, str]) -> task_zygote.TaskZygote:
     """This process's fork server for workers in `extra_env`: the environment a worker is started with is its key."""
     return task_zygote.shared(
@@ -144,13 +174,10 @@ def warm_zygote(extra_env: dict[str, str] | None = None) -> None:
     _zygote(extra_env or {})
 
 
-def run_in_sandbox(
-    task: WorkerTask, limits: SandboxLimits, extra_env: dict[str, str] | None = None, zygote: bool = False
-) -> Evidence:
-    """Run `task` in a new worker; always returns Evidence (errors included), never raises for the candidate.
-
-    `zygote`: fork the worker from this process's fork server for `extra_env` (started on first use, or by
-    `warm_zygote`) rather than start a fresh interpreter; for a caller whose `extra_env` is fixed."""
+def _attempt(
+    task: WorkerTask, limits: SandboxLimits, extra_env: dict[str, str] | None, zygote: bool = False
+) -> tuple[Evidence, bool]:
+    """One run in a fresh worker: the Evidence, and whether it was killed from outside (`killed_from_outside`)."""
     tmp = _sandbox_dir()
     nonce = secrets.token_hex(16)
     payload = task.model_copy(
@@ -178,7 +205,9 @@ def run_in_sandbox(
                 env=request["env"],
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=(owned.lifeline_fd(),),
             )
+        owned.started(proc.pid, "sandbox")
         try:
             out, _ = proc.communicate(payload.encode(), timeout=limits.timeout_s)
         except subprocess.TimeoutExpired:
@@ -188,18 +217,22 @@ def run_in_sandbox(
                 f"the candidate did not finish within the time limit of {limits.timeout_s:g} s and was killed",
                 log_tail(log_path),
                 time.monotonic() - start,
-            )
+            ), False
         finally:
             # children the candidate may have left behind die with the group
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            owned.ended(proc.pid)
         elapsed = time.monotonic() - start
         log = log_tail(log_path)
-        return _parse_result(out, nonce, proc.returncode, log, elapsed, limits)
+        evidence = _parse_result(out, nonce, proc.returncode, log, elapsed, limits)
+        # the worker itself, or the candidate's process inside it (the worker reports that one's death)
+        foreign = evidence.error is not None and evidence.error.kind == "WorkerCrashed"
+        return evidence, foreign and killed_from_outside(evidence.error.message)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        owned.remove_folder(tmp)
 
 
 def _parse_result(out: bytes, nonce: str, returncode: int, log: str, elapsed: float, limits: SandboxLimits) -> Evidence:

@@ -97,6 +97,16 @@ _SIGNAL_HINTS = {
 }
 
 
+# signals no limit of a worker sends: another process's, or the OOM killer's (SIGXCPU, SIGSEGV, SIGABRT are its own)
+FOREIGN_SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT", "SIGHUP")
+
+
+def killed_from_outside(message: str) -> bool:
+    """Whether `exit_text` said a process (the worker, or the candidate's process inside it) was killed by a
+    signal from outside (`FOREIGN_SIGNALS`): the sandbox runs such a task again instead of judging it."""
+    return any(f" was killed by {name}" in message for name in FOREIGN_SIGNALS)
+
+
 def exit_text(who: str, returncode: int) -> str:
     """How a process that sent no result ended, in words (`returncode` as subprocess gives it)."""
     if returncode < 0:
