@@ -109,7 +109,7 @@ def get_init_inputs():
     return []
 '''
 
-KL_DIV_KERNEL = '''
+KL_DIV_KERNEL = """
 import torch
 import triton
 import triton.language as tl
@@ -133,7 +133,7 @@ class ModelNew(torch.nn.Module):
         out = torch.zeros((), device=p.device, dtype=torch.float32)
         kl_div_rows[(rows,)](p, q, out, cols, 1.0 / rows, BLOCK=triton.next_power_of_2(cols))
         return out
-'''
+"""
 
 
 def test_an_honest_kernel_is_not_held_to_the_answer_outside_the_problems_domain():
