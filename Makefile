@@ -1,4 +1,5 @@
-# Two entry points: `make demo` (set up; SFT and RL on SmolLM2 on the CPU; the best kernels) and `make test`.
+# Two entry points: `make demo` (set up; SFT and RL on SmolLM2 on the CPU; the best kernels) and `make test` (the
+# fast tier of the tests; `make test-all` runs the slow tier too, as CI does).
 # Both create .venv on first use and install what is missing: torch first (TORCH_SPEC; the default is the
 # CPU build pinned in DEVELOPERS.md; `make TORCH_SPEC=torch demo` takes PyPI's build), then tritongym.
 
@@ -8,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tritongym-installed
 
-.PHONY: demo test lint clean vllm-env test-vllm
+.PHONY: demo test test-slow test-all lint clean vllm-env test-vllm
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +31,19 @@ demo: $(STAMP)
 	@echo "reward, correct and grad per RL step are in the table above (grad > 0: the step learned from differing rewards);"
 	@echo "every turn: $(BIN)/tritongym report RUN_ID (the run id printed above), $(BIN)/tritongym registry stats"
 
+# The tests in two tiers, each spread over PYTEST_WORKERS processes (pytest-xdist; a file's tests stay in one
+# process, so its module fixtures start once): `make test` the fast one (every module, in 6 minutes on two CPUs),
+# `make test-slow` the tests marked `slow` (more of the same kind: many sandboxed evaluations), `make test-all` both.
+PYTEST_WORKERS ?= auto
+PYTEST_TIER := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST_TIER) -m "not slow"
+
+test-slow: $(STAMP)
+	$(PYTEST_TIER) -m slow
+
+test-all: test test-slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check tritongym tests benchmarks

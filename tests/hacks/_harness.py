@@ -113,6 +113,26 @@ def new_host() -> PluginHost:
     return PluginHost(load_entry_points=False)
 
 
+def tiered(cases: list[Case], fast: set[str]) -> list:
+    """The cases as `pytest.param`s, each marked `slow` unless its id is in `fast`: the fast tier (`make test`)
+    keeps one case per check or failure kind, the slow tier (`make test-slow`) holds the rest."""
+    unknown = fast - {c.id for c in cases}
+    assert not unknown, f"fast cases that are no case: {sorted(unknown)}"
+    return [pytest.param(c, id=c.id, marks=(*c.marks, *(() if c.id in fast else (pytest.mark.slow,)))) for c in cases]
+
+
+def selected(request: pytest.FixtureRequest, cases: list[Case], test: str) -> list[Case]:
+    """The cases whose `test` this session runs (after -m, -k and node ids): a module's batch evaluates only those,
+    so the fast tier pays nothing for the slow tier's cases.  (pytest-xdist's `--dist loadfile` keeps a module's
+    tests in one worker, so its `session.items` are those this batch serves.)"""
+    chosen = {
+        item.callspec.params["case"].id
+        for item in request.session.items
+        if getattr(item, "originalname", None) == test and hasattr(item, "callspec")
+    }
+    return [c for c in cases if c.id in chosen]
+
+
 def evaluate_cases(
     cases: Iterable[Case], backend: str, folder: Path = CANDIDATES, **config
 ) -> dict[str, EvaluationResult]:
