@@ -1,4 +1,4 @@
-"""A `tritongym serve` running on this machine as a warm pool for `tritongym eval` (issue 40 item 3).
+"""A `tritongym serve` running on this machine as a warm pool for `tritongym eval`.
 
 A cold `eval` starts its own workers (on a GPU: a CUDA context and CUPTI's set-up per process, most of its time);
 a service that is already running has them warm.  So a service listening on loopback *announces* itself, and

@@ -1,6 +1,6 @@
 """What one forward of a problem's reference holds at its configured size, weighed on torch's meta device.
 
-The pool reserves GPU memory for the reference's side before the keeper builds it (issue 27 item 1): the first
+The pool reserves GPU memory for the reference's side before the keeper builds it: the first
 time a problem is seen its peak is not measured yet, and a full-size KernelBench problem built beside others
 without a reservation ran the H100 out of memory for everyone.  The meta device allocates nothing and computes
 nothing, so weighing takes milliseconds: the inputs, the parameters and the outputs, in bytes.  Intermediates are

@@ -221,7 +221,7 @@ class RayExecutor:
         self.lost = set()
         # each problem's tasks go to one actor while it has a free slot, so that one keeper builds the problem's
         # record (as `ProblemGPUs` places them on one GPU of a local pool): the least busy actor took each task,
-        # and on two H200s every actor built every problem's record (issue 40)
+        # and on two H200s every actor built every problem's record
         self.problem_actors = ProblemGPUs([str(i) for i in range(n)])
 
     def _revive(self) -> None:

@@ -1,9 +1,9 @@
 """One draw of trial seeds per problem for the candidates of it being judged at the same time, across batches.
 
 An `evaluate_many` batch has always drawn once per problem, so that its samples of a problem share the keeper's
-record (issue 27).  Batches that overlap did not: `tritongym serve`'s lanes each judge one candidate, so the samples
+record.  Batches that overlap did not: `tritongym serve`'s lanes each judge one candidate, so the samples
 of an RL step submitted together were judged under as many draws, and the keeper built as many records (the
-service ran at 0.82x the in-process batch on two H200s, issue 40).  Here a draw is shared by every batch that takes
+service ran at 0.82x the in-process batch on two H200s).  Here a draw is shared by every batch that takes
 it while another still holds it, and a new one is made once none does, or once it has served `MAX_USES` batches or
 `MAX_AGE_S` seconds: the seeds stay secret (no candidate sees them) and fresh for judging that does not overlap.
 """

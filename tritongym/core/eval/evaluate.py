@@ -254,10 +254,10 @@ class Evaluator:
         """The batch's tasks, and the screens computed for it in the background (problem key -> (problem, future)).
 
         One draw of seeds per problem and batch: the samples of a problem see the same (still secret, still fresh per
-        batch) inputs, so the keeper builds the reference's side once for all of them (issue 27); batches judged at
+        batch) inputs, so the keeper builds the reference's side once for all of them; batches judged at
         the same time share it too (`SharedDraws`: the service's lanes), and `draws` collects what this batch took.
         On this host a problem whose screen is not known yet gets `TaskBehindScreen`s: its candidates start as soon as
-        its own screen is done, while other problems' candidates already run (issue 40); on Ray every screen comes
+        its own screen is done, while other problems' candidates already run; on Ray every screen comes
         first."""
         problems = [items[i][1] for i in unique]
 
@@ -697,7 +697,7 @@ class Evaluator:
 
     def _keep_reference_peak(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """The reference side's measured GPU peak into the registry, once per problem and device class: the pool
-        reserves it before the problem's next build in any later run (issue 27 item 1)."""
+        reserves it before the problem's next build in any later run."""
         peak = evidence.reference_peak_mb
         if self.registry is None or self.backend.device_type == "cpu" or not peak or task.reference_peak_mb:
             return

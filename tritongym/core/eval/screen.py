@@ -246,7 +246,7 @@ def screens_in_background(
     """The screens already known (held or in the registry, read on this thread), and a future for each other problem's
     screen, computed `workers` at a time in threads of their own, with no registry: the caller stores them
     (`store_screen`) on its own thread.  An RL batch's candidates of a problem can then start as soon as their own
-    problem is screened, not after the last problem's screen (issue 40: a batch's first 30-45 s on the H200s)."""
+    problem is screened, not after the last problem's screen (on two H200s that wait was a batch's first 30-45 s)."""
     found = cached_screens(problems, backend, device, device_class, limits, tolerances, registry, compute=False)
     missing = {p.key: p for p in problems if p.key not in found}
     if not missing:

@@ -9,7 +9,7 @@ part of its answer is evaluated.
 - `extract_code` takes the last fenced ```python block of an answer (the assistant prefill included).
 - Context: `full` replays every earlier turn; `top-w` shows the task and the `top_w` best earlier turns by
   reward, in turn order; `best-window` shows the task and the `top_w` consecutive earlier turns with the
-  highest total reward (issue 7's contiguous best window), in turn order.  A mode is one function in
+  highest total reward (a contiguous best window), in turn order.  A mode is one function in
   `CONTEXT_SELECTORS` that picks which earlier turns a prompt shows, so adding one is a function and a
   name in `context`.
 

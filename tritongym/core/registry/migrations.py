@@ -314,7 +314,7 @@ def m009_evaluation_precision_and_samples(db: sqlite_utils.Database) -> None:
 
 @migration
 def m010_compile_reference(db: sqlite_utils.Database) -> None:
-    # The second baseline of issue 7: the reference under torch.compile. Evaluations get its runtime and
+    # A second baseline: the reference under torch.compile. Evaluations get its runtime and
     # the speedup against it beside the eager ones (NULL where it was not timed: unknown, never guessed);
     # cached reference timings get a `variant` ("eager" or "compile") in their key. SQLite cannot change a
     # primary key in place, so the table is rebuilt; every existing row is an eager timing.
@@ -352,7 +352,7 @@ def m010_compile_reference(db: sqlite_utils.Database) -> None:
 
 @migration
 def m011_autotune_choices(db: sqlite_utils.Database) -> None:
-    # The config each autotuned kernel of the candidate ran with (issue 17): a JSON list of AutotuneChoice
+    # The config each autotuned kernel of the candidate ran with: a JSON list of AutotuneChoice
     # ({kernel, config, configs, declared, how, autotune_s, when}), `[]` when the candidate autotunes
     # nothing. Rows stored before this migration keep NULL: not recorded, never guessed (the stored result
     # JSON has no such field either).
@@ -361,7 +361,7 @@ def m011_autotune_choices(db: sqlite_utils.Database) -> None:
 
 @migration
 def m012_tuning_records(db: sqlite_utils.Database) -> None:
-    # `tritongym tune` (issue 17): one row per launch configuration measured for a source kernel. The variant
+    # `tritongym tune`: one row per launch configuration measured for a source kernel. The variant
     # (the source with the configuration baked in) is an ordinary kernel with its own evaluation, so `best`
     # finds it like any other; this table says which source and configuration it came from, which strategy
     # proposed it and what it measured. Unique per source, variant, backend, device class and protocol: a
@@ -403,7 +403,7 @@ def m012_tuning_records(db: sqlite_utils.Database) -> None:
 
 @migration
 def m013_problem_screens(db: sqlite_utils.Database) -> None:
-    # The negative controls of `problems check` (issue 18), computed once per problem, device class and
+    # The negative controls of `problems check`, computed once per problem, device class and
     # tolerances and kept here: an evaluation on a problem degenerate for a control (zeros, a constant, the
     # identity pass its correctness check) probes the candidate on inputs that break the control. `screen`
     # is the ScreenResult as JSON (passing controls, the breaking input transform of each); `screen_key`
@@ -426,7 +426,7 @@ def m013_problem_screens(db: sqlite_utils.Database) -> None:
 
 @migration
 def m014_judge_verdicts(db: sqlite_utils.Database) -> None:
-    # The verdicts of model-judged checks (`llm-judge`, issue 18): one per check x kernel x problem x judge
+    # The verdicts of model-judged checks (`llm-judge`): one per check x kernel x problem x judge
     # model x prompt template, so a kernel judged once is not sent to the same model with the same prompt
     # again, whichever run, protocol or `--no-cache` evaluation judges it next (the evaluations table is keyed
     # by protocol; a judge's verdict does not depend on it). `passed` is NULL where the answer said neither
@@ -453,7 +453,7 @@ def m014_judge_verdicts(db: sqlite_utils.Database) -> None:
 
 @migration
 def m015_service_tasks(db: sqlite_utils.Database) -> None:
-    # `tritongym serve` (issue 19): every candidate the service accepted, written before it answers, so a
+    # `tritongym serve`: every candidate the service accepted, written before it answers, so a
     # restart (a crash, a kill, a deploy) resumes what was queued or running instead of losing it. `problem`
     # and `candidate` hold the JSON the evaluation needs (a KernelGYM request brings its own reference code);
     # `state` is queued, running, done (`result` holds the verdict, `evaluation_id` its row) or failed
@@ -500,7 +500,7 @@ def m016_reference_memory(db: sqlite_utils.Database) -> None:
 
 @migration
 def m017_field_convention_speedup(db: sqlite_utils.Database) -> None:
-    # Speedups the field can compare with (issue 41): beside `speedup` (against the reference in its own precision
+    # Speedups the field can compare with: beside `speedup` (against the reference in its own precision
     # class, TF32 matmuls under the default policy), the reference time under the field's convention (fp32 eager,
     # torch's TF32 defaults, as KernelBench's published baselines: core/measure/field_convention.py), the speedup
     # against it, and how it was reached ('timed', or 'same_as_own' where the two conventions are one). Rows

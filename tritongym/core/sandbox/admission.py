@@ -16,7 +16,7 @@ from tritongym.core.worker.protocol import KeeperRequest, SizeRequest, encode, r
 
 
 class MemoryBudget:
-    """Per-GPU admission from measured need (issue 27 item 1): a task's worker reserves what its problem's
+    """Per-GPU admission from measured need: a task's worker reserves what its problem's
     reference was measured to need (`TaskDriver.worker_need_mb`) before it gets the task, and waits while the
     reservations already granted leave too little.  A task that needs more than the GPU's budget waits until the
     GPU is idle and then has it alone.  The candidate's caching allocator is capped at what it was granted, so
@@ -132,7 +132,7 @@ class TaskMemory:
         """Count what the keeper holds for this task on the GPU, from `PREP` to its `FREE`: the record's device
         part (a large one is over the keepers' cache share, so that share does not stand for it) and one call's
         handouts.  Uncounted, the next large problem was admitted beside them and ran out of memory: in the
-        KernelBench sweep on an H100 (stop 36), with one problem at a time, a screen found 2 GiB free after a
+        KernelBench sweep on an H100, with one problem at a time, a screen found 2 GiB free after a
         loss problem's 40 GiB record, and a keeper held 49 GiB beside a task run "alone".  Taken without
         waiting (the task's own worker is admitted already); released once the keeper has freed it."""
         budget = self.pool.memory.get(self.worker.gpu)
@@ -191,7 +191,7 @@ class TaskMemory:
     """Allocator room a worker gets beyond twice its reference's forward, whatever the problem: Triton's own
     benchmarking buffer (256 MiB for an autotuned kernel), the poisoning of free blocks before the candidate
     runs (`scrub.poison_free_memory`: a copy of each, briefly), fragmentation.  Without it the smallest
-    problems' workers were capped at 1 GiB, ran out of memory on the H100 (stop 35) and were each run again
+    problems' workers were capped at 1 GiB, ran out of memory on an H100 and were each run again
     with the GPU alone: an RL batch of 64 took 188 s instead of 120 s."""
 
     REFERENCE_NEED_FACTOR = 4.0
@@ -300,7 +300,7 @@ class TaskMemory:
         """A worker that has the GPU alone (run again alone, or a need over the budget) is capped at what the GPU
         has beside every process's context and what the keeper holds for this task, not at the budget: the budget
         also leaves out the keepers' cache share, and capped there a full-size level-1 average pooling (16 GiB
-        input) ran out at 46 GiB with 36 GiB of the GPU free (H100, stop 36).  Known only after `PREP`: the
+        input) ran out at 46 GiB with 36 GiB of the GPU free (on an H100).  Known only after `PREP`: the
         keeper's record and handouts for the task."""
         budget = self.pool.memory.get(self.worker.gpu)
         if budget is None or not self.capped_here or self.granted_mb is None:

@@ -15,7 +15,7 @@ class GPULock:
     sharers from starting so it waits at most for the ones already running.
 
     Each timer that stops new sharers costs a *drain*: the GPU runs only the sharers still finishing (113 of
-    222 s of an RL batch on an H100, stop 34).  A timer may instead first wait up to its `window_s` with
+    222 s of an RL batch on an H100).  A timer may instead first wait up to its `window_s` with
     sharers still admitted, so that timers arriving meanwhile queue behind it; once any waiting timer's window
     has passed (or the GPU has no sharer) new sharers are held back, and every timer waiting by then runs
     before they resume: one drain for the lot (`TimingOptions.timing_window_s`, off by default until
@@ -43,7 +43,7 @@ class GPULock:
         self.exclusive_grants = 0
         # who holds the GPU shared, by kind (`HOLDERS`), and the draining seconds each kind kept a timer waiting
         # (`drained_by`): a drain second is split among the sharers still running, by their numbers.  What the
-        # lock's "draining" waits for, measured rather than guessed (issue 40)
+        # lock's "draining" waits for, measured rather than guessed
         self._sharers: collections.Counter[str] = collections.Counter()
         self._drained_by: dict[str, float] = {}
 

@@ -121,8 +121,8 @@ class WorkerPool:
         self.bandwidth: dict[str, float] = {}
         self.references: dict[str, dict] = {}
         # per problem (TaskDriver.reference_key), the last reference timing taken before a candidate: the samples
-        # of an RL batch reuse it for `shared_check_s` instead of each draining the GPU for its own (stop 35:
-        # every task took an exclusive hold for it, most of an RL batch's drains)
+        # of an RL batch reuse it for `shared_check_s` instead of each draining the GPU for its own (on an
+        # H100 every task took an exclusive hold for it, most of an RL batch's drains)
         self.reference_checks: dict[str, _ReferenceCheck] = {}
         # per problem (TaskDriver.reference_key), the reference side's GPU peak its keeper measured, in MiB: what
         # the next task of the problem reserves before the keeper's PREP, instead of an estimate
@@ -442,7 +442,7 @@ class WorkerPool:
                 # a screen runs the reference alone, no candidate code: its worker is as fresh after it as before
                 # (its memory given back poisoned, `GPUWorker.run`) and takes a candidate next instead of retiring;
                 # every problem's screen cost a worker's start (6-8 s on two H200s) while the RL batch's first
-                # candidates waited for workers (issue 40)
+                # candidates waited for workers
                 worker.tasks += 0 if task.mode == "screen" else 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
             finally:

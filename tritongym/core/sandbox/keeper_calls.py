@@ -59,7 +59,7 @@ class KeeperCalls:
     def _free_in_keeper(self, keeper: KeeperProcess, keeper_mb: float | None = None, device_record=None) -> None:
         """The keeper's `FREE` for this task, under a shared hold like any GPU work: the keeper poisons what it
         frees (`scrub.py`), GiBs of fills for a large record, and sent with no hold those fills ran beside other
-        tasks' timings (two honest level-2 references 2.2x slower in their drift checks, H100, stop 35).  The
+        tasks' timings (two honest level-2 references 2.2x slower in their drift checks on an H100).  The
         keeper's memory for the task (`_count_keeper_memory`) is counted until the answer comes."""
         self.lock.acquire(exclusive=False, holder="keeper_free")
         try:

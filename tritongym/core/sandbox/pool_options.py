@@ -30,7 +30,7 @@ class PoolOptions:
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
     # how a worker sets up CUPTI for the profiler (~4 s per fresh process on an H100, most of a worker's start),
     # always before it takes a task (set up later, CUPTI apparently missed the kernels of modules loaded before it):
-    # "unlocked" (a session that launches no kernel, holding nothing: 64 RL candidates 100 s against 118 s, stop 38)
+    # "unlocked" (a session that launches no kernel, holding nothing: 64 RL candidates 100 s against 118 s on an H100)
     # or "startup" (a kernel under the start's shared GPU hold, which every timing's drain then waited for)
     profiler_warm_up: str = "unlocked"
     keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2

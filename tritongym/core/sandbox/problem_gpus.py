@@ -1,6 +1,6 @@
 """Which GPU of the host a task runs on: every task of one problem on the same GPU, and warm workers handed out by GPU.
 
-Why (issue 40): a problem's reference side (the keeper's record: outputs, float64 gold, probes) is built by a keeper
+Why: a problem's reference side (the keeper's record: outputs, float64 gold, probes) is built by a keeper
 of the GPU the task runs on.  With any worker taking any task, an RL batch's samples of one problem ran on every
 GPU and each GPU built every problem's record: on two H200s the keepers' work grew from 46 to 71 s for the same 128
 candidates, and two GPUs judged the batch 1.55x as fast as one.  Here a problem is placed once, on the GPU with the

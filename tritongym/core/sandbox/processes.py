@@ -135,7 +135,7 @@ class Worker:
     descriptor number is reused by the very next file the process opens once it is closed.  So the number
     is released only after the reader thread has finished with it, and `send` refuses once `kill` began:
     a late `EXIT` to a retired worker once landed in the WAL file of a registry opened meanwhile, which
-    then read as an empty database ("no such table: evaluations", issue 15).
+    then read as an empty database ("no such table: evaluations").
     """
 
     MODULE = "tritongym.core.worker.gpu_worker"

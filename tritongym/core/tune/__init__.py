@@ -1,4 +1,4 @@
-"""`tritongym tune`: launch configurations of a stored kernel swept through the judged pipeline (issue 17).
+"""`tritongym tune`: launch configurations of a stored kernel swept through the judged pipeline.
 
 Owns: finding a source's tunable parameters with `ast` (`space`), baking one configuration into the
 source (`variant`), choosing the kernel to tune (`sources`), the tuning loop that judges every variant

@@ -20,7 +20,7 @@ output: those live in the GPU's reference keeper (`keeper.py`), which judges the
 
 What is held when: each call takes a fresh input set (`input_source.py`) when it comes.  The forked child keeps
 every output for its parent; the GPU worker streams (`on_outputs`: each call's outputs leave for the keeper
-when it ends), holding about one call at a time (issue 27 item 1).  Its trials' inputs are dropped in turn (the
+when it ends), holding about one call at a time.  Its trials' inputs are dropped in turn (the
 last trial's stay for `refresh`), so a pointer-keyed cache may meet a recycled address and fail a trial.
 """
 

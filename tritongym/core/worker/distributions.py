@@ -1,4 +1,4 @@
-"""The distributions the main correctness trials draw their inputs from (issue 41 item 7).
+"""The distributions the main correctness trials draw their inputs from.
 
 Trial `k` makes the problem's own inputs under its seed (`task_runner.make_inputs`), then transforms every
 floating-point tensor among them by its distribution, `TRIAL_DISTRIBUTIONS[k % 4]` (the table is the protocol's,

@@ -14,7 +14,7 @@ the pool asks before handing this worker the task.  Per task (protocol of DESIGN
    (`input_source.py`), and once it returns (synchronised) its outputs are lent to the keeper (one `HOUT` per
    call, answered `HAND`: CUDA IPC handles of buffers the keeper allocated, copied into here; on the CPU the
    values travel as `HDAT`) and dropped; a trial's inputs after the call are compared with a set made again
-   from its seed (`mutated`).  So about one call is held at a time (issue 27 item 1).  The report, outputs
+   from its seed (`mutated`).  So about one call is held at a time.  The report, outputs
    replaced by handout numbers, goes to the parent (`CAND`), which has the keeper judge it.  The parent
    answers `TIME` only if everything matched;
 3. under the GPU lock the candidate is timed and a few forwards profiled, and in the same exclusive hold the
@@ -125,7 +125,7 @@ class Channel:
         process runs on the GPU meanwhile.  Always with `yield_between_calls`; with `yield_to_waiting_timings` only
         while the pool's flag says a timing waits (one byte read, no round trip otherwise).  Taken again behind
         every queued timing instead (a plain `SHAR`), a sharer waited for the whole queue after every call: 228 s
-        against 105 s for 64 RL candidates on an H100 (stop 37)."""
+        against 105 s for 64 RL candidates on an H100."""
         if self.holding != "shared":
             return
         if not (self.yield_calls or (self.yield_to_timings and self.timing_waits)):
@@ -211,7 +211,7 @@ class GPUWorker:
             # a new context and the timer's buffers launch no kernel: another process's timed matmul is unchanged beside
             # a context's creation (`benchmarks/profiler_warmup.py --interference`, ratio 0.99-1.00 on an H100), so
             # they take no GPU hold, and no timing waits for a worker's start (on two H200s 8-11 s of each GPU's
-            # draining waited for starts, `GPULock.drained_by`, issue 40); the profiler's first run under "startup"
+            # draining waited for starts, `GPULock.drained_by`); the profiler's first run under "startup"
             # launches a kernel and takes a shared hold
             began = time.perf_counter()
             with channel.gpu(exclusive=False, needed=self.profiler_warm_up == "startup"):
@@ -442,7 +442,7 @@ class GPUWorker:
     LARGE_HAND_OUT = 1 << 30
     """Bytes of outputs from which a hand-out first gives this process's cached but unused blocks back: the keeper
     allocates as many for the handouts, outside any cache, and a full-size level-1 norm (8 GiB in, 8 GiB out)
-    found too little of the GPU free for them while this worker kept its temporaries cached (H100, stop 36)."""
+    found too little of the GPU free for them while this worker kept its temporaries cached (on an H100)."""
 
     def hand_out(self, groups: list[tuple[list, list]]) -> None:
         """Each group's outputs (a list, changed in place) into the keeper's handouts (`handouts.py`).

@@ -1,7 +1,7 @@
 """Where the calls of an evaluation get their inputs: each set made when its call comes, not all held at once.
 
 At full size one forward's inputs and outputs take 6-16 GiB and an evaluation makes a dozen calls, so holding
-every set for the whole task ran an 80 GB GPU out of memory (issue 27 item 1).  An `InputSource` hands out
+every set for the whole task ran an 80 GB GPU out of memory.  An `InputSource` hands out
 a fresh set per call, owned by the caller (the candidate may mutate it): `seeded` makes it again from its seed
 (`task_runner.make_inputs` is deterministic per seed and device; the keeper and the GPU worker), a main trial's
 in its distribution (`distributions.py`: trial k's inputs scaled down, negated or scaled up), `held`

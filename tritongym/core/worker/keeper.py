@@ -9,13 +9,13 @@ the same secret seeds but never computes an answer; its outputs come here throug
 (`handouts.py`) and are compared here, so a candidate that walks its frames, its heap or the caching
 allocator finds no reference output in its own process, and cannot map one of this process's.
 
-What is held when (issue 27 item 1): a record is built one call at a time, keeps no input set (timing remakes
+What is held when: a record is built one call at a time, keeps no input set (timing remakes
 a few from their seeds) and parks reference outputs from `parking.PARK_BYTES` up in host memory; a candidate's
 outputs are judged at the task's next request and their handouts freed (`_judge_pending`).
 
 Records are kept per problem, shape sets, seeds and precision (least recently used first out), so the
 candidates of one problem (an RL batch's samples) share one computation of the reference's outputs, gold and
-probes (issue 27, item 3); their device bytes are bounded by `cache_mb` (a share of the GPU) and their parked
+probes; their device bytes are bounded by `cache_mb` (a share of the GPU) and their parked
 bytes apart, by a share of the host's memory (`TRITONGYM_KEEPER_HOST_CACHE_SHARE` / `_MB`).  The pool shares
 the reference's timing the same way and asks here only for a short drift check per candidate.
 
@@ -364,7 +364,7 @@ class Keeper:
         }
 
     def size(self, payload: bytes) -> dict:
-        """`SIZE`: what the pool should reserve before `PREP` (issue 27 item 1): the measured peak of a record
+        """`SIZE`: what the pool should reserve before `PREP`: the measured peak of a record
         this keeper holds, or one forward weighed on the meta device (`footprint.py`: nothing allocated)."""
         from tritongym.core.footprint import forward_bytes, weigh
         from tritongym.core.worker.parking import park_threshold
@@ -488,8 +488,8 @@ class Keeper:
 
     def _time_lean_on_oom(self, record: ReferenceRecord, task: WorkerTask, rep_ms: float | None):
         """The reference timed; out of GPU memory, timed again with one pristine input set and the cache given
-        back first.  Level 1's 96_HuberLoss (two 4 GiB inputs) ran its keeper out of memory here on an H100
-        (stop 37), alone on the GPU: two pristine sets, the buffers, the warm-up's and the graph's temporaries."""
+        back first.  Level 1's 96_HuberLoss (two 4 GiB inputs) ran its keeper out of memory here on an H100,
+        alone on the GPU: two pristine sets, the buffers, the warm-up's and the graph's temporaries."""
         import torch
 
         def timed(least: int):
@@ -776,7 +776,7 @@ class Keeper:
 
     def _memory_held(self, when: str) -> dict[str, float]:
         """This keeper's GPU memory in MiB, allocated (live tensors) and reserved (its cache too), every record and
-        task of it together: on an H100 (stop 37) the keeper of level 1's 96_HuberLoss held 48.77 GiB through its
+        task of it together: on an H100 the keeper of level 1's 96_HuberLoss held 48.77 GiB through its
         candidate's run and the next problem's screen while its record said a few bytes; the results' phases
         (`keeper_{allocated,reserved}_mb_{when}`) say which request leaves what behind."""
         if not self.cuda:
@@ -922,7 +922,7 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
         if failed:
             # the failed request's tensors went with its traceback; their cached blocks go back to the driver:
             # kept, a keeper whose timing ran out of memory held 48 GiB through the next problem's screen, which
-            # then ran out too (level 1's 96 and 97, H100, stop 37)
+            # then ran out too (level 1's 96 and 97, on an H100)
             keeper.release_cache()
 
 

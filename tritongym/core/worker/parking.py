@@ -1,7 +1,7 @@
 """Large tensors of the reference keeper parked in host memory, brought back to the device one at a time.
 
 The keeper holds the reference's outputs for every trial, shape set and probe: at full size each takes GiBs,
-and none is needed on the GPU before its comparison (issue 27 item 1).  So a tensor of at least `PARK_BYTES`
+and none is needed on the GPU before its comparison.  So a tensor of at least `PARK_BYTES`
 (`TRITONGYM_PARK_BYTES` overrides it; tests set it tiny) is copied to host memory as soon as it exists
 (`park`), and a comparison brings back only the one it compares (`fetch`).  On the CPU backend parking wraps
 the tensor without a copy, so the same paths run there.
@@ -63,7 +63,7 @@ def compact(value):
 
     On an H100, `smooth_l1_loss`'s mean (level 1's 96_HuberLoss) is a 0-dim tensor over the 4 GiB storage of its
     elementwise losses: the keeper's record of ten such outputs said a few bytes and held 37 GiB of the GPU, so
-    every worker beside it ran out of memory (stop 38).  The copy owns just its elements."""
+    every worker beside it ran out of memory.  The copy owns just its elements."""
     if value.untyped_storage().nbytes() > 2 * value.numel() * value.element_size() + 4096:  # most of it unseen
         return value.clone()
     return value

@@ -234,7 +234,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
 
     `hold()` is a shared hold of the GPU lock (`gpu_worker.Channel.gpu`), taken around each seed's and each
     transform's GPU work rather than the whole screen (seconds for a large problem): a timing elsewhere waits for
-    one piece, never for all of them, and never runs beside one (stop 36 on an H100: seven honest references in
+    one piece, never for all of them, and never runs beside one (on an H100: seven honest references in
     the KernelBench sweep timed ~2x slow in their drift checks while screens ran their forwards unlocked)."""
     import torch
 
@@ -343,7 +343,7 @@ def configure_precision(task: WorkerTask, candidate: bool = False) -> None:
     (`candidate=True`) run as torch leaves them (matmuls exact, convolutions TF32) unless the policy is `ieee`
     (all exact): what KernelBench's harness and KernelGYM run a candidate with, and where a candidate that calls
     torch's matmul is judged as they judge it.  Forced into TF32, the reference itself failed KernelBench's
-    tolerance on problems that sum a GEMM's outputs (level 2's 14 and 18, H100, stop 36).  Switching the flags
+    tolerance on problems that sum a GEMM's outputs (level 2's 14 and 18, on an H100).  Switching the flags
     is the candidate's to leave alone under every policy (the `monkeypatch` and `environment` checks); TF32 in its
     own kernels (`tl.dot`'s default) is what the precision class measures.  The reference's *outputs* are always
     computed with it off (`gold.exact_reference`)."""

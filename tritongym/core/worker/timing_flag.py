@@ -2,9 +2,9 @@
 
 Why: a timing waits for every worker that holds the GPU shared to give its hold back, and a worker's shared
 hold spans its whole correctness phase (dozens of calls, probes and hand-outs): in an RL batch on an H100 the
-GPU lock was "draining" 69 of 120 s (stop 36).  Giving the hold back after every call (`yield_between_calls`)
+GPU lock was "draining" 69 of 120 s.  Giving the hold back after every call (`yield_between_calls`)
 bounds a drain by one call, but costs two round trips to the pool per call, timing or not, and lost its A/B
-(stop 34).  With this flag a worker looks at one byte after each call and gives its hold back only when a
+on an H100.  With this flag a worker looks at one byte after each call and gives its hold back only when a
 timing actually waits (`TimingOptions.yield_to_waiting_timings`): no round trip otherwise.
 
 The pool's side (`TimingFlag`) is an anonymous file (unlinked at once, so a killed pool leaves nothing on

@@ -18,7 +18,7 @@ before any candidate code exists:
 Timing never sees these calls: it runs on the main trials' inputs.
 
 With `keep_inputs=False` (the keeper and the GPU worker) a planned trial keeps only its seed and input shapes:
-`fresh_inputs()` makes its inputs again when the trial runs, so the plan holds no input set (issue 27 item 1).
+`fresh_inputs()` makes its inputs again when the trial runs, so the plan holds no input set.
 """
 
 from __future__ import annotations
@@ -101,9 +101,9 @@ def plan_extra_trials(
 
     A *derived* shape set whose inputs would be larger than `main_inputs` (or that many bytes: a constant the
     derivation took for a size divides one: halving it doubles the input) is skipped: a derived set checks that
-    the kernel does not assume the sizes, and must never be what makes a problem run out of memory (issue 27
-    item 1).  Without `keep_inputs` each trial's inputs are made once for their shapes, then dropped and made
-    again from the seed when the trial runs (`PlannedTrial.fresh_inputs`)."""
+    the kernel does not assume the sizes, and must never be what makes a problem run out of memory.  Without
+    `keep_inputs` each trial's inputs are made once for their shapes, then dropped and made again from the seed
+    when the trial runs (`PlannedTrial.fresh_inputs`)."""
     from tritongym.core.worker.stages import StageError, error_info
 
     main_bytes = main_inputs if isinstance(main_inputs, int) or main_inputs is None else tensor_bytes(main_inputs)

@@ -71,7 +71,7 @@ class TritonCUDABackend(Backend):
             le=64,
             description="warm workers per GPU on standby beyond workers_per_gpu, so that a task never waits for a "
             "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run; "
-            "None = half of workers_per_gpu (H100, stop 38: the 27 bundled pairs 54 s with 4 against 89.5 s with 0)",
+            "None = half of workers_per_gpu (on an H100 the 27 bundled pairs 54 s with 4 against 89.5 s with 0)",
         )
         profiler_warm_up: Literal["unlocked", "startup"] = Field(
             default="unlocked",
@@ -159,7 +159,7 @@ class TritonCUDABackend(Backend):
         evaluation and no spare, each worker started when a task is announced (`warm_up`: the candidate, and its
         problem's screen when one must run, which needs a worker of its own) and none replaced after.  Why: the full
         pool was ~16 processes each creating a CUDA context and setting up CUPTI, most of a one-candidate `eval`'s
-        23-34 s on an H100 (issue 40).  Options the user set (`workers_per_gpu`, `spare_workers_per_gpu`) stand."""
+        23-34 s on an H100.  Options the user set (`workers_per_gpu`, `spare_workers_per_gpu`) stand."""
         workers = self.workers_per_gpu(len(gpus))
         if self._sized_to is None:
             return {
