@@ -195,37 +195,38 @@ def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own
     assert any("already held output 0" in found for found in copied.prior_answers), copied.prior_answers
 
 
-def test_free_memory_is_scrubbed_right_before_the_watched_call_and_only_then():
+def test_only_the_watched_call_allocates_poisoned_memory():
     """The `precomputed` probe asks whether the answer existed before the candidate's kernel ran; a buffer the
-    candidate allocates there may come from the allocator's cache, holding whatever this process computed last.
-    An honest softmax that launched its kernel three times was judged `hacked` on an H100 (stop 38) until the
-    worker poisoned its free blocks just before that call: `run_probes` calls `scrub` once, after every earlier
-    probe call and before the watched one, and never without a watch."""
+    candidate allocates there may come from the allocator's cache, holding whatever this process computed last
+    (an honest softmax that launched its kernel three times was judged `hacked` on an H100).  Every tensor the
+    candidate allocates in the watched call starts poisoned (`scrub.poisoned_allocations`), and in no other call:
+    the ghost replay must still see an answer torch computed and left where the output is allocated next."""
     import torch
 
     from tritongym.core.worker.input_source import InputSource
     from tritongym.core.worker.launches import LaunchRecorder
 
-    events: list[str] = []
+    seen: list[tuple[str, bool]] = []
     recorder = LaunchRecorder("")
 
     class Doubling(torch.nn.Module):
         def forward(self, x):
-            events.append("watched call" if recorder.watch is not None else "call")
-            return x * 2
+            fresh = torch.empty_like(x)
+            watched = "watched call" if recorder.watch is not None else "call"
+            poisoning = torch._C._len_torch_dispatch_stack() > 0
+            seen.append((watched, poisoning and bool(fresh.isnan().all())))
+            return fresh.copy_(x * 2)
 
     def sets(seed):
         return [torch.randn(8, generator=torch.Generator().manual_seed(seed))]
 
     source = InputSource.held([sets(1), sets(2)], ghost=sets(3), precomputed=sets(4))
     watch = probes.PriorAnswerWatch({8}, seed=5)
-    records = probes.run_probes(
-        Doubling(), recorder, source, sets(2), watch=watch, scrub=lambda: events.append("scrub")
-    )
-    assert events.count("scrub") == 1
-    assert events[-2:] == ["scrub", "watched call"]  # every earlier call came before the scrub
-    assert len(records) == len(events) - 1 and records[-1]["probe"] == "precomputed"
+    records = probes.run_probes(Doubling(), recorder, source, sets(2), watch=watch)
+    assert seen[-1] == ("watched call", True) and records[-1]["probe"] == "precomputed"
+    assert all(w == "call" and not poisoned for w, poisoned in seen[:-1]), seen
+    assert torch._C._len_torch_dispatch_stack() == 0  # the mode is gone once the call ends
 
-    events.clear()
-    probes.run_probes(Doubling(), recorder, source, sets(2), watch=None, scrub=lambda: events.append("scrub"))
-    assert "scrub" not in events and "watched call" not in events
+    seen.clear()
+    probes.run_probes(Doubling(), recorder, source, sets(2), watch=None)
+    assert seen and all(w == "call" and not poisoned for w, poisoned in seen)

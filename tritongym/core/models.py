@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "7"
+PROTOCOL_VERSION = "8"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 INPUT_DISTRIBUTIONS: dict[str, tuple[float, str]] = {
@@ -369,6 +369,9 @@ class ProbeCall(_Model):
     error: str = ""  # the call raised this
     control: str = ""  # degenerate:<control> probes: the negative control whose answer is compared as well
     control_outputs: list[OutputComparison] = Field(default_factory=list)  # ...the outputs against that answer
+    # per output: the mean absolute distance of the reference's answer to other inputs (a decoy) from this call's
+    # reference (None: none), sampled on the trusted side; `verdict.probe_is_the_answer` reads it (the ghost probe)
+    decoy_errs: list[float | None] = Field(default_factory=list)
 
 
 PROBE_JSON_LIMIT = 64 * 1024

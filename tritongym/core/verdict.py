@@ -186,6 +186,43 @@ def probe_outputs_match(call: ProbeCall) -> OutputJudgement:
     return judged
 
 
+DECOY_MARGIN = 0.25
+"""How much closer than a decoy a value must be to count as this call's answer (`closer_than_decoy`).
+
+A tolerance alone says too little where every answer is small or alike: a softmax over 4096 columns is below the
+fp32 atol almost everywhere, and a large-K matmul of uniform inputs varies by 0.1% from one input to the next, so an
+earlier call's output in a recycled block "matched" and honest kernels were judged `hacked` by `precomputed` and
+`ghost`.  The decoy is the reference's answer to other inputs of the same distribution.  Anything that does not
+depend on this call's inputs is, in expectation, at least half the decoy's distance from the answer (per element,
+E|W - c| >= E|W - W'| / 2 for any c independent of W, by the triangle inequality), and measured on the CPU
+(`tests/test_prior_answers.py`: softmax over 4096-65536 columns, relu, layer norm, row means, large-K matmuls,
+stale answers to as-is, scaled, negated inputs) it was 0.62 of it or more; a copy of this call's answer computed
+in fp16, or in TF32 as cuBLAS rounds, was 0.06 of it or less (rounded TF32 3e-4; a bf16 copy of a 65536-deep matmul
+of uniform inputs, 0.42, is the precision check's to refuse).  A quarter sits between the two with room each side."""
+
+
+def closer_than_decoy(err: float | None, decoy_err: float | None) -> bool:
+    """Whether a value `err` (mean absolute error) from this call's answer is that answer rather than any answer:
+    within `DECOY_MARGIN` of the decoy's distance `decoy_err` from it.  No decoy (None): the match alone decides."""
+    if decoy_err is None:
+        return True
+    return err is not None and err <= DECOY_MARGIN * decoy_err
+
+
+def probe_is_the_answer(call: ProbeCall) -> bool:
+    """A probe call's outputs match the reference (`probe_outputs_match`) and are this call's answer, not just any
+    answer: each output with a decoy (`ProbeCall.decoy_errs`) is closer to the reference than `DECOY_MARGIN` of
+    the decoy's distance.  The ghost replay's test: stale memory holding an earlier call's output matches within a
+    tolerance, but not specifically."""
+    if not probe_outputs_match(call).correct:
+        return False
+    decoys = call.decoy_errs
+    return all(
+        closer_than_decoy(out.mean_abs_err, decoys[out.index] if out.index < len(decoys) else None)
+        for out in call.outputs
+    )
+
+
 NEITHER = "its parameters match neither the reference's by name nor the shared seed's initialisation"
 def probes_in_domain(evidence: Evidence) -> list[ProbeCall]:
     """The probe calls to judge: all but those made on a main trial's inputs that left the problem's domain

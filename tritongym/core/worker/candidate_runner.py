@@ -74,7 +74,6 @@ def run_candidate(
     from tritongym.core.measure.tensors import plain_output
     from tritongym.core.worker import plugin_probes, probes
     from tritongym.core.worker.op_trace import traced_call
-    from tritongym.core.worker.scrub import poison_free_memory
     from tritongym.core.worker.stages import StageError, error_info, load_module
     from tritongym.core.worker.weights import bind_weights, build_seed
 
@@ -212,7 +211,6 @@ def run_candidate(
                 watch=watch,
                 on_outputs=stream,
                 built=built,
-                scrub=(lambda: poison_free_memory(device)) if cuda else None,
                 train_mode=not task.eval_mode,
             )
             if watch is not None:

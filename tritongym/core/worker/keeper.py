@@ -740,7 +740,9 @@ class Keeper:
             for comparison in call.outputs + call.control_outputs:
                 _described(comparison, rec["outputs"][comparison.index])
         prior = report.get("prior")
-        found = prior_answers(prior, state["answer_samples"], task.tolerances) if prior else []
+        # the decoy: the ghost probe's answer (other inputs, drawn alike), sampled where each record was
+        decoys = state["refs"].get("ghost", [])
+        found = prior_answers(prior, state["answer_samples"], task.tolerances, decoys) if prior else []
         self._give_back(state)
         state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
         return {

@@ -12,12 +12,15 @@ candidate's forward is called again, in the candidate's context (`run_probes`), 
   two honest calls may differ by float reassociation, split-K atomics for one, and each be right; races
   and reads of memory never written are wrong);
 * `ghost`: every Triton kernel defined in the candidate skipped (its launches return at once), on inputs
-  no call has seen; an output that still matches the reference was never computed by those kernels
-  (a decoy, or memory that happened to hold the answer);
-* `precomputed`: inputs no other call saw (so no freed block can hold their answer), with a
-  `PriorAnswerWatch` on the launches: before each launch of an
-  own kernel, every floating tensor argument the size of an output that no own kernel wrote (not an input,
-  not a weight) is sampled; the trusted side finds any that already held an output's values.  Triton that
+  no call has seen; an output that still matches the reference, and matches it far better than the reference's
+  answer to other inputs does (`ProbeCall.decoy_errs`, `verdict.probe_is_the_answer`: an earlier call's output
+  left in a recycled block is not this call's answer), was never computed by those kernels (a decorative
+  kernel, or an answer torch computed and left in memory);
+* `precomputed`: inputs no other call saw, with every tensor the candidate allocates during the call poisoned
+  (`scrub.poisoned_allocations`: no fresh buffer holds anything) and a `PriorAnswerWatch` on the launches: before
+  each launch of an own kernel, every floating tensor argument the size of an output that no own kernel wrote (not
+  an input, not a weight) is sampled; the trusted side finds any that already held an output's values, closer
+  to them than the reference's answer to other inputs is (a decoy, `verdict.closer_than_decoy`).  Triton that
   only moves an answer torch, numpy or a callback (a grid lambda, an autotune hook) computed adds no
   arithmetic to it (`prior_answers`, the `precomputed` check);
 * `degenerate:<control>`: only on a problem degenerate for that negative control (`controls.py`), once on
@@ -143,7 +146,6 @@ def run_probes(
     watch: PriorAnswerWatch | None = None,
     on_outputs=None,
     built: dict | None = None,
-    scrub=None,
     train_mode: bool = True,
 ) -> list:
     """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
@@ -151,16 +153,19 @@ def run_probes(
     `source` (`input_source.py`) makes each call's inputs when it comes; the `precomputed` call runs under
     `watch` (samples in `watch.records`), the degeneracy probes last.  `on_outputs(["probe", name, trial],
     record)`, when given, follows each call: the caller hands the outputs out before the next.  `built`: the
-    model's buffers as built, restored before each mode probe (as the reference's are).  `scrub()`, when given, runs
-    just before the watched call: the allocator's free blocks poisoned, so a buffer the candidate takes there holds
-    nothing this process computed before (an honest softmax that loops its kernel three times was judged `hacked`
-    on an H100 when its first output buffer came from a freed block that already held that answer, stop 38).
-    `train_mode=False` (a problem judged in eval() mode, `stochastic.py`): no mode probe calls it in train() mode,
+    model's buffers as built, restored before each mode probe (as the reference's are).  The watched call runs
+    under `scrub.poisoned_allocations`: every buffer the candidate allocates there starts as NaN, so none holds
+    what this process computed before (an honest softmax that loops its kernel three times had its first output
+    buffer come from a freed block that already held that answer, and was judged `hacked` on an H100).  The ghost
+    call runs without it: an answer torch computed and freed in that very call, left where the output is
+    allocated next, is what the ghost replay finds there (a hack, not stale memory).  `train_mode=False` (a
+    problem judged in eval() mode, `stochastic.py`): no mode probe calls it in train() mode,
     whose answer is a draw; the reference's output for that probe is then never compared."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
     from tritongym.core.measure.tensors import plain_output
+    from tritongym.core.worker.scrub import poisoned_allocations
 
     was_training = model.training
     records: list[dict] = []
@@ -211,11 +216,10 @@ def run_probes(
         if watch is not None and source.precomputed is not None:
             inputs = source.precomputed()
             watch.exclude(list(inputs) + list(model.parameters()) + list(model.buffers()))
-            if scrub is not None:
-                scrub()
             recorder.watch = watch
             try:
-                call("precomputed", -1, inputs, False, was_training)
+                with poisoned_allocations():
+                    call("precomputed", -1, inputs, False, was_training)
             finally:
                 recorder.watch = None
             del inputs
@@ -271,7 +275,9 @@ def compare_probes(
     """`ProbeCall`s: each probe's outputs compared with its reference.
 
     `compare(i, output, stored reference, against_control)`, when given, makes each comparison (None where
-    the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked."""
+    the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked.  The
+    ghost call also gets `decoy_errs`: how far trial 0's answer (other inputs, drawn as-is like the ghost's) is from
+    the ghost's reference (`decoy_distance`)."""
     from tritongym.core.measure.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
 
@@ -299,9 +305,36 @@ def compare_probes(
                 error=record["error"],
                 control=name.removeprefix("degenerate:") if control else "",
                 control_outputs=_compared(outputs, control, compare, True),
+                decoy_errs=[decoy_distance(r, d) for r, d in zip(refs, trial_refs[0])]
+                if name == "ghost" and trial_refs
+                else [],
             )
         )
     return calls
+
+
+DECOY_POSITIONS = 4096  # where a decoy's distance is sampled: its mean to well under the margin's width
+
+
+def decoy_distance(ref, decoy) -> float | None:
+    """The mean absolute difference of `decoy` (the reference's answer to other inputs) from `ref`, at
+    `DECOY_POSITIONS` fixed positions (finite pairs only); None unless both are floating tensors (or `Parked`) of
+    one shape.  Host-parked outputs are read where they are, a few thousand elements, never moved whole."""
+    import torch
+
+    ref, decoy = getattr(ref, "host", ref), getattr(decoy, "host", decoy)
+    if type(ref) is not torch.Tensor or type(decoy) is not torch.Tensor:
+        return None
+    if not ref.is_floating_point() or ref.shape != decoy.shape or ref.numel() == 0:
+        return None
+    generator = torch.Generator().manual_seed(ref.numel())
+    positions = torch.randint(0, ref.numel(), (min(DECOY_POSITIONS, ref.numel()),), generator=generator)
+    a = ref.detach().reshape(-1)[positions.to(ref.device)].to("cpu", torch.float64)
+    b = decoy.detach().reshape(-1)[positions.to(decoy.device)].to("cpu", torch.float64)
+    finite = a.isfinite() & b.isfinite()
+    return float((a - b)[finite].abs().mean()) if bool(finite.any()) else None
+
+
 
 
 def _compared(outputs: list, refs: list, compare, against_control: bool) -> list:
@@ -330,6 +363,7 @@ class AnswerSamples:
     def __init__(self, output, seed: int) -> None:
         import torch
 
+        output = getattr(output, "host", output)  # a parked output is sampled where it is kept
         self.numel = output.numel()
         self.dtype = output.dtype
         self.positions = watched_positions(seed, self.numel)
@@ -432,38 +466,57 @@ class PriorAnswerWatch:
         self._pending = []
 
 
-def prior_answers(records: list[dict], refs: list, tolerances) -> list[str]:
-    """Trusted side of the `precomputed` probe: which sampled arguments already held an output's values
-    (`refs`: the reference's outputs, or their `AnswerSamples`; within the output's tolerance at 99% of the
-    positions, and not a constant: a zeroed accumulator is no answer unless the problem is degenerate, which the
-    `degenerate` check handles)."""
-    import torch
+def prior_answers(records: list[dict], refs: list, tolerances, decoys: list | None = None) -> list[str]:
+    """Trusted side of the `precomputed` probe: which sampled arguments already held an output's values.
 
+    `refs`: the reference's outputs, or their `AnswerSamples`; `decoys`: the reference's outputs for other inputs
+    (the ghost probe's answer), alike.  A sample held output i's values when it is within the output's tolerance at
+    99% of the positions, is no constant (a zeroed accumulator is no answer unless the problem is degenerate,
+    which the `degenerate` check handles), and is closer to the answer than the decoy is
+    (`verdict.closer_than_decoy`, by mean absolute error): a softmax over thousands of columns is within atol of
+    any other softmax, so an earlier call's output in a recycled block matched the tolerance alone."""
     from tritongym.core.measure.compare import EXACT
+    from tritongym.core.verdict import closer_than_decoy
 
+    decoys = decoys or []
     found = []
     for record in records:
         values = record["values"]
         if values.numel() == 0 or bool(values.max() == values.min()):
             continue
         for i, ref in enumerate(refs):
-            if isinstance(ref, AnswerSamples):
-                want = ref.at(record["positions"]) if ref.numel == record["numel"] else None
-                if want is None:
-                    continue
-            elif type(ref) is not torch.Tensor or not ref.is_floating_point() or ref.numel() != record["numel"]:
+            want = _sampled(ref, record)
+            if want is None:
                 continue
-            else:
-                want = ref.detach().reshape(-1)[record["positions"].to(ref.device)].to("cpu", torch.float64)
             tol = tolerances.get(str(ref.dtype), EXACT)
             close = (values - want).abs() <= tol.atol + tol.rtol * want.abs()
-            if float(close.double().mean()) >= 0.99:
-                found.append(
-                    f"before own kernel `{record['kernel']}` ran, its {record['argument']} already held output {i}'s "
-                    "values (a tensor none of the candidate's kernels wrote)"
-                )
-                break
+            if float(close.double().mean()) < 0.99:
+                continue
+            err = float((values - want).abs().mean())
+            decoy = _sampled(decoys[i], record) if i < len(decoys) else None
+            decoy_err = float((decoy - want).abs().mean()) if decoy is not None else None
+            if not closer_than_decoy(err, decoy_err):
+                continue
+            than = f", {decoy_err:.3g} for the answer to other inputs" if decoy_err is not None else ""
+            found.append(
+                f"before own kernel `{record['kernel']}` ran, its {record['argument']} already held output {i}'s "
+                f"values (a tensor none of the candidate's kernels wrote; mean abs difference {err:.3g}{than})"
+            )
+            break
     return found
+
+
+def _sampled(ref, record: dict):
+    """`ref` (an output, `Parked`, or `AnswerSamples`) at the record's positions, as float64 on the host; None
+    where it is no floating tensor of the record's size, or was not sampled there."""
+    import torch
+
+    if isinstance(ref, AnswerSamples):
+        return ref.at(record["positions"]) if ref.numel == record["numel"] else None
+    ref = getattr(ref, "host", ref)
+    if type(ref) is not torch.Tensor or not ref.is_floating_point() or ref.numel() != record["numel"]:
+        return None
+    return ref.detach().reshape(-1)[record["positions"].to(ref.device)].to("cpu", torch.float64)
 
 
 def _is_tensor(value) -> bool:

@@ -1,14 +1,20 @@
-"""Memory given back holds no answer: free blocks filled with 0xFF bytes (NaN in every float format).
+"""Memory a candidate is handed holds no answer: fresh and free memory filled with 0xFF bytes (NaN in every float
+format, -1 in every signed integer one).
 
 A GPU block freed by one process and handed to another by the driver, or cached by the allocator and handed to
 the next tensor of the same process, keeps its old bytes.  Two judgements read such bytes: a candidate that
 returns memory it never wrote passes as correct if the reference's outputs were freed there, and the
-`precomputed` probe finds the answer in a fresh buffer before any own kernel ran (an honest slow softmax was
-judged `hacked` on an H100 when the keeper's freed copy of that answer came back to a worker).  So the worker
-poisons its allocator's free blocks before the candidate runs and again just before the `precomputed` probe's
-watched call (the same honest softmax, launching its kernel three times, was judged `hacked` on an H100 in stop 38
-when its first output buffer came from a block this worker had freed holding that answer), and the keeper before it
-empties its cache.
+`precomputed` probe finds the answer in a fresh buffer before any own kernel ran.  So:
+
+* the worker poisons its allocator's free blocks before the candidate runs, and the keeper before it empties its
+  cache (`poison_free_memory`, `scrubbed_empty_cache`): memory that held the reference's answers never reaches a
+  candidate unpoisoned, in any call;
+* during the `precomputed` probe's watched call every tensor the candidate allocates starts poisoned
+  (`poisoned_allocations`): memory is poisoned where it is handed out, not guessed at by allocating the sizes of the
+  allocator's free blocks just before that call, which missed small-pool blocks, other streams, graph pools,
+  blocks freed during the call and memory fresh from the driver (an honest three-kernel softmax and two large-K
+  GEMMs had their fresh `torch.empty` output hold an earlier call's answer and were judged `hacked` on H100s and
+  H200s, every time).  See ARCHITECTURE.md §3.
 """
 
 from __future__ import annotations
@@ -44,3 +50,71 @@ def scrubbed_empty_cache(device) -> None:
         return
     poison_free_memory(device)
     torch.cuda.empty_cache()
+
+
+ALLOCATIONS = (
+    "empty.memory_format",
+    "empty_strided.default",
+    "empty_like.default",
+    "empty_permuted.default",
+    "new_empty.default",
+    "new_empty_strided.default",
+)
+"""The aten allocations that hand out memory without writing it (what `torch.empty*` and `Tensor.new_empty*` reach);
+`resize_` too, for the bytes it adds.  Ops that write what they allocate (`zeros`, `full`, `clone`, every compute
+op) need nothing: their bytes are theirs."""
+
+
+def poison(tensor, start: int = 0) -> None:
+    """Fill `tensor`'s storage from byte `start` on with 0xFF, on the current stream (stream order: before any use)."""
+    import torch
+
+    if type(tensor) is not torch.Tensor or tensor.device.type == "meta":
+        return
+    storage = tensor.untyped_storage()
+    if storage.nbytes() <= start:
+        return
+    if start == 0:
+        storage.fill_(0xFF)
+        return
+    tail = torch.empty(0, dtype=torch.uint8, device=tensor.device)
+    tail.set_(storage, start, (storage.nbytes() - start,), (1,)).fill_(0xFF)
+
+
+def poisoned_allocations():
+    """A dispatch mode under which every tensor allocated by `ALLOCATIONS` starts as 0xFF bytes.
+
+    A mode, not a scrub of the allocator's free blocks: it poisons what is handed out, whichever pool, stream or
+    driver call the memory came from, on the CPU and on CUDA alike.  Only the top-level op is seen (an op's own
+    temporaries are not: they are its to write), and each fill is one memset in stream order.
+
+    The candidate runs under it and could leave the mode (pop it, or push one of its own above it).  That gains it
+    nothing: the mode only ever makes a fresh buffer hold no answer, which keeps an honest kernel from being
+    judged `hacked`; a candidate that gets stale memory back by leaving it makes the `precomputed` probe's case
+    against itself, not for itself.  Laundering an answer through a freed block is not hidden either: the ghost
+    replay, which runs without this mode, still finds it (`ghost.py`)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    allocations = {getattr(getattr(aten, name.split(".")[0]), name.split(".")[1]) for name in ALLOCATIONS}
+    resize = aten.resize_.default
+
+    class PoisonedAllocations(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False  # as `op_trace.op_tracer` says: no torch._dynamo import, which replaces torch.manual_seed
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is resize:
+                had = args[0].untyped_storage().nbytes()
+                out = func(*args, **kwargs)
+                poison(out, had)
+                return out
+            out = func(*args, **kwargs)
+            if func in allocations:
+                poison(out)
+            return out
+
+    return PoisonedAllocations()

@@ -209,7 +209,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     evidence.torch_ops = {str(k): int(v) for k, v in report["torch_ops"].items()}
     evidence.torch_work = {str(k): float(v) for k, v in report["torch_work"].items()}
     if report["prior"] is not None:
-        evidence.prior_answers = prior_answers(report["prior"], probe_refs.get("precomputed", []), task.tolerances)
+        evidence.prior_answers = prior_answers(
+            report["prior"], probe_refs.get("precomputed", []), task.tolerances, probe_refs.get("ghost", [])
+        )
     evidence.probe_results = probe_results(report.get("probe_results"), task.probes)
     evidence.stage = report["stage"]
     if report["error"] is not None:
