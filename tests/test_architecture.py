@@ -291,3 +291,19 @@ def test_protocol_tags_are_spelled_only_in_the_protocol_module():
             if isinstance(node, ast.Constant) and node.value in tags and id(node) not in docstrings
         ]
     assert not found, f"protocol tags spelled outside tritongym/core/worker/protocol.py: {found}"
+
+
+LAB_NOTES = re.compile(r"\b(stop|issue) \d+|DESIGN\.md")
+
+
+def test_the_code_cites_no_lab_notes_and_no_file_outside_the_repository():
+    """A comment says what was measured and why ("on an H100: ..."), not which working session or issue found it
+    ("stop 36", "issue 27 item 1"): a reader of the code has neither.  And it points to ARCHITECTURE.md, never to
+    `../shared/DESIGN.md`, a file outside the repository that no longer describes what the code does."""
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if LAB_NOTES.search(line)
+    ]
+    assert not found, "say the fact and its reason, or point to ARCHITECTURE.md:\n" + "\n".join(found)

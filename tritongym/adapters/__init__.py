@@ -1,4 +1,4 @@
-"""Reward functions for trainers that are not tritongym's own (DESIGN.md §8: remote trainers).
+"""Reward functions for trainers that are not tritongym's own (ARCHITECTURE.md §8: remote trainers).
 
 * `tritongym.adapters.trl.TritonGymReward`: a TRL `reward_funcs` callable for `GRPOTrainer`;
 * `tritongym.adapters.verl.compute_score`: verl's custom reward function (`custom_reward_function.path`),

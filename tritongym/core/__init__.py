@@ -3,7 +3,7 @@
 
 The kernel (modules directly in `core/`) is what every subsystem and every plugin may import: the hook
 specs (`hookspecs`), the base classes plugins subclass (`interfaces`), the data that flows between the
-rooms of DESIGN.md §1 (`models`, `worker_task`, `turn_batch`, `generation`), the plugin host (`plugins`),
+rooms of ARCHITECTURE.md §1 (`models`, `worker_task`, `turn_batch`, `generation`), the plugin host (`plugins`),
 evaluation settings (`config`), problems (`problems`), verdict rules (`verdict`), precision classes
 (`precision`), what counts as torch compute (`op_families`), fingerprints (`fingerprint`), group statistics
 for estimators (`baselines`), search spaces and tuning records for search strategies (`tuning`), source

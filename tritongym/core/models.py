@@ -1,4 +1,4 @@
-"""The data that flows between the rooms (DESIGN.md §1): problems, candidates, evidence, verdicts, results.
+"""The data that flows between the rooms (ARCHITECTURE.md §1): problems, candidates, evidence, verdicts, results.
 
 `EvaluationResult` is the contract every later part builds on (trainer rows, test-time scaling, the
 registry, `--json` output), so fields are only ever added, never renamed.  `Evidence` is what a backend

@@ -8,7 +8,7 @@ because the backend did not measure it: absent, never a zero that looks like a j
 and feedback tokens sit in the same padded token arrays as the model's own tokens but are never policy
 tokens, so nothing downstream can learn from text the model did not write.
 
-Rows are turns rather than trajectories because every turn is its own training row (DESIGN.md §6), and
+Rows are turns rather than trajectories because every turn is its own training row (ARCHITECTURE.md §6), and
 because TRLOO's groups are prompt × turn: a trajectory that ended early simply has no row for later
 turns.  Estimators and filters get plain tensors so that their arithmetic is the formula and nothing
 else; the `TurnRow` model is how the trainer, the CLI and tests build a batch without getting shapes

@@ -21,7 +21,7 @@ class Tolerance(BaseModel):
 
 
 class TimingOptions(BaseModel):
-    """How a GPU worker times and profiles (DESIGN.md §3). Budgets are in time, not in call counts, so
+    """How a GPU worker times and profiles (ARCHITECTURE.md §3). Budgets are in time, not in call counts, so
     a 5 µs kernel and a 50 ms one each get a median of many samples without wasting the GPU."""
 
     model_config = ConfigDict(extra="forbid")

@@ -1,4 +1,4 @@
-"""The evaluation service (`tritongym serve`) and its HTTP client (`tritongym client`), DESIGN.md §8.
+"""The evaluation service (`tritongym serve`) and its HTTP client (`tritongym client`), ARCHITECTURE.md §8.
 
 `service.EvaluationService` holds the rules (a bounded queue persisted in the registry, lanes over one
 Evaluator, nothing accepted ever lost); `app` is its HTTP face (FastAPI: the native `/v1` API,

@@ -1,4 +1,4 @@
-"""Evaluation beyond one host (DESIGN.md §8): the sandboxes of an `Evaluator` on a Ray cluster.
+"""Evaluation beyond one host (ARCHITECTURE.md §8): the sandboxes of an `Evaluator` on a Ray cluster.
 
 `ray_executor.RayExecutor` is the `executor = "ray"` seam of `tritongym.core.eval.executor`: one Ray actor
 per GPU (per worker slot on a CPU backend) hosts the configured backend, so the actor owns that device's

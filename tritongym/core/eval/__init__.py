@@ -1,4 +1,4 @@
-"""Evaluation (DESIGN.md §1-§4): a candidate in, an `EvaluationResult` out.
+"""Evaluation (ARCHITECTURE.md §1-§4): a candidate in, an `EvaluationResult` out.
 
 Owns the pipeline (`evaluate.Evaluator`: parse, static checks, registry lookup, worker, verdict, checks,
 rewards), where the sandboxes run (`executor`: threads here, or the Ray actors of `distributed`), tolerances

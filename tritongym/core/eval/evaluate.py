@@ -1,4 +1,4 @@
-"""The evaluation pipeline of DESIGN.md §1: parse, static checks, registry lookup, worker, verdict, store.
+"""The evaluation pipeline of ARCHITECTURE.md §1: parse, static checks, registry lookup, worker, verdict, store.
 
 `Evaluator` is built once per configuration (plugins resolved and validated up front) and then judges
 any number of (candidate, problem) pairs; `evaluate_many` hands the sandboxes to an executor (parallel
@@ -705,7 +705,7 @@ class Evaluator:
 
     def _reconcile_timing(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """Choose the reference time behind the speedup, keep the registry's reference cache honest, and
-        fill in the sabotage ratio and the roofline (DESIGN.md §3, issue 3).
+        fill in the sabotage ratio and the roofline (ARCHITECTURE.md §3, paired timing).
 
         With no cached reference the worker timed the reference in full before the candidate: that paired
         timing is used and cached.  With one, the worker only re-timed it briefly; if the two agree within

@@ -10,7 +10,7 @@ be measured by the backend inside its sandbox, and it gets back `Evidence`.  Two
   one per GPU of a cluster, each owning that GPU's warm worker pool.
 
 An executor never judges and never writes the registry: a verdict computed on another machine would have
-to be trusted, and a registry with several writers is the corruption DESIGN.md §5 rules out.
+to be trusted, and a registry with several writers is the corruption ARCHITECTURE.md §5's one writer path rules out.
 """
 
 from __future__ import annotations

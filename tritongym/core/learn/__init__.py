@@ -1,4 +1,4 @@
-"""Learning (DESIGN.md §6-§7): the model's side of the gym.
+"""Learning (ARCHITECTURE.md §6-§7): the model's side of the gym.
 
 The conversation with a model (`interaction`, `feedback`), model loading (`model_loading`), run configs and
 the checked set-up of a run (`run_config`, `run_setup`), multi-turn rollouts through the evaluator

@@ -1,4 +1,4 @@
-"""The multi-turn conversation with a model (DESIGN.md §6–§7): what it is asked, what it is told, and which
+"""The multi-turn conversation with a model (ARCHITECTURE.md §6–§7): what it is asked, what it is told, and which
 part of its answer is evaluated.
 
 - Turn 1 is a system message and the task (`task.md`): the instruction, a short worked Triton example

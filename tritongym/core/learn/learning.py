@@ -1,6 +1,6 @@
 """From a batch of scored turns to what the policy loss needs: advantages, a keep mask and weights.
 
-The host side of the estimators room (DESIGN.md §6).  A run names one estimator and an ordered list of
+The host side of the estimators room (ARCHITECTURE.md §6).  A run names one estimator and an ordered list of
 sample filters; `LearningSignalBuilder` builds them from the plugin host once (so an unknown name or
 option fails before any rollout is generated) and then, per step:
 

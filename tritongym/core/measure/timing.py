@@ -1,4 +1,4 @@
-"""GPU timing inside the worker (DESIGN.md §3): what `runtime_ms` means on the `triton-cuda` backend.
+"""GPU timing inside the worker (ARCHITECTURE.md §3): what `runtime_ms` means on the `triton-cuda` backend.
 
 One function, `time_forward`, times the reference and the candidate alike:
 

@@ -1,4 +1,4 @@
-"""registry.db: every problem, kernel and evaluation tritongym has seen (DESIGN.md §5).
+"""registry.db: every problem, kernel and evaluation tritongym has seen (ARCHITECTURE.md §5).
 
 `store.Registry` reads and writes it through sqlite-utils; `migrations` keeps its schema; `browse` holds
 the canned Datasette queries.  May import: the kernel only.

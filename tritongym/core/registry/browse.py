@@ -1,4 +1,4 @@
-"""`tritongym registry browse`: registry.db in Datasette, with canned queries (DESIGN.md §5, issue 7).
+"""`tritongym registry browse`: registry.db in Datasette, with canned queries.
 
 Datasette (an optional extra: `pip install 'tritongym[browse]'`) serves the registry read-only (it opens a
 database that is not immutable with `mode=ro`, so a training run can keep writing while it is browsed),
@@ -146,7 +146,7 @@ def metadata(database: str = "registry") -> dict:
     """Datasette metadata: a title and the canned queries of database `database`."""
     return {
         "title": "tritongym registry",
-        "description": "Every problem, kernel, evaluation, run and turn tritongym has seen (DESIGN.md §5).",
+        "description": "Every problem, kernel, evaluation, run and turn tritongym has seen.",
         "databases": {database: {"queries": {name: dict(query) for name, query in CANNED_QUERIES.items()}}},
     }
 

@@ -1,4 +1,4 @@
-"""Where a candidate runs (DESIGN.md §3): the parent's side of the worker process, which starts and watches it.
+"""Where a candidate runs (ARCHITECTURE.md §3): the parent's side of the worker process, which starts and watches it.
 
 `sandbox` runs one `WorkerTask` in a fresh, locked-down process; `gpu_pool` keeps warm per-GPU workers and
 grants them the GPU.  The code that runs inside those processes is `core/worker/`, the layer below.  This is

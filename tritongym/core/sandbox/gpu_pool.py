@@ -1,4 +1,4 @@
-"""The worker pool of one host (DESIGN.md §3, §8): warm GPU workers, the GPU held only while timing.
+"""The worker pool of one host (ARCHITECTURE.md §3, §8): warm GPU workers, the GPU held only while timing.
 
 * `workers_per_gpu` worker processes per GPU are kept alive, each started ahead of need (torch imported,
   CUDA initialised, the profiler loaded) so a candidate never waits for a cold start; a replacement is

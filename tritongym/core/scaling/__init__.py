@@ -1,4 +1,4 @@
-"""Test-time scaling (DESIGN.md §7): more samples, more turns and the registry's best, without training.
+"""Test-time scaling (ARCHITECTURE.md §7): more samples, more turns and the registry's best, without training.
 
 May import: the kernel, `eval`, `registry`, `learn`.
 """

@@ -1,4 +1,4 @@
-"""Sequential test-time scaling (`tritongym tts`, DESIGN.md §7): for each problem, N samples of T turns, each
+"""Sequential test-time scaling (`tritongym tts`, ARCHITECTURE.md §7): for each problem, N samples of T turns, each
 turn seeing the evaluation of the earlier ones, and the registry as memory.
 
 - Every turn is evaluated through the registry: a kernel it already judged (in any run, training included)

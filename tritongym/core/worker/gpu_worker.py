@@ -4,7 +4,7 @@ Started by `gpu_pool` ahead of need, one or more per GPU (`CUDA_VISIBLE_DEVICES`
 imports torch and Triton, initialises CUDA, allocates the L2 flush buffer, loads the profiler and says
 `REDY` before any candidate exists.  This is the candidate's process: the reference's outputs, gold and
 timing live in the GPU's reference keeper (`keeper.py`), another process with its own CUDA context, which
-the pool asks before handing this worker the task.  Per task (protocol of DESIGN.md §3):
+the pool asks before handing this worker the task.  Per task (the protocol of ARCHITECTURE.md §3):
 
 1. the reference module is loaded and `Model` built under the secret seed, for its weights only, and the
    calls planned with the same seeds as the keeper's (the shape sets the keeper kept, `kept_trials`); no

@@ -1,4 +1,4 @@
-"""Registered probes (`interfaces.Probe`, DESIGN.md §4): third-party calls of the candidate, run in the worker.
+"""Registered probes (`interfaces.Probe`, ARCHITECTURE.md §4): third-party calls of the candidate, run in the worker.
 
 The built-in probes (`probes.py`) stay hard-wired; these are the ones a check plugin adds.  The parent sends
 each enabled check's probes as name -> "package.module:function" (`WorkerTask.probes`).  In the candidate's

@@ -1,4 +1,4 @@
-"""Runtime probes (DESIGN.md §4): calls of the candidate beyond the correctness trials, and what they show.
+"""Runtime probes (ARCHITECTURE.md §4): calls of the candidate beyond the correctness trials, and what they show.
 
 The trials alone leave room for hacks that give the right answer by the wrong means, so after them the
 candidate's forward is called again, in the candidate's context (`run_probes`), as:

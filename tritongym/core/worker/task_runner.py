@@ -1,6 +1,6 @@
 """The sandboxed worker: `python -m tritongym.core.worker LOGFILE`, task JSON on stdin.
 
-Runs the correctness protocol of DESIGN.md §3 and reports numbers, never verdicts:
+Runs the correctness protocol of ARCHITECTURE.md §3 and reports numbers, never verdicts:
 
 1. limits first (`apply_limits`), then stdout/stderr are pointed at LOGFILE; the result goes to a
    private duplicate of the original stdout, tagged with the task's nonce;

@@ -1,4 +1,4 @@
-"""`timing`: the timing itself is believable (DESIGN.md §3): no sabotaged baseline, no impossible speed.
+"""`timing`: the timing itself is believable (ARCHITECTURE.md §3): no sabotaged baseline, no impossible speed.
 
 * The reference is timed in the worker before the candidate is imported and again after it ran.  A
   second timing clearly slower than the first means the candidate left something behind that slows the
