@@ -465,7 +465,7 @@ def test_a_third_party_strategy_is_used_by_name(tmp_path):
 
 
 def test_no_stored_kernel_is_an_error_naming_the_problem_and_the_fix(tmp_path):
-    with pytest.raises(NoKernelStored, match=r"problem 'softmax'.*tritongym tune --file K.py --problem softmax"):
+    with pytest.raises(NoKernelStored, match=r"problem 'softmax'.*tritongym tune --file KERNEL.py --problem softmax"):
         api.tune("softmax", config=CONFIG, registry=tmp_path / "registry.db")
 
 
