@@ -908,8 +908,14 @@ class ModelNew(torch.nn.Module):
         return c
 """
 
+JIT_BY_CALL = RELU_KERNEL.replace("@triton.jit\n", "").replace(
+    "\n\nclass ModelNew",
+    "\n\nrelu_kernel = triton.jit(relu_kernel)  # unsloth's rope kernel is made so\n\n\nclass ModelNew",
+)
+
 HONEST = {
     "relu-kernel": (RELU_KERNEL, "relu"),
+    "jit-by-call": (JIT_BY_CALL, "relu"),
     "autotuned": (AUTOTUNED, "relu"),
     "two-kernels": (TWO_KERNELS, "softmax"),
     "helpers-and-reraise": (HELPERS_AND_RERAISE, "fused_multiply_add"),

@@ -78,12 +78,18 @@ def _is_jit_decorator(node: ast.expr) -> bool:
 
 
 def jit_functions(tree: ast.Module) -> list[FunctionNode]:
-    """Functions decorated with `@triton.jit` (or any `@...jit`), also under autotune/heuristics."""
+    """Functions decorated with `@triton.jit` (or any `@...jit`), also under autotune/heuristics, and functions
+    passed to a jit call by name (`_rope_embedding = triton.jit(_rope_embedding)`, as unsloth writes them)."""
+    wrapped = {
+        node.args[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and _is_jit_decorator(node)
+    }
     return [
         node
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and any(_is_jit_decorator(d) for d in node.decorator_list)
+        and (any(_is_jit_decorator(d) for d in node.decorator_list) or node.name in wrapped)
     ]
 
 

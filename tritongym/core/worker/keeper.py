@@ -654,7 +654,8 @@ class Keeper:
             golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
             gold = golds[index] if index < len(golds) else None
             ref = record.refs_for(where, state["refs"])[index]
-            on = int(where[1]) if where[0] == "trial" else -1
+            # a trial's outputs, or a probe's on a main trial's inputs (`["probe", name, trial]`): that trial's table
+            on = int(where[1]) if where[0] == "trial" else int(where[2])
             comparison = self._compared(index, out, ref, record.tolerances_for(on, task.tolerances), gold)
             control = None
             answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []

@@ -270,7 +270,12 @@ def _refill(buffers: list, values: list) -> bool:
 
 
 def compare_probes(
-    records: list[dict], probe_refs: dict[str, list], trial_refs: list[list], tolerances, compare=None
+    records: list[dict],
+    probe_refs: dict[str, list],
+    trial_refs: list[list],
+    tolerances,
+    compare=None,
+    per_trial: list[dict] | None = None,
 ) -> list:
     """`ProbeCall`s: each probe's outputs compared with its reference.
 
@@ -281,13 +286,18 @@ def compare_probes(
     from tritongym.core.measure.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
 
-    def plain(i: int, out, ref, against_control: bool = False):
-        return compare_output(i, out, ref, tolerances) if _is_tensor(ref) else None
+    def plain_under(table: dict):
+        def plain(i: int, out, ref, against_control: bool = False):
+            return compare_output(i, out, ref, table) if _is_tensor(ref) else None
 
-    compare = compare or plain
+        return plain
+
     calls = []
     for record in records:
         name = record["probe"]
+        # a call on a main trial's inputs is held to that trial's table (`distributions.trial_tolerances`)
+        trial_table = per_trial[record["trial"]] if per_trial and 0 <= record["trial"] < len(per_trial) else tolerances
+        compare_this = compare or plain_under(trial_table)
         if name in ("refresh", "repeat"):
             refs = trial_refs[record["trial"]]
         else:
@@ -298,13 +308,13 @@ def compare_probes(
             ProbeCall(
                 probe=name,
                 trial=record["trial"],
-                outputs=_compared(outputs, refs, compare, False),
+                outputs=_compared(outputs, refs, compare_this, False),
                 n_outputs=len(outputs),
                 ref_n_outputs=len(refs),
                 launches=[LaunchRecord.model_validate(x) for x in record["launches"]],
                 error=record["error"],
                 control=name.removeprefix("degenerate:") if control else "",
-                control_outputs=_compared(outputs, control, compare, True),
+                control_outputs=_compared(outputs, control, compare_this, True),
                 decoy_errs=[decoy_distance(r, d) for r, d in zip(refs, trial_refs[0])]
                 if name == "ghost" and trial_refs
                 else [],
@@ -604,10 +614,27 @@ def environment_changes(before: dict[str, object]) -> list[str]:
             changes.append(f"{key} was removed")
         elif after[key] != old:
             if isinstance(old, int) and not isinstance(old, bool):
-                changes.append(f"{key} was replaced")
+                if not _dynamo_wrapper_of(key, old):
+                    changes.append(f"{key} was replaced")
             else:
                 changes.append(f"{key} changed from {old!r} to {after[key]!r}")
     return changes
+def _dynamo_wrapper_of(key: str, old_id: int) -> bool:
+    """Whether the callable now at `key` is torch's own `_disable_dynamo` wrapper around the one that was there:
+    the first import of `torch._dynamo` (a kernel's entry point under `@torch.compiler.disable`, as unsloth writes
+    them) wraps `torch.manual_seed` so, and that is torch's doing, not the candidate's.  Told by the wrapper's code
+    file (`torch/_compile.py`), which candidate code cannot set (`__code__` and `types` are forbidden)."""
+    space, _, name = key.rpartition(".")
+    members = _namespaces().get(space)
+    now = members.get(name) if members is not None else None
+    code = getattr(now, "__code__", None)
+    return (
+        id(getattr(now, "__wrapped__", None)) == old_id
+        and code is not None
+        and code.co_filename.replace("\\", "/").endswith("torch/_compile.py")
+    )
+
+
 
 
 def live_side_work() -> set[tuple]:

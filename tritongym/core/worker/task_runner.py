@@ -202,7 +202,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             )
         )
     evidence.probes = compare_probes(
-        report["probes"], probe_refs, [t[2] for t in trials[: len(trial_inputs)]], task.tolerances
+        report["probes"], probe_refs, [t[2] for t in trials[: len(trial_inputs)]], task.tolerances, per_trial=tolerances
     )
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
