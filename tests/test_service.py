@@ -579,7 +579,8 @@ def test_kill_orphans_kills_only_what_a_dead_owner_recorded(runtime_dir):
     owner, sandbox, folder = _renamed_owner(lifeline=False)  # a sandbox that outlives its owner
     live_owner, live_sandbox, live_folder = _renamed_owner(lifeline=True)
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)", "tritongym.core.worker"]  # looks like one
-    spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, stdout=subprocess.DEVNULL).pid)"
+    quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"  # holds no pipe of ours: run() returns at once
+    spawn = f"import subprocess; print(subprocess.Popen({sleeper!r}, {quiet}).pid)"
     unrecorded = int(subprocess.run([sys.executable, "-c", spawn], capture_output=True, text=True).stdout)
     try:
         assert sandboxes.kill_orphans() == []  # every owner lives

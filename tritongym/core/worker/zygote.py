@@ -30,6 +30,8 @@ import socket
 import sys
 import time
 
+from tritongym.core.worker import lifeline
+
 
 def _preload() -> None:
     import torch  # noqa: F401
@@ -129,6 +131,7 @@ def _child(request: dict, fds: list[int], home: str) -> None:
 
 
 def main() -> None:
+    lifeline.hold()  # dies with the process that started it (its forks watch the same lifeline themselves)
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=int(sys.argv[1]))
     home = os.getcwd()
     tasks = sys.argv[2:] == ["task"]
