@@ -286,9 +286,10 @@ class GPUWorker:
 
         clock = [time.perf_counter()]
 
-        def lap(name: str) -> None:
+        def lap(name: str | None) -> None:
             now = time.perf_counter()
-            evidence.phases[name] = round(now - clock[0], 4)
+            if name is not None:  # None: a stretch another process times under its own name
+                evidence.phases[name] = round(now - clock[0], 4)
             clock[0] = now
 
         from tritongym.core.measure.compare import flatten_outputs
@@ -367,7 +368,7 @@ class GPUWorker:
         if report["error"] is not None:
             return  # the parent builds the error from CAND
         decision, _ = self.channel.expect(ToWorker.TIME, ToWorker.STOP)
-        lap("parent_compare")
+        lap(None)  # waiting for TIME/STOP: the keeper's comparison, which the driver times as `pool_compare`
         timed = self.cuda and task.timing.enabled
         if decision == ToWorker.STOP or not timed or "model" not in keep:
             return
@@ -401,7 +402,7 @@ class GPUWorker:
                 # the keeper re-times the reference while this process waits; the answer carries no numbers
                 self.channel.send(FromWorker.CHECK_IN_HOLD)
                 self.channel.expect(ToWorker.CHECKED)
-                lap("reference_check")
+                lap("drift_check")
         except Exception as exc:
             if _note_environment_changes(evidence, keep):
                 # the candidate changed torch, Triton or the timers and the timing broke: the change is the
