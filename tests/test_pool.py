@@ -509,7 +509,7 @@ def test_a_worker_steps_aside_between_calls_for_the_waiting_timing_not_for_the_w
     synchronised) the worker sends `YILD`; the parent gives its shared hold back and grants it again once the timing
     that waited has had the GPU (`GPULock.step_aside`): not before it (it would never see the GPU free), and not
     behind every timer queued after it (a plain `SHAR` waited for the whole queue: 228 s against 105 s for 64 RL
-    candidates on an H100, stop 37)."""
+    candidates on an H100)."""
     import os
 
     from tritongym.core.worker import frames
@@ -892,7 +892,7 @@ def test_the_gpu_budget_leaves_out_every_processs_context_idle_workers_included(
 
 
 def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
-    """A full-size ReLU measured on the H100 (stop 33): its keeper's build peaked at 49156 MiB (the float64
+    """A full-size ReLU measured on an H100: its keeper's build peaked at 49156 MiB (the float64
     gold's temporaries), one forward at 18432 MiB (6 GiB in, its clone, 6 GiB out).  Sized from the build, its
     worker needed more than the 55 GiB the pool's budget has and took the GPU alone; sized from the forward it
     fits beside a small problem's worker.  A record without the forward's peak (an older keeper) falls back
@@ -914,7 +914,7 @@ def test_a_workers_need_comes_from_one_forward_not_the_keepers_whole_build():
 
 
 def test_a_worker_alone_on_the_gpu_is_capped_at_the_gpu_less_contexts_and_its_keeper_not_at_the_budget():
-    """Level 1's 45_Average_Pooling_2D (16 GiB input) ran again alone on the H100 (stop 36) and its worker, capped at
+    """Level 1's 45_Average_Pooling_2D (16 GiB input) ran again alone on an H100 and its worker, capped at
     the budget (46 GiB: the keepers' cache share left out), ran out of memory asking for 16 GiB with 36 GiB of the
     GPU free.  Alone, the cap is the GPU less every context and what the keeper holds for the task; a task beside
     others keeps its grant, and a cap the configuration set is never touched."""
@@ -956,7 +956,7 @@ def test_a_worker_alone_on_the_gpu_is_capped_at_the_gpu_less_contexts_and_its_ke
 
 
 def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_problem_while_fresh():
-    """Every task took an exclusive hold of the GPU for the reference's timing before its candidate (stop 35: most of
+    """Every task took an exclusive hold of the GPU for the reference's timing before its candidate (on an H100, most of
     an RL batch's drains).  A timing another task of the problem took at most `shared_check_s` ago (before this
     candidate existed) serves this task instead; one still being taken is waited for rather than queued behind.
     A stale or failed one, a known timing the pool has dropped, or sharing turned off: the task times its own.
@@ -1101,7 +1101,7 @@ def test_spare_workers_wait_warm_on_standby_and_never_raise_the_tasks_run_at_onc
 
 def test_the_gpu_backend_keeps_half_its_workers_again_on_standby_unless_told():
     """Spares won once a worker's start held no GPU lock (the 27 bundled pairs on an H100: 54 s with 4 spares
-    against 89.5 s with none, stop 38), so the triton-cuda backend keeps half of `workers_per_gpu` on standby by
+    against 89.5 s with none), so the triton-cuda backend keeps half of `workers_per_gpu` on standby by
     default; a configured number, 0 included, is kept as given."""
     from tritongym.plugins.backends.triton_cuda import TritonCUDABackend
 
@@ -1114,7 +1114,7 @@ def test_the_gpu_backend_keeps_half_its_workers_again_on_standby_unless_told():
 def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypatch):
     """From `PREP` to its `FREE` the keeper holds the task's record and handouts on the GPU; the budget counts them
     until the keeper has freed them (`TaskDriver._count_keeper_memory`), so a large problem is not admitted beside
-    a freeing keeper's GiBs (the KernelBench sweep on an H100, stop 36: 2 GiB free after a 40 GiB record, one
+    a freeing keeper's GiBs (the KernelBench sweep on an H100: 2 GiB free after a 40 GiB record, one
     problem at a time).  Real pool and keeper on the CPU, with a budget as a GPU's first keeper would make."""
 
     from tritongym.core.sandbox.gpu_pool import KeeperProcess, MemoryBudget
@@ -1145,7 +1145,7 @@ def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_
     default) has a worker set CUPTI up at its start holding no GPU lock, "startup" under a shared hold (~4 s per
     fresh worker on an H100).  The GPU path is a device A/B (`lock_options_ab.py ... unlocked+profiler=startup`) and
     the GPU tests; here, that the setting reaches the candidate's process as set, and that the backend refuses a
-    value it does not know (a set-up after the candidate's modules loaded sees none of its kernels, stop 38)."""
+    value it does not know (a set-up after the candidate's modules loaded sees none of its kernels on an H100)."""
     from pydantic import ValidationError
 
     from tritongym.plugins.backends.triton_cuda import TritonCUDABackend

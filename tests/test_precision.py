@@ -59,7 +59,7 @@ def test_truncated_tf32_reproduces_tritons_default_dot_and_leaves_the_flags_alon
 def test_a_candidates_torch_calls_run_as_torch_leaves_them_and_the_reference_is_timed_in_the_policys_class():
     """Under `tf32` the keeper times the reference with TF32 on (no TF32 kernel timed against an exact float32
     baseline), while the candidate's own torch matmuls start exact, as in KernelBench's harness: forced into TF32,
-    the reference itself failed KernelBench's tolerance on level 2's 14 and 18 (an H100, stop 36)."""
+    the reference itself failed KernelBench's tolerance on level 2's 14 and 18 (on an H100)."""
     from tritongym.core.worker.task_runner import configure_precision
     from tritongym.core.worker_task import WorkerTask
 

@@ -3,7 +3,7 @@
 KernelBench's level 2 66 (`Matmul_Dropout_Softmax`) and 83 keep `nn.Dropout` in training mode: the seeded trials
 match (the candidate's process draws from the state the trial's inputs left, as the keeper's did), but the timed
 calls run many forwards in a row, so their outputs differ from the reference's by construction.  On an H100
-(stop 36) the reference itself was judged `incorrect` there.  The keeper now says whether the reference's forward
+the reference itself was judged `incorrect` there.  The keeper now says whether the reference's forward
 moved torch's generators (`draws_random` in its `PREP` answer), and the pool then compares no timed outputs."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_the_keeper_says_whether_the_reference_draws_random_numbers(tmp_path):
 
 def test_a_reference_that_draws_random_numbers_passes_as_its_own_candidate(tmp_path):
     """The `refresh` and `repeat` probes call trial 0 again: from torch's generators as the trial found them, so
-    a dropout reference run as the candidate gives trial 0's answer again.  On an H100 (stop 37) level 2's 66 was
+    a dropout reference run as the candidate gives trial 0's answer again.  On an H100 level 2's 66 was
     `hacked` by the determinism check: its repeated call drew another dropout mask."""
     from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
     from tritongym.core.verdict import probe_outputs_match

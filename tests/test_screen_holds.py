@@ -1,6 +1,6 @@
 """A screen's GPU work runs under the GPU lock's shared holds, piece by piece.
 
-On an H100 (stop 36) screens ran the reference's forwards with no hold, beside other tasks' timings: seven
+On an H100 screens ran the reference's forwards with no hold, beside other tasks' timings: seven
 honest references in the KernelBench sweep were timed ~2x slow in their drift checks and called `hacked`.  The
 worker now hands `run_screen` a hold (`Channel.gpu(exclusive=False)`), taken around each seed's and each input
 transform's work; here, in process on the CPU, every forward of the reference must happen inside one, and the

@@ -504,7 +504,7 @@ def test_the_samples_of_a_batch_share_their_records_host_memory():
 def test_a_kept_output_that_is_a_view_keeps_only_its_own_elements(tmp_path):
     """On an H100, `smooth_l1_loss`'s mean is a 0-dim tensor over the 4 GiB storage of its elementwise losses
     (level 1's 96_HuberLoss): the keeper's record of ten such outputs measured a few bytes and held 37 GiB of the
-    GPU, and every worker beside it ran out of memory (stop 38).  A record keeps each output in a storage of its
+    GPU, and every worker beside it ran out of memory.  A record keeps each output in a storage of its
     own size; here a reference whose output is such a view, built by the keeper's own code on the CPU."""
     from tritongym.core.config import EvalConfig
     from tritongym.core.eval.evaluate import Evaluator
