@@ -13,7 +13,8 @@ CPU those marked `gpu_only` are left out), or without a manifest every `candidat
 **Mutants**: each operator (`OPERATORS`: a name, a fault class, a small function) rewrites one site of a
 kernel's syntax tree (`ast`): inside `@triton.jit` functions for masks, reduction identities, dropped terms
 and precision; in host code for the grid, strides and buffers.  One mutant per site, at most `--sites` per
-operator and kernel; identical sources are kept once.
+operator and kernel; identical sources are kept once.  `store_fp8` runs on `triton-cuda` only (the interpreter
+has no float8 conversions).
 
 **Witness** (`--witness-seeds` seeds x `WITNESS_SCALES`, and the problem's declared extra shape sets): a fresh
 subprocess per kernel that imports no tritongym judging code: it builds `Model` and `ModelNew` under one seed,
@@ -27,8 +28,10 @@ shape or dtype, puts NaN or inf where the reference has a number, or its error a
 kernel the witness itself finds wrong is reported and its mutants left out.
 
 **Judge**: every witnessed-wrong mutant and every unmutated kernel through `Evaluator.evaluate_many` under the
-default configuration (`--backend`, `--size`); killed = any status but `ok`.  Table on stdout, JSON in
-`benchmarks/results/mutation-<backend>.json` (`--out`).
+default configuration (`--backend`, `--size`), kernel by kernel; killed = any status but `ok`.  Table on stdout,
+JSON in `benchmarks/results/mutation-<backend>.json` (`--out`), rewritten after each kernel (`complete` says
+whether the run finished).  `--witness-cache DIR` keeps the witness's labels (by kernel, problem, mutant
+source and witness settings): a second run after a change to the judge only judges.
 """
 
 from __future__ import annotations
@@ -133,6 +136,7 @@ class Operator:
     match: Callable[[ast.AST], bool]
     rewrite: Callable[[ast.AST], ast.AST]
     says: str
+    backends: tuple[str, ...] = ()  # the backends it runs on (empty: every one)
 
 
 def _is_jit(fn: ast.AST) -> bool:
@@ -247,10 +251,30 @@ def _swap_stride(n: ast.Call) -> ast.Call:
 _ZEROS = ("torch.zeros", "torch.zeros_like")
 
 
+def _zeros_call(n: ast.AST) -> bool:
+    """`torch.zeros(...)`, `torch.zeros_like(...)` or `x.new_zeros(...)`."""
+    return _is_call(n, *_ZEROS) or (
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "new_zeros"
+    )
+
+
 def _to_empty(n: ast.Call) -> ast.Call:
     n = copy.deepcopy(n)
     n.func = _expr(ast.unparse(n.func).replace("zeros", "empty"))
     return n
+
+
+def _zeroing(n: ast.AST) -> bool:
+    """`buf.zero_()` or `buf.fill_(0)` as a statement of its own (host code)."""
+    if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)):
+        return False
+    call = n.value
+    return call.func.attr == "zero_" or (call.func.attr == "fill_" and len(call.args) == 1 and _zero(call.args[0]))
+
+
+def _unzeroed(n: ast.Expr) -> ast.Expr:
+    """The zeroing call's receiver alone: the buffer keeps what it held."""
+    return ast.Expr(value=n.value.func.value)
 
 
 REUSE_HELPER = '''
@@ -353,6 +377,15 @@ OPERATORS: list[Operator] = [
         "the stored value rounded to bfloat16",
     ),
     Operator(
+        "store_fp8",
+        "precision",
+        "jit",
+        lambda n: _is_call(n, "tl.store"),
+        _cast_store("tl.float8e4nv"),
+        "the stored value rounded to float8 (e4m3)",
+        backends=("triton-cuda",),  # the interpreter has no float8 conversions; Hopper has them
+    ),
+    Operator(
         "dot_bf16",
         "precision",
         "jit",
@@ -369,6 +402,14 @@ OPERATORS: list[Operator] = [
         "a tl.float32 (cast or accumulator) -> tl.float16",
     ),
     Operator(
+        "compute_bf16",
+        "precision",
+        "jit",
+        _f32,
+        lambda n: _expr("tl.bfloat16"),
+        "a tl.float32 (cast or accumulator) -> tl.bfloat16",
+    ),
+    Operator(
         "grid_round_down",
         "tail_block",
         "host",
@@ -381,15 +422,23 @@ OPERATORS: list[Operator] = [
         "zeros_to_empty",
         "stale_buffer",
         "host",
-        lambda n: _is_call(n, *_ZEROS),
+        _zeros_call,
         _to_empty,
         "`torch.zeros` -> `torch.empty` (uninitialised)",
+    ),
+    Operator(
+        "drop_zeroing",
+        "stale_buffer",
+        "host",
+        _zeroing,
+        _unzeroed,
+        "`buf.zero_()` / `buf.fill_(0)` dropped (the buffer keeps what it held)",
     ),
     Operator(
         "zeros_reused",
         "stale_buffer",
         "host",
-        lambda n: _is_call(n, *_ZEROS),
+        _zeros_call,
         _reused,
         "a zeroed buffer made once and reused by every later call (stale)",
     ),
@@ -425,8 +474,9 @@ def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
                         return
 
 
-def mutants_of(subject: Subject, max_sites: int) -> list[Mutant]:
-    """Every operator at each of its sites (at most `max_sites` each), as sources; identical ones once."""
+def mutants_of(subject: Subject, max_sites: int, backend: str = "triton-cuda") -> list[Mutant]:
+    """Every operator that runs on `backend` at each of its sites (at most `max_sites` each), as sources;
+    identical ones once."""
     try:
         tree = ast.parse(subject.source)
     except SyntaxError:
@@ -434,6 +484,8 @@ def mutants_of(subject: Subject, max_sites: int) -> list[Mutant]:
     found: list[Mutant] = []
     seen = {ast.unparse(tree)}
     for op in OPERATORS:
+        if op.backends and backend not in op.backends:
+            continue
         sites = [n for n in _scoped(tree, op.scope) if op.match(n)]
         for k in range(min(len(sites), max_sites)):
             copied = copy.deepcopy(tree)
@@ -466,7 +518,7 @@ def mutants_of(subject: Subject, max_sites: int) -> list[Mutant]:
 # --- the witness -------------------------------------------------------------------------------------------
 
 
-def run_witness(subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float) -> dict:
+def _run_witness(subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float) -> dict:
     """Label every mutant of one kernel in a fresh subprocess (`benchmarks/mutation_witness.py`), which runs the
     unmutated kernel first; a mutant that kills the process is wrong (it crashed) and the rest run in another."""
     results: dict[str, dict] = {}
@@ -531,27 +583,88 @@ def run_witness(subject: Subject, problem, mutants: list[Mutant], backend: str, 
     return {"original": original, "mutants": results}
 
 
+def _digest(*parts) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def run_witness(
+    subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float, cache: Path | None
+) -> dict:
+    """`_run_witness`, with its labels kept in `cache` (a folder; None: none kept): one file per kernel, problem and
+    witness setting, holding the unmutated kernel's result and each mutant's label by its source's digest.  A
+    second run (after a change to the judge) then only judges; the witness is independent of the judge, so its
+    labels stand."""
+    if cache is None:
+        return _run_witness(subject, problem, mutants, backend, seeds, timeout)
+    key = _digest(
+        problem.source,
+        problem.sizes,
+        problem.extra_sizes,
+        subject.source,
+        seeds,
+        WITNESS_SCALES,
+        WRONG_FACTOR,
+        FLOOR,
+        backend,
+        Path(__file__).with_name("mutation_witness.py").read_text(),
+    )
+    path = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', subject.name)}-{key}.json"
+    stored = json.loads(path.read_text()) if path.exists() else {"original": None, "mutants": {}}
+    todo = [m for m in mutants if _digest(m.source) not in stored["mutants"]]
+    if stored["original"] is None or todo:
+        found = _run_witness(subject, problem, todo, backend, seeds, timeout)
+        stored["original"] = found["original"]
+        for m in todo:
+            if m.id in found.get("mutants", {}):
+                stored["mutants"][_digest(m.source)] = found["mutants"][m.id]
+        cache.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(stored))
+    labels = {m.id: stored["mutants"][_digest(m.source)] for m in mutants if _digest(m.source) in stored["mutants"]}
+    return {"original": stored["original"], "mutants": labels}
+
+
 # --- judging -----------------------------------------------------------------------------------------------
 
 
-def judge(pairs: list[tuple[str, object, str]], backend: str, size: str, precision_of: dict) -> dict[str, tuple]:
-    """Each (id, problem, source) judged by tritongym under the default configuration (the policy a subject's
-    test names, else the default); id -> (status, message)."""
-    from tritongym.core.config import EvalConfig
-    from tritongym.core.eval.evaluate import Evaluator
-    from tritongym.core.models import Candidate
+class Judge:
+    """tritongym under the default configuration (`--backend`, `--size`), one `Evaluator` per precision policy
+    (the policy a subject's test names, else the default), kept open across subjects."""
 
-    verdicts: dict[str, tuple] = {}
-    by_precision: dict[str, list] = {}
-    for ident, problem, source in pairs:
-        by_precision.setdefault(precision_of.get(ident, "tf32"), []).append((ident, problem, source))
-    for precision, group in by_precision.items():
-        config = EvalConfig(backend=backend, size=size, precision=precision)
-        with Evaluator(config, registry=None) as evaluator:
-            results = evaluator.evaluate_many([(Candidate(source=s, origin=i), p) for i, p, s in group])
-        for (ident, _, _), result in zip(group, results):
-            verdicts[ident] = (str(result.status.value), result.message)
-    return verdicts
+    def __init__(self, backend: str, size: str):
+        import contextlib
+
+        self.backend, self.size = backend, size
+        self.stack = contextlib.ExitStack()
+        self.evaluators: dict = {}
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
+
+    def __call__(self, pairs: list[tuple[str, object, str]], precision_of: dict) -> dict[str, tuple]:
+        """Each (id, problem, source) judged; id -> (status, message)."""
+        from tritongym.core.config import EvalConfig
+        from tritongym.core.eval.evaluate import Evaluator
+        from tritongym.core.models import Candidate
+
+        verdicts: dict[str, tuple] = {}
+        by_precision: dict[str, list] = {}
+        for ident, problem, source in pairs:
+            by_precision.setdefault(precision_of.get(ident, "tf32"), []).append((ident, problem, source))
+        for precision, group in by_precision.items():
+            if precision not in self.evaluators:
+                config = EvalConfig(backend=self.backend, size=self.size, precision=precision)
+                self.evaluators[precision] = self.stack.enter_context(Evaluator(config, registry=None))
+            results = self.evaluators[precision].evaluate_many(
+                [(Candidate(source=s, origin=i), p) for i, p, s in group]
+            )
+            for (ident, _, _), result in zip(group, results):
+                verdicts[ident] = (str(result.status.value), result.message)
+        return verdicts
 
 
 # --- the run -----------------------------------------------------------------------------------------------
@@ -665,10 +778,14 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--witness-seeds", type=int, default=20)
     parser.add_argument("--witness-timeout", type=float, default=900.0)
     parser.add_argument(
+        "--witness-cache", type=Path, default=None, help="a folder keeping the witness's labels between runs"
+    )
+    parser.add_argument(
         "--corpus", type=Path, default=None, help="a field corpus (manifest.json, candidates/, problems/)"
     )
     parser.add_argument("--only", action="append", default=[], help="subjects whose name contains this (repeatable)")
     parser.add_argument("--operator", action="append", default=[], help="only these operators (repeatable)")
+    parser.add_argument("--class", dest="classes", action="append", default=[], help="only these fault classes")
     parser.add_argument("--no-suite", action="store_true")
     parser.add_argument("--no-honest", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
@@ -683,60 +800,68 @@ def main(argv: list[str] | None = None) -> Report:
         subjects = [s for s in subjects if any(o in s.name for o in args.only)]
     by_name = {s.name: s for s in subjects}
     problems = {s.name: load_problem(s.problem, args.size) for s in subjects}
-    mutants = [m for s in subjects for m in mutants_of(s, args.sites)]
+    mutants = [m for s in subjects for m in mutants_of(s, args.sites, args.backend)]
     if args.operator:
         mutants = [m for m in mutants if m.operator in args.operator]
+    if args.classes:
+        mutants = [m for m in mutants if m.fault_class in args.classes]
     mutants = spread(mutants, args.limit)
     report = Report(args.backend, args.size, subjects=len(subjects), witness_seeds=args.witness_seeds)
+    out = args.out or ROOT / "benchmarks" / "results" / f"mutation-{args.backend}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
 
     per_subject: dict[str, list[Mutant]] = {}
     for m in mutants:
         per_subject.setdefault(m.subject, []).append(m)
     judged_subjects = [s for s in subjects if s.name in per_subject] if args.limit is not None else subjects
-    for s in judged_subjects:
-        found = run_witness(
-            s, problems[s.name], per_subject.get(s.name, []), args.backend, args.witness_seeds, args.witness_timeout
-        )
-        original = found["original"]
-        report.originals[s.name] = {
-            "witness": "wrong" if original.get("wrong") else "right",
-            "why": original.get("why", ""),
-        }
-        for m in per_subject.get(s.name, []):
-            if original.get("wrong"):
-                m.witness, m.witness_why = "excluded", "the unmutated kernel is wrong by the witness"
-                continue
-            label = found["mutants"].get(m.id, {"wrong": False, "why": "no result"})
-            m.witness = "wrong" if label["wrong"] else "equivalent"
-            m.witness_why = label.get("why", "")
-        print(
-            f"witness {s.name}: {sum(m.witness == 'wrong' for m in per_subject.get(s.name, []))} wrong of "
-            f"{len(per_subject.get(s.name, []))} ({time.perf_counter() - began:.0f} s)",
-            flush=True,
-        )
-
-    pairs = [
-        (f"original:{s.name}", problems[s.name], s.source)
-        for s in judged_subjects
-        if report.originals[s.name]["witness"] == "right"
-    ]
-    pairs += [(m.id, problems[m.subject], m.source) for m in mutants if m.witness == "wrong"]
     precision_of = {f"original:{s.name}": s.precision for s in subjects}
     precision_of.update({m.id: by_name[m.subject].precision for m in mutants})
-    verdicts = judge(pairs, args.backend, args.size, precision_of) if pairs else {}
-    for s in judged_subjects:
-        status, message = verdicts.get(f"original:{s.name}", ("", ""))
-        report.originals[s.name].update(status=status, message=message[:300])
-    for m in mutants:
-        m.status, m.message = verdicts.get(m.id, ("", ""))
-    report.mutants = [{k: v for k, v in asdict(m).items() if k != "source"} for m in mutants]
-    report.summary = summarise(report)
-    report.summary["seconds"] = round(time.perf_counter() - began, 1)
+
+    def write(done: list[Mutant], final: bool) -> None:
+        """The report so far (every judged subject's mutants), rewritten after each subject."""
+        report.mutants = [{k: v for k, v in asdict(m).items() if k != "source"} for m in done]
+        report.summary = summarise(report)
+        report.summary["seconds"] = round(time.perf_counter() - began, 1)
+        report.summary["complete"] = final
+        out.write_text(json.dumps(asdict(report), indent=1) + "\n")
+
+    done: list[Mutant] = []
+    with Judge(args.backend, args.size) as judge:
+        for s in judged_subjects:
+            ms = per_subject.get(s.name, [])
+            found = run_witness(
+                s, problems[s.name], ms, args.backend, args.witness_seeds, args.witness_timeout, args.witness_cache
+            )
+            original = found["original"]
+            report.originals[s.name] = {
+                "witness": "wrong" if original.get("wrong") else "right",
+                "why": original.get("why", ""),
+            }
+            for m in ms:
+                if original.get("wrong"):
+                    m.witness, m.witness_why = "excluded", "the unmutated kernel is wrong by the witness"
+                    continue
+                label = found["mutants"].get(m.id, {"wrong": False, "why": "no result"})
+                m.witness = "wrong" if label["wrong"] else "equivalent"
+                m.witness_why = label.get("why", "")
+            pairs = [(f"original:{s.name}", problems[s.name], s.source)] if not original.get("wrong") else []
+            pairs += [(m.id, problems[m.subject], m.source) for m in ms if m.witness == "wrong"]
+            verdicts = judge(pairs, precision_of) if pairs else {}
+            status, message = verdicts.get(f"original:{s.name}", ("", ""))
+            report.originals[s.name].update(status=status, message=message[:300])
+            for m in ms:
+                m.status, m.message = verdicts.get(m.id, ("", ""))
+            done += ms
+            write(done, final=False)
+            wrong = [m for m in ms if m.witness == "wrong"]
+            print(
+                f"{s.name}: {len(wrong)} wrong of {len(ms)}, {sum(m.status != 'ok' for m in wrong)} killed; "
+                f"unmutated {status or 'not judged'} ({time.perf_counter() - began:.0f} s)",
+                flush=True,
+            )
+    write(done, final=True)
     print_summary(report.summary)
-    out = args.out or ROOT / "benchmarks" / "results" / f"mutation-{args.backend}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(asdict(report), indent=1) + "\n")
     print(f"wrote {out}")
     return report
 
