@@ -26,6 +26,11 @@ from tritongym.core.precision import BELOW_HALF, classify, passing, worst
         (4.5e-3, (1e-7, 1e-3), "half"),  # ...just past it
         (7e-3, (1e-7, 5e-4, None, 4e-3), "tf32"),  # Triton's truncating TF32 on an attention: 2 x 4e-3 = 8e-3
         (3e-2, (1e-7, None, 1e-2), "half"),  # bfloat16 autocast of the reference at 1e-2: 4 x 1e-2 = 4e-2
+        # a problem TF32 does not touch (both TF32 runs of the reference exactly its exact run): `tf32` allows
+        # what `ieee` does, so an elementwise kernel computed in float16 (3e-4) is `half`
+        (3e-4, (1e-7, 1e-7, None, 1e-7), "half"),
+        (3e-6, (1e-7, 1e-7, None, 1e-7), "ieee"),
+        (3e-4, (1e-7, 1e-7, None, 4e-4), "tf32"),  # a GEMM on the CPU: torch's TF32 moves nothing, truncation does
     ],
 )
 def test_the_class_an_error_reaches(err, baselines, expected):
@@ -82,3 +87,43 @@ def test_a_candidates_torch_calls_run_as_torch_leaves_them_and_the_reference_is_
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
         torch.set_float32_matmul_precision(saved[2])
+
+
+def test_an_output_stored_at_16_bits_is_measured_as_such():
+    """A float32 output rounded to float16 (or bfloat16) has its low 13 mantissa bits zero everywhere; the
+    reference's almost nowhere.  Measured on the output, not read from the source."""
+    from tritongym.core.measure.compare import compare_output
+    from tritongym.core.precision import stored_short
+    from tritongym.core.worker_task import Tolerance
+
+    torch.manual_seed(0)
+    ref = torch.randn(4096)
+    tolerances = {"torch.float32": Tolerance(atol=1e-2, rtol=1e-2, rel_norm=1e-2)}
+    for dtype in (torch.float16, torch.bfloat16):
+        short = compare_output(0, ref.to(dtype).float(), ref, tolerances)
+        assert short.short_significands == 1.0 and short.ref_short_significands < 0.01
+        assert stored_short(short.short_significands, short.ref_short_significands)
+    honest = compare_output(0, ref * (1 + 1e-7 * torch.randn(4096)), ref, tolerances)
+    assert honest.short_significands < 0.01
+    assert not stored_short(honest.short_significands, honest.ref_short_significands)
+    # inputs that are short themselves make the reference's outputs short: a copy of them is no downgrade
+    coarse = ref.half().float()
+    copied = compare_output(0, coarse.clone(), coarse, tolerances)
+    assert not stored_short(copied.short_significands, copied.ref_short_significands)
+    # too few values to say anything
+    assert compare_output(0, ref[:8].half().float(), ref[:8], tolerances).short_significands is None
+
+
+def test_a_fused_attention_has_a_tf32_cost():
+    """torch's fused attention runs its products inside one op: its operands are truncated too, so an attention
+    problem keeps the `tf32` class's floor (`tf32_in_play`)."""
+    from torch.nn.functional import scaled_dot_product_attention
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32) for _ in range(3))
+    gold = scaled_dot_product_attention(q.double(), k.double(), v.double()).reshape(-1)
+    with exact_reference():
+        exact = scaled_dot_product_attention(q, k, v).reshape(-1)
+    with truncated_tf32():
+        truncated = scaled_dot_product_attention(q, k, v).reshape(-1)
+    assert rel_err(exact, gold) < 1e-5 < rel_err(truncated, gold)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "8"
+PROTOCOL_VERSION = "9"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 INPUT_DISTRIBUTIONS: dict[str, tuple[float, str]] = {
@@ -205,6 +205,10 @@ class OutputComparison(_Model):
     ref_tf32_err: float | None = None  # ...the reference's with TF32 on: what the `tf32` class costs this problem
     ref_tf32_trunc_err: float | None = None  # ...with matmul operands truncated to TF32 (Triton's default tl.dot)
     ref_half_err: float | None = None  # ...and under bfloat16 autocast: what the `half` class costs it
+    # a float32 output's width: the share of its finite non-zero values that fit float16's 11 significant bits
+    # (low 13 mantissa bits zero), the candidate's and the reference's (core/precision.py: stored at 16 bits)
+    short_significands: float | None = None
+    ref_short_significands: float | None = None
     note: str = ""
 
 

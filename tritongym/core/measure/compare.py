@@ -78,7 +78,17 @@ def compare_output(
         result.rel_norm_err = math.sqrt(stats["sum_sq"]) / max(math.sqrt(stats["ref_sq"]), 1e-30)
     if stats["nan_differs"]:
         result.note = "NaN where the reference has a number (or the reverse)"
+    if out.dtype == torch.float32 and stats["out_nonzero"] >= SHORT_MIN_VALUES and stats["ref_nonzero"]:
+        result.short_significands = stats["out_short"] / stats["out_nonzero"]
+        result.ref_short_significands = stats["ref_short"] / stats["ref_nonzero"]
     return result
+
+
+SHORT_MIN_VALUES = 64
+"""Finite non-zero values an output needs before its width is measured: an honest float32 value has its low 13
+mantissa bits zero once in 8192, so 64 of them all short is no accident."""
+_SHORT_MASK = (1 << 13) - 1
+"""The float32 mantissa bits float16's significand does not hold (23 - 10)."""
 
 
 CHUNK_ELEMENTS = 1 << 25
@@ -101,9 +111,16 @@ def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[s
     zero = torch.zeros((), dtype=torch.float64, device=out.device)
     mismatched, finite_n, nan_differs = zero.clone(), zero.clone(), zero.clone()
     max_abs, sum_abs, sum_sq, ref_sq = zero.clone(), zero.clone(), zero.clone(), zero.clone()
+    widths = [zero.clone() for _ in range(4)]  # out non-zero, out short, ref non-zero, ref short (float32 only)
     chunk = _chunk_elements()
     for start in range(0, b_all.numel(), chunk):
-        a, b = a_all[start : start + chunk].double(), b_all[start : start + chunk].to(out.device).double()
+        a32, b32 = a_all[start : start + chunk], b_all[start : start + chunk].to(out.device)
+        if a32.dtype == torch.float32 and b32.dtype == torch.float32:
+            for k, v in enumerate((a32, b32)):
+                counted = torch.isfinite(v) & (v != 0)
+                widths[2 * k] += counted.sum()
+                widths[2 * k + 1] += (counted & ((v.view(torch.int32) & _SHORT_MASK) == 0)).sum()
+        a, b = a32.double(), b32.double()
         a_nan, b_nan = torch.isnan(a), torch.isnan(b)
         same_special = (a_nan & b_nan) | (torch.isinf(b) & (a == b))
         diff = (a - b).abs()
@@ -118,7 +135,8 @@ def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[s
         ref_sq += torch.where(finite, b, 0.0).square().sum()
         nan_differs += (a_nan != b_nan).sum()
     names = ("mismatched", "finite", "nan_differs", "max_abs", "sum_abs", "sum_sq", "ref_sq")
-    values = torch.stack([mismatched, finite_n, nan_differs, max_abs, sum_abs, sum_sq, ref_sq]).tolist()
+    names += ("out_nonzero", "out_short", "ref_nonzero", "ref_short")
+    values = torch.stack([mismatched, finite_n, nan_differs, max_abs, sum_abs, sum_sq, ref_sq, *widths]).tolist()
     return dict(zip(names, values))
 
 

@@ -55,6 +55,14 @@ def tf32_reference():
 
 
 _TF32_OPS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "convolution", "_convolution", "mv", "dot"})
+_ATTENTION_OPS = ("scaled_dot_product", "_flash_attention", "_efficient_attention")
+"""Fused attention (torch's CPU flash kernel, CUDA's memory-efficient one) runs its GEMMs inside one op: its
+float32 operands are truncated too, so an attention problem has a TF32 cost (`core/precision.tf32_in_play`)
+as a Triton attention with default `tl.dot`s has."""
+
+
+def _truncates(name: str) -> bool:
+    return name in _TF32_OPS or any(part in name for part in _ATTENTION_OPS)
 
 
 @contextlib.contextmanager
@@ -78,7 +86,7 @@ def truncated_tf32():
             return False  # see op_trace.py: the dynamo guard's import would change torch.manual_seed
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func.overloadpacket.__name__ in _TF32_OPS:
+            if _truncates(func.overloadpacket.__name__):
                 args = tuple(truncate(a) for a in args)
             return func(*args, **(kwargs or {}))
 

@@ -20,7 +20,7 @@ import functools
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
-from tritongym.core.precision import CLASSES, classify, passing, worst
+from tritongym.core.precision import CLASSES, classify, passing, stored_short, worst
 from tritongym.core.scan.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan
 
 _IEEE = "ieee"
@@ -83,14 +83,26 @@ class PrecisionCheck(RuntimeCheck):
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         policy = self.policy.precision
+        outputs = [out for trial in evidence.trials if trial.sizes is None and not trial.late for out in trial.outputs]
         measured = [
             (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err)
-            for trial in evidence.trials
-            if trial.sizes is None and not trial.late
-            for out in trial.outputs
+            for out in outputs
             if out.gold_err is not None
         ]
         advice = _advice(candidate, problem, evidence)
+        short = [out for out in outputs if stored_short(out.short_significands, out.ref_short_significands)]
+        if short and "half" not in passing(policy):
+            out = max(short, key=lambda o: o.short_significands)
+            return CheckVerdict(
+                name=self.name,
+                passed=False,
+                stage="runtime",
+                reason=f"precision class half at best: output {out.index} was stored at 16 bits or fewer "
+                f"({100 * out.short_significands:.0f}% of its values fit float16's 11 significant bits, the "
+                f"reference's {100 * out.ref_short_significands:.2g}%), below the policy '{policy}', which passes "
+                f"{', '.join(passing(policy))}; store float32 outputs in float32 (compute in the reference's dtype) "
+                f"or set precision = 'half' to accept it{advice}",
+            )
         if not measured:
             return CheckVerdict(
                 name=self.name,
