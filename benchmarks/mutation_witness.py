@@ -56,6 +56,37 @@ def poison_empty() -> None:
     torch.Tensor.new_empty = lambda self, *a, **k: filled(new_empty(self, *a, **k))
 
 
+class FirstConfig:
+    """`@triton.autotune` under the interpreter, which cannot time a kernel (the autotuner asks for a GPU driver:
+    "0 active drivers"): the kernel runs with its first config, its `reset_to_zero` arguments zeroed and the
+    config's `pre_hook` run first, as the autotuner would before each run."""
+
+    def __init__(self, fn, configs, reset_to_zero=None, **_):
+        self.fn, self.configs, self.reset_to_zero = fn, list(configs), list(reset_to_zero or [])
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
+
+    def run(self, *args, **kwargs):
+        config = self.configs[0]
+        named = {**dict(zip(self.fn.arg_names, args)), **kwargs, **config.kwargs}
+        for name in self.reset_to_zero:
+            named[name].zero_()
+        if config.pre_hook is not None:
+            config.pre_hook(named)
+        return self.fn.run(*args, **{**config.kwargs, **kwargs})
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+def interpret_autotune() -> None:
+    """Autotuned kernels run with their first config (`FirstConfig`) when Triton interprets."""
+    import triton
+
+    triton.autotune = lambda configs, key=None, **options: lambda fn: FirstConfig(fn, configs, **options)
+
+
 def flat(value) -> list:
     if isinstance(value, (tuple, list)):
         return [x for v in value for x in flat(v)]
@@ -140,6 +171,8 @@ def main() -> None:
     reference = load("witness_reference", job["problem_source"], workdir)
     namespace = vars(reference)
     poison_empty()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        interpret_autotune()
     shape_sets = [dict(job["sizes"])] + [{**job["sizes"], **extra} for extra in job["extra_sizes"]]
     inputs = []  # (shape set, seed, scale name, scale)
     for k in range(len(shape_sets)):
