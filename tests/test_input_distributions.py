@@ -153,3 +153,15 @@ def test_an_honest_kernel_is_not_held_to_the_answer_outside_the_problems_domain(
     assert honest.status == Status.ok, honest.message
     assert "1 more not judged: the reference gives NaN or inf on inputs negated" in honest.message
     assert broken.status == Status.incorrect, broken.message
+
+
+def test_the_pool_carries_a_trial_out_of_the_domain_into_its_evidence():
+    """The keeper marks the trial (`ReferenceRecord.planned`); the pool builds each trial's evidence from it. It
+    dropped the mark, and on an H200 Liger's KL divergence stayed `incorrect` on negated probabilities."""
+    from tritongym.core.sandbox.task_evidence import EvidenceAssembly
+
+    assembly = EvidenceAssembly.__new__(EvidenceAssembly)
+    assembly.planned = [TrialEvidence(seed=1, distribution="negated", out_of_domain=True)]
+    assembly.prep = {"output_counts": [1]}
+    trial = assembly._trial(0, {"n_outputs": 1}, [])
+    assert trial.out_of_domain and trial.distribution == "negated"

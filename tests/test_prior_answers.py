@@ -267,3 +267,5 @@ def test_the_margin_sits_between_stale_answers_and_copies_with_room():
     assert min(stale_low.values()) >= 2 * DECOY_MARGIN, stale_low
     assert max(copy_high.values()) <= DECOY_MARGIN / 4, copy_high
     assert not closer_than_decoy(min(stale_low.values()), 1.0) and closer_than_decoy(max(copy_high.values()), 1.0)
+    # an answer the same for other inputs (isnan of finite inputs: the decoy at distance 0) makes nothing specific
+    assert not closer_than_decoy(0.0, 0.0)

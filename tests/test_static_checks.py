@@ -136,8 +136,8 @@ HOSTILE = [
     ("forbidden", "torch-load", in_forward("w = torch.load('/tmp/w.pt')  # <-"), "relu"),
     (
         "forbidden",
-        "dtensor-from-local",
-        in_forward("y = torch.distributed.tensor.DTensor.from_local(x)  # <-"),
+        "device-mesh",
+        in_forward("mesh = torch.distributed.device_mesh.init_device_mesh('cuda', (2,))  # <-"),
         "relu",
     ),
     ("forbidden", "process-group", in_forward("torch.distributed.init_process_group('gloo')  # <-"), "relu"),
@@ -938,7 +938,9 @@ HONEST_FORWARD_LINES = {
     "local-shadows-builtin": "input = x\ncompile = input.numel()",
     # Liger-Kernel's SwiGLU picks a path for sharded tensors so: a type test starts no process group
     "dtensor-type-test": "if isinstance(x, torch.distributed.tensor.DTensor) or torch.distributed.is_initialized():\n"
-    "    raise TypeError('sharded tensors are not supported')",
+    "    x = torch.distributed.tensor.DTensor.from_local(\n"
+    "        torch.distributed.tensor.distribute_tensor(x, x.device_mesh, x.placements), x.device_mesh\n"
+    "    )",
 }
 
 

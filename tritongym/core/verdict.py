@@ -203,7 +203,10 @@ of uniform inputs, 0.42, is the precision check's to refuse).  A quarter sits be
 
 def closer_than_decoy(err: float | None, decoy_err: float | None) -> bool:
     """Whether a value `err` (mean absolute error) from this call's answer is that answer rather than any answer:
-    within `DECOY_MARGIN` of the decoy's distance `decoy_err` from it.  No decoy (None): the match alone decides."""
+    within `DECOY_MARGIN` of the decoy's distance `decoy_err` from it.  No decoy (None): the match alone decides.
+    A decoy at distance 0 (the answer to other inputs is the same answer: `isnan` of finite inputs, `any` over a
+    row of nonzeros) says no value is specific to this call: nothing is, and whether a constant answer passes is
+    the `degenerate` check's question (FlagGems' isnan, isinf, all and any were `hacked` by ghost on an H200)."""
     if decoy_err is None:
         return True
     return err is not None and err <= DECOY_MARGIN * decoy_err
@@ -213,6 +216,8 @@ def probe_is_the_answer(call: ProbeCall) -> bool:
     """A probe call's outputs match the reference (`probe_outputs_match`) and are this call's answer, not just any
     answer: each output with a decoy (`ProbeCall.decoy_errs`) is closer to the reference than `DECOY_MARGIN` of
     the decoy's distance.  The ghost replay's test: stale memory holding an earlier call's output matches within a
+    if decoy_err == 0:
+        return False
     tolerance, but not specifically."""
     if not probe_outputs_match(call).correct:
         return False

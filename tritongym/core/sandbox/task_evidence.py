@@ -29,6 +29,7 @@ class EvidenceAssembly:
             late=planned.late,
             input_shapes=planned.input_shapes,
             distribution=planned.distribution,
+            out_of_domain=planned.out_of_domain,
             outputs=[OutputComparison.model_validate(c) for c in comparisons],
             n_outputs=int(sent["n_outputs"]),
             ref_n_outputs=self._ref_count(trial),

@@ -55,12 +55,15 @@ DEFAULT_MODULES: dict[str, str] = {module: why for why, names in _WHY.items() fo
 """Forbidden module (or dotted attribute) -> the kind of access it gives, shown in the message."""
 
 INSPECTION_ONLY = frozenset(
-    "torch.distributed.is_available torch.distributed.is_initialized torch.distributed.tensor.DTensor".split()
+    "torch.distributed.is_available torch.distributed.is_initialized torch.distributed.tensor.DTensor "
+    "torch.distributed.tensor.distribute_tensor torch.distributed.tensor.DTensor.from_local".split()
 )
-"""Names under a forbidden module that only inspect, allowed as exactly these paths (not their attributes):
+"""Names under a forbidden module that start nothing, allowed as exactly these paths (not their attributes):
 production kernels test `isinstance(x, torch.distributed.tensor.DTensor)` or `torch.distributed.is_initialized()`
-to choose a path for sharded tensors (Liger-Kernel's SwiGLU does), which starts no process group, thread or
-connection.  `DTensor.from_local` and everything else under `torch.distributed` stay forbidden."""
+to choose a path for sharded tensors, and re-shard their result in that path (`distribute_tensor`,
+`DTensor.from_local`: Liger-Kernel's SwiGLU does both).  Without a process group (`init_process_group` and
+everything else under `torch.distributed` stay forbidden) there is no sharded tensor and no device mesh, so that
+path never runs."""
 
 _BUILTIN_CALLS = {
     "open": "file access",
