@@ -142,6 +142,10 @@ class _Pointwise:
             return dtype.to_real()
         return dtype
 
+    def instantiate(self, ndim):
+        # FlagGems' `where` asks its pointwise op for code of `ndim` dimensions first; this one flattens operands
+        return self
+
     def __call__(self, *args, out0=None):
         is_tensor = self.is_tensor or [True] * len(args)
         tensors = torch.broadcast_tensors(*[a for a, t in zip(args, is_tensor) if t])
