@@ -29,7 +29,8 @@ class GoldSample:
     values: object  # float64 tensor
     ref_err: float | None  # the reference at its dtype, TF32 off
     ref_tf32_err: float | None = None  # ...with TF32 matmuls and convolutions on (torch's, rounded to nearest)
-    ref_tf32_trunc_err: float | None = None  # ...with matmul operands truncated to TF32 (Triton's default tl.dot)
+    # ...with matmul operands truncated to TF32 (Triton's default tl.dot), plus its accumulation (`accumulation_loss`)
+    ref_tf32_trunc_err: float | None = None
     ref_half_err: float | None = None  # ...under bfloat16 autocast
 
 
@@ -65,6 +66,37 @@ def _truncates(name: str) -> bool:
     return name in _TF32_OPS or any(part in name for part in _ATTENTION_OPS)
 
 
+TRUNCATED_DEPTH = {"deepest": 0}
+"""The longest reduction (a GEMM's K, a convolution's in-channels x kernel size) the last `truncated_tf32` run met."""
+
+ACCUMULATION_STEP = 8
+"""The depth one tensor-core TF32 instruction adds up before it adds into the accumulator (Hopper's wgmma k8)."""
+
+
+def accumulation_loss(depth: int) -> float:
+    """The relative error a tensor core's own accumulation adds over a reduction of `depth`: it adds each 8-deep
+    partial product into the float32 accumulator rounding toward zero, about half a unit in the last place of
+    the running sum per step, all of one sign.  Over a short reduction it is nothing; over K = 524288 (a KernelBench
+    "large K" matmul) it is 65536 steps, 3.9e-3, and one honest Triton GEMM measured 4.4e-3 on an H200, where the
+    operands' truncation alone (`truncated_tf32`) explains 6e-4."""
+    return depth / ACCUMULATION_STEP * 2.0**-24
+
+
+def _reduction_depth(name: str, args) -> int:
+    """How many products one output element of this matmul or convolution adds up (0 where it cannot tell)."""
+    import math
+
+    import torch
+
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if name in ("convolution", "_convolution") and len(tensors) >= 2 and tensors[1].dim() >= 3:
+        weight = tensors[1]
+        return int(weight.shape[1] * math.prod(weight.shape[2:]))
+    operand = tensors[1] if name.startswith(("addmm", "baddbmm", "addbmm", "addmv")) and len(tensors) > 2 else None
+    operand = operand if operand is not None else (tensors[0] if tensors else None)
+    return int(operand.shape[-1]) if operand is not None and operand.dim() >= 1 else 0
+
+
 @contextlib.contextmanager
 def truncated_tf32():
     """Every matmul and convolution of the reference with its float32 operands rounded toward zero to TF32's 10
@@ -74,6 +106,8 @@ def truncated_tf32():
     2.9e-4, and an attention of four at 4.1e-3 against torch's 5.1e-4."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    TRUNCATED_DEPTH["deepest"] = 0
 
     def truncate(value):
         if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
@@ -87,6 +121,8 @@ def truncated_tf32():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if _truncates(func.overloadpacket.__name__):
+                depth = _reduction_depth(func.overloadpacket.__name__, args)
+                TRUNCATED_DEPTH["deepest"] = max(TRUNCATED_DEPTH["deepest"], depth)
                 args = tuple(truncate(a) for a in args)
             return func(*args, **(kwargs or {}))
 
@@ -141,6 +177,7 @@ def gold_samples(model64, inputs: list, refs: list, generator, ref_model=None) -
         return [None] * len(refs)
     tf32 = _outputs_in(ref_model, inputs, tf32_reference) if ref_model is not None else []
     trunc = _outputs_in(ref_model, inputs, truncated_tf32) if ref_model is not None else []
+    accumulation = accumulation_loss(TRUNCATED_DEPTH["deepest"]) if trunc else 0.0
     half = _outputs_in(ref_model, inputs, _bf16_autocast(refs)) if ref_model is not None else []
     samples: list[GoldSample | None] = []
     for i, (ref, gold) in enumerate(zip(refs, golds + [None] * (len(refs) - len(golds)))):
@@ -167,7 +204,9 @@ def gold_samples(model64, inputs: list, refs: list, generator, ref_model=None) -
             flat = outputs[i].detach().reshape(-1)
             return rel_err(flat if where is None else flat[where], values)
 
-        samples.append(GoldSample(where, values.clone(), err(refs), err(tf32), err(trunc), err(half)))
+        truncated = err(trunc)
+        truncated = truncated + accumulation if truncated is not None else None
+        samples.append(GoldSample(where, values.clone(), err(refs), err(tf32), truncated, err(half)))
     del golds, tf32, trunc, half
     return samples
 
