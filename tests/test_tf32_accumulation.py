@@ -40,3 +40,31 @@ def test_a_large_k_gemms_truncated_baseline_includes_the_accumulation():
     big = trunc_alone + gold.accumulation_loss(524288)
     assert classify(measured, 1.9e-7, 1.1e-4, None, big) == "tf32"
     assert classify(measured, 1.9e-7, 1.1e-4, None, trunc_alone) == "half"
+
+
+def test_a_reduction_summed_in_another_order_is_tf32_and_float16_is_half():
+    """FlagGems' vdot (a two-stage blocked sum) measured 6e-4 against gold where cuBLAS's dot measured 3.1e-5: the
+    sum cancels, and another order is ~20x off; a float16 computation of an elementwise problem stays `half`."""
+    assert classify(6e-4, 3.1e-5, 3.1e-5, None, 3.1e-5) == "tf32"
+    assert classify(3e-4, 3e-8, 3e-8, None, 3e-8) == "half"
+
+
+def test_a_boolean_answer_the_same_for_other_inputs_is_not_specific():
+    """FlagGems' isnan of finite inputs: every answer is all False; the ghost replay's match says nothing."""
+    from tritongym.core.models import OutputComparison, ProbeCall
+    from tritongym.core.verdict import probe_is_the_answer
+    from tritongym.core.worker.probes import decoy_distance
+
+    same = torch.zeros(64, dtype=torch.bool)
+    varying = torch.arange(64) % 3 == 0
+    assert decoy_distance(same, same.clone()) == 0.0
+    assert decoy_distance(varying, ~varying) == 1.0
+    matched = OutputComparison(
+        index=0, is_tensor=True, shape=[64], ref_shape=[64], dtype="torch.bool", ref_dtype="torch.bool", numel=64
+    )
+
+    def call(decoy):
+        return ProbeCall(probe="ghost", trial=-1, outputs=[matched], n_outputs=1, ref_n_outputs=1, decoy_errs=[decoy])
+
+    assert not probe_is_the_answer(call(0.0))
+    assert probe_is_the_answer(call(1.0))

@@ -223,12 +223,16 @@ def probe_is_the_answer(call: ProbeCall) -> bool:
         return False
     decoys = call.decoy_errs
     return all(
-        closer_than_decoy(out.mean_abs_err, decoys[out.index] if out.index < len(decoys) else None)
+        closer_than_decoy(
+            out.mean_abs_err if out.mean_abs_err is not None else 0.0,
+            decoys[out.index] if out.index < len(decoys) else None,
+        )
         for out in call.outputs
     )
 
 
 NEITHER = "its parameters match neither the reference's by name nor the shared seed's initialisation"
+    # a matching boolean or integer output matched exactly (no error is measured for it): its distance is 0
 def probes_in_domain(evidence: Evidence) -> list[ProbeCall]:
     """The probe calls to judge: all but those made on a main trial's inputs that left the problem's domain
     (`TrialEvidence.out_of_domain`: the reference itself gave NaN there, so no answer can be held against it)."""

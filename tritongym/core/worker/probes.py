@@ -328,14 +328,16 @@ DECOY_POSITIONS = 4096  # where a decoy's distance is sampled: its mean to well 
 
 def decoy_distance(ref, decoy) -> float | None:
     """The mean absolute difference of `decoy` (the reference's answer to other inputs) from `ref`, at
-    `DECOY_POSITIONS` fixed positions (finite pairs only); None unless both are floating tensors (or `Parked`) of
-    one shape.  Host-parked outputs are read where they are, a few thousand elements, never moved whole."""
+    `DECOY_POSITIONS` fixed positions (finite pairs only); None unless both are real tensors (or `Parked`) of one
+    shape and dtype.  Boolean and integer answers count too (FlagGems' isnan and any: the same answer for any finite
+    inputs, a distance of 0, so no match is specific).  Host-parked outputs are read where they are, a few
+    thousand elements, never moved whole."""
     import torch
 
     ref, decoy = getattr(ref, "host", ref), getattr(decoy, "host", decoy)
     if type(ref) is not torch.Tensor or type(decoy) is not torch.Tensor:
         return None
-    if not ref.is_floating_point() or ref.shape != decoy.shape or ref.numel() == 0:
+    if ref.is_complex() or ref.shape != decoy.shape or ref.dtype != decoy.dtype or ref.numel() == 0:
         return None
     generator = torch.Generator().manual_seed(ref.numel())
     positions = torch.randint(0, ref.numel(), (min(DECOY_POSITIONS, ref.numel()),), generator=generator)
