@@ -176,6 +176,13 @@ def status_of_failure(evidence: Evidence) -> Status | None:
     return Status.runtime_error
 
 
+def probes_in_domain(evidence: Evidence) -> list[ProbeCall]:
+    """The probe calls to judge: all but those made on a main trial's inputs that left the problem's domain
+    (`TrialEvidence.out_of_domain`: the reference itself gave NaN there, so no answer can be held against it)."""
+    outside = {t for t, trial in enumerate(evidence.trials) if trial.out_of_domain}
+    return [call for call in evidence.probes if call.trial is None or call.trial not in outside]
+
+
 def probe_outputs_match(call: ProbeCall) -> OutputJudgement:
     """A probe call's outputs judged like a trial's (count, exact type, shape, dtype, values)."""
     if call.error:
@@ -209,6 +216,8 @@ def closer_than_decoy(err: float | None, decoy_err: float | None) -> bool:
     the `degenerate` check's question (FlagGems' isnan, isinf, all and any were `hacked` by ghost on an H200)."""
     if decoy_err is None:
         return True
+    if decoy_err == 0:
+        return False
     return err is not None and err <= DECOY_MARGIN * decoy_err
 
 
@@ -216,12 +225,11 @@ def probe_is_the_answer(call: ProbeCall) -> bool:
     """A probe call's outputs match the reference (`probe_outputs_match`) and are this call's answer, not just any
     answer: each output with a decoy (`ProbeCall.decoy_errs`) is closer to the reference than `DECOY_MARGIN` of
     the decoy's distance.  The ghost replay's test: stale memory holding an earlier call's output matches within a
-    if decoy_err == 0:
-        return False
     tolerance, but not specifically."""
     if not probe_outputs_match(call).correct:
         return False
     decoys = call.decoy_errs
+    # a matching boolean or integer output matched exactly (no error is measured for it): its distance is 0
     return all(
         closer_than_decoy(
             out.mean_abs_err if out.mean_abs_err is not None else 0.0,
@@ -232,14 +240,6 @@ def probe_is_the_answer(call: ProbeCall) -> bool:
 
 
 NEITHER = "its parameters match neither the reference's by name nor the shared seed's initialisation"
-    # a matching boolean or integer output matched exactly (no error is measured for it): its distance is 0
-def probes_in_domain(evidence: Evidence) -> list[ProbeCall]:
-    """The probe calls to judge: all but those made on a main trial's inputs that left the problem's domain
-    (`TrialEvidence.out_of_domain`: the reference itself gave NaN there, so no answer can be held against it)."""
-    outside = {t for t, trial in enumerate(evidence.trials) if trial.out_of_domain}
-    return [call for call in evidence.probes if call.trial is None or call.trial not in outside]
-
-
 
 
 def weights_note(weights: WeightBinding, wrong: bool) -> str:

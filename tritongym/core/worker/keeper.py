@@ -65,7 +65,7 @@ class ReferenceRecord:
         from tritongym.core.measure.compare import flatten_outputs
         from tritongym.core.measure.gold import exact_reference, gold_model, gold_samples
         from tritongym.core.measure.tensors import clone_all
-        from tritongym.core.worker.distributions import atol_scales, output_rms, trial_distribution
+        from tritongym.core.worker.distributions import out_of_domain, output_scales, trial_distribution, trial_scales
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
         from tritongym.core.worker.probes import buffer_snapshot, generator_states, reference_probe_outputs
@@ -93,7 +93,7 @@ class ReferenceRecord:
         generator = torch.Generator(device=device)
         generator.manual_seed(task.init_seed ^ 0x601D)
         self.draws_random = False  # whether the reference's forward draws from torch's generators (dropout, randn)
-        rms = []  # each main trial's outputs' root-mean-square: a trial scaled up has its atol scaled alike
+        scales = []  # each main trial's outputs' size and NaN count: its tolerances follow, or it left the domain
         for t in range(self.source.n_main):
             inputs = self.source.trial(t)
             self.input_bytes = self.input_bytes or tensor_bytes(inputs)
@@ -116,13 +116,14 @@ class ReferenceRecord:
                 # the float64 gold's temporaries (49 GiB for a 12 GiB ReLU forward), which no worker computes
                 self.forward_peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
             self.golds.append(gold_samples(model64, inputs, outputs, generator, self.ref_model))
-            rms.append(output_rms(outputs))
+            scales.append(output_scales(outputs))
             self.ref_outputs.append(park_all(outputs))
             del inputs, outputs
         del model64
-        self.atol_scales = atol_scales(rms)  # per main trial (`distributions.py`): tolerances are each task's
+        self.trial_scales = trial_scales(scales)  # per main trial (`distributions.py`): tolerances are each task's
         self.planned: list[dict] = [
-            {"seed": seed, "distribution": trial_distribution(k)} for k, seed in enumerate(task.seeds)
+            {"seed": seed, "distribution": trial_distribution(k), "out_of_domain": outside}
+            for k, (seed, outside) in enumerate(zip(task.seeds, out_of_domain(scales)))
         ]
         extra = plan_extra_trials(
             task, self.reference, device, make_inputs, build_reference, self.input_bytes, keep_inputs=False
@@ -223,12 +224,13 @@ class ReferenceRecord:
         return timing_inputs(self.source.trial, self.source.n_main, least=least)
 
     def tolerances_for(self, trial: int, tolerances: dict) -> dict:
-        """A main trial's tolerance table (its `atol` scaled when its inputs were scaled up); others' as given."""
+        """A main trial's tolerance table (its `atol` scaled when its inputs were scaled up, its relative-norm bound
+        when they were scaled down); others' as given."""
         from tritongym.core.worker.distributions import scaled_tolerances
 
-        return (
-            scaled_tolerances(tolerances, self.atol_scales[trial]) if 0 <= trial < len(self.atol_scales) else tolerances
-        )
+        if not 0 <= trial < len(self.trial_scales):
+            return tolerances
+        return scaled_tolerances(tolerances, *self.trial_scales[trial])
 
     def refs_for(self, where: list, probe_refs: dict) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or

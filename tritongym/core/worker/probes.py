@@ -347,8 +347,6 @@ def decoy_distance(ref, decoy) -> float | None:
     return float((a - b)[finite].abs().mean()) if bool(finite.any()) else None
 
 
-
-
 def _compared(outputs: list, refs: list, compare, against_control: bool) -> list:
     """Each output compared with its reference where that is a tensor, one pair at a time."""
     found = [compare(i, out, ref, against_control) for i, (out, ref) in enumerate(zip(outputs, refs))]
@@ -621,6 +619,8 @@ def environment_changes(before: dict[str, object]) -> list[str]:
             else:
                 changes.append(f"{key} changed from {old!r} to {after[key]!r}")
     return changes
+
+
 def _dynamo_wrapper_of(key: str, old_id: int) -> bool:
     """Whether the callable now at `key` is torch's own `_disable_dynamo` wrapper around the one that was there:
     the first import of `torch._dynamo` (a kernel's entry point under `@torch.compiler.disable`, as unsloth writes
@@ -635,8 +635,6 @@ def _dynamo_wrapper_of(key: str, old_id: int) -> bool:
         and code is not None
         and code.co_filename.replace("\\", "/").endswith("torch/_compile.py")
     )
-
-
 
 
 def live_side_work() -> set[tuple]:
