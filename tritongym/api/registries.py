@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tritongym.core.errors import NoRegistry
 from tritongym.core.registry import Registry
-from tritongym.core.registry.store import default_registry_path
+from tritongym.core.registry.store import _check_folder, default_registry_path
 
 RegistryArg = Registry | str | Path | bool | None
 """A Registry, a path, None for the default (TRITONGYM_REGISTRY or ./registry.db), or False for none."""
@@ -43,6 +43,7 @@ def stored_registry(registry: RegistryArg, reading: bool = False) -> Registry:
         return registry
     path = _path(registry)
     if not path.exists():
+        _check_folder(path)  # a folder that does not exist is a mistyped path (exit 3, the fix named), not "nothing"
         raise NoRegistry(
             f"no registry at {path.absolute()}: nothing has been stored there yet; `tritongym eval` or "
             "`tritongym run` store their verdicts in it, or name another with --registry (or TRITONGYM_REGISTRY)"
