@@ -150,7 +150,9 @@ def test_a_forged_comparison_changes_nothing_the_keeper_judges(pool, relu_proble
     )
     evidence = pool.run(task_for(relu_problem, forger), timeout_s=120)
     assert evidence.error is None
-    outputs = [o for t in evidence.trials for o in t.outputs]
+    # on the problem's own inputs a doubled ReLU is off wherever the input is positive (inputs scaled by 1e-3 put
+    # the doubled values within atol)
+    outputs = [o for t in evidence.trials if t.distribution in (None, "as_is") for o in t.outputs]
     assert outputs and all(o.mismatched > o.numel // 4 for o in outputs)
 
 

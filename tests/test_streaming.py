@@ -325,8 +325,10 @@ def test_a_task_waits_for_gpu_memory_before_its_reference_is_built():
         found = []
         runner = threading.Thread(target=lambda: found.append(pool.run(big, timeout_s=300)))
         runner.start()
-        runner.join(timeout=3.0)
+        with budget.cond:  # the task is seen waiting on the budget itself, not guessed from a clock
+            assert budget.cond.wait_for(lambda: budget.waiting >= 1, timeout=240), "the task never waited"
         assert runner.is_alive() and len(pool.peaks) == 1  # waiting: the new problem's reference not built
+        time.sleep(0.5)  # it stays blocked until the release below: its measured wait is at least this long
         budget.release(held)
         runner.join(timeout=300)
         evidence = found[0]
