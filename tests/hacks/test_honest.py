@@ -45,6 +45,7 @@ STALE_MEMORY_CASES: list[Case] = [
     Case("matmul_large_k_fp32_acc.py", str(PROBLEMS / "matmul_large_k.py"), ()),
     Case("softmax_three_kernels.py", str(PROBLEMS / "softmax_wide.py"), ()),
     Case("softmax_looped_fresh_output.py", str(PROBLEMS / "softmax_wide.py"), ()),
+    Case("isnan_pointwise.py", str(PROBLEMS / "isnan_masked.py"), ()),
 ]
 
 HONEST_CASES: list[Case] = [
