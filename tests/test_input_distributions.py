@@ -51,6 +51,7 @@ def test_a_layer_norm_without_its_epsilon_is_incorrect_on_inputs_scaled_down():
     assert results[1].status == Status.ok, results[1].message
 
 
+@pytest.mark.slow  # the witness and the judge for several mutants: the slow tier
 @pytest.mark.timeout(240)
 def test_a_sample_of_the_mutation_benchmark_is_killed(tmp_path):
     """Five mutants of the suite's layer_norm, one per fault class the kernel offers cheaply, each witnessed wrong
