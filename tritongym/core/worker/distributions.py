@@ -103,13 +103,8 @@ def output_scales(outputs: list) -> list[OutputScale]:
     return found
 
 
-def output_rms(outputs: list) -> list[float | None]:
-    """Each floating output's root-mean-square over its finite values (None for other outputs or none finite)."""
-    return [scale.rms for scale in output_scales(outputs)]
-
-
 def atol_scale(rms: list[float | None], base: list[float | None]) -> float:
-    """How much larger a trial's reference outputs are than trial 0's (`output_rms` of each): the largest
+    """How much larger a trial's reference outputs are than trial 0's (each output's root-mean-square): the largest
     ratio over the outputs both measured, at least 1."""
     ratios = [r / b for r, b in zip(rms, base) if r is not None and b]
     return max([1.0, *ratios])
@@ -139,10 +134,8 @@ def scaled_tolerances(tolerances: dict, scale: float, rel_norm: float = 1.0) -> 
 
 
 def atol_scales(rms: list[list[float | None]]) -> list[float]:
-    """Each main trial's `atol` factor, from its reference outputs' `output_rms` (trial 0's first): `atol_scale`
-    where its distribution `scales_up`, 1 for the others."""
-    base = rms[0] if rms else []
-    return [atol_scale(r, base) if scales_up(trial_distribution(k)) else 1.0 for k, r in enumerate(rms)]
+    """Each main trial's `atol` factor from its outputs' root-mean-squares alone (`trial_scales`' first half)."""
+    return [atol for atol, _ in trial_scales([[OutputScale(r, 0) for r in trial] for trial in rms])]
 
 
 def trial_scales(scales: list[list[OutputScale]]) -> list[tuple[float, float]]:
