@@ -24,6 +24,10 @@ backend, device class, size; timings and errors measured on fresh random inputs 
     python benchmarks/eval_latency.py --backend triton-cuda --size gpu                     # a GPU, ~5-8 minutes
     python benchmarks/eval_latency.py --backend triton-cpu --size cpu --problems relu,softmax --repeats 1 --trials 2
 
+Each run keeps its timeline (`core/timeline.py`): the marks the CLI, the evaluator and the pool's parent side (the
+service's too, for warm runs) wrote while it ran, in seconds from the command's start, so a slow run says which part
+it waited for (imports, the pool's processes starting, the screen, the task).
+
 Prints a table and writes JSON (default benchmarks/results/eval_latency.json), rewritten after every run, so a run
 cut off by a time limit keeps what it measured.
 """
@@ -44,6 +48,7 @@ from pathlib import Path
 
 from _common import fmt, print_table
 
+from tritongym.core import timeline
 from tritongym.core.problems import SUITE_DIR
 
 SOLUTIONS = SUITE_DIR.parent / "solutions"
@@ -67,18 +72,31 @@ def options(args) -> list[str]:
     return found
 
 
-def run_eval(problem: str, registry: Path, pool: str, args, env: dict) -> dict:
-    """`tritongym eval` on `problem`'s bundled solution as a fresh process: its wall time and JSON answer."""
+def run_eval(problem: str, registry: Path, pool: str, args, env: dict, service_marks: Path | None = None) -> dict:
+    """`tritongym eval` on `problem`'s bundled solution as a fresh process: its wall time, JSON answer and timeline
+    (its own marks, and the service's made meanwhile when `service_marks` names the service's timeline file)."""
     command = [sys.executable, "-m", "tritongym", "eval", str(SOLUTIONS / f"{problem}.py"), "-p", problem]
     command += [*options(args), "--registry", str(registry), "--pool", pool, "--json"]
+    marks = registry.with_name(f"{registry.stem}-{problem}-{time.monotonic_ns()}.timeline")
+    begun = time.time()
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env={**env, timeline.ENV: str(marks)})
     wall = time.perf_counter() - started
+    ended = time.time()
+    seen = timeline.read(marks) + [
+        {**m, "event": f"service:{m['event']}"}
+        for m in (timeline.read(service_marks) if service_marks else [])
+        if begun <= m["t"] <= ended
+    ]
+    timed = [
+        [round(m["t"] - begun, 3), m["event"], {k: v for k, v in m.items() if k not in ("t", "event")}] for m in seen
+    ]
+    timed.sort(key=lambda m: m[0])
     try:
         answer = json.loads(done.stdout)
     except ValueError:
         answer = {"error": (done.stdout + done.stderr)[-2000:]}
-    return {"wall_s": round(wall, 3), "exit_code": done.returncode, "result": answer}
+    return {"wall_s": round(wall, 3), "exit_code": done.returncode, "result": answer, "timeline": timed}
 
 
 def start_service(args, workdir: Path, env: dict) -> tuple[subprocess.Popen, Path, float]:
@@ -111,7 +129,16 @@ def summary(run: dict) -> dict:
         "speedup": result.get("speedup"),
         "phases": result.get("phases", {}),
         "verdict": verdict(result) if "status" in result else None,
+        "timeline": run.get("timeline", []),
     }
+
+
+def timeline_line(run: dict) -> str:
+    """A run's marks on one line: `seconds event`, in order (the pid only where more than one process marked)."""
+    pids = {m[2].get("pid") for m in run.get("timeline", [])}
+    return ", ".join(
+        f"{m[0]:.2f} {m[1]}" + (f"[{m[2].get('pid')}]" if len(pids) > 1 else "") for m in run.get("timeline", [])
+    )
 
 
 def main() -> None:
@@ -157,19 +184,22 @@ def main() -> None:
             run = summary(run_eval(problem, workdir / name, "off", args, env))
             report["problems"][problem]["cold"].append(run)
             print(f"  cold {problem} #{repeat}: {run['wall_s']:.2f} s, {run['status']}", flush=True)
+            print(f"    {timeline_line(run)}", flush=True)
             save()
 
-    proc, log, announce_s = start_service(args, workdir, env)
+    service_marks = workdir / "serve.timeline"
+    proc, log, announce_s = start_service(args, workdir, {**env, timeline.ENV: str(service_marks)})
     try:
-        first = summary(run_eval(args.warm_up, workdir / "warm.db", "require", args, env))
+        first = summary(run_eval(args.warm_up, workdir / "warm.db", "require", args, env, service_marks))
         report["service"] = {"announce_s": round(announce_s, 3), "warm_up": {"problem": args.warm_up, **first}}
         print(f"serve: announced in {announce_s:.2f} s; warm-up {args.warm_up} {first['wall_s']:.2f} s", flush=True)
         save()
         for repeat in range(args.repeats):
             for problem in problems:
-                run = summary(run_eval(problem, workdir / "warm.db", "require", args, env))
+                run = summary(run_eval(problem, workdir / "warm.db", "require", args, env, service_marks))
                 report["problems"][problem]["warm"].append(run)
                 print(f"  warm {problem} #{repeat}: {run['wall_s']:.2f} s, {run['status']}", flush=True)
+                print(f"    {timeline_line(run)}", flush=True)
                 save()
     finally:
         proc.send_signal(signal.SIGTERM)

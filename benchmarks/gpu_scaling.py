@@ -13,7 +13,11 @@ column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
 * where the host's CPUs went: the busy fraction of all cores over the column (`/proc/stat`), its peak over
   one-second samples, and the CPU seconds of this process (the pool's parent: every frame of every worker and
   keeper passes through it) against the column's wall time;
-* the phases of the results, summed over worker evaluations.
+* the phases of the results, summed over worker evaluations;
+* the column's timeline (`core/timeline.py`, the pool's marks): when the first worker was ready, the first
+  candidate started and the last one ended, the candidates ended in each tenth of the column, and the workers
+  ready but idle (`ready_unused_s`: summed over workers, seconds from ready to their first task), so the fixed
+  costs (start-up, the tail) show apart from the steady rate.
 
 The columns run in the order given (`--gpu-sets 0 0,1`); `--repeats 2` runs the list again reversed, so an
 order effect shows.  The JSON is rewritten after every column, so a call cut off by its limit keeps what it ran.
@@ -37,6 +41,7 @@ from pathlib import Path
 from _common import fmt, print_table
 from candidate_set import build_candidate_set, interleaved
 
+from tritongym.core import timeline
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Candidate
@@ -102,6 +107,9 @@ def run_column(
     config = EvalConfig(backend=backend, size=size, backend_options=options)
     problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
     with tempfile.TemporaryDirectory() as tmp:
+        marks_path = Path(tmp) / "column.timeline"
+        os.environ[timeline.ENV] = str(marks_path)
+        begun = time.time()
         started = time.perf_counter()
         host = PluginHost(extra_plugins=plugins, load_entry_points=False)
         evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=host)
@@ -127,6 +135,8 @@ def run_column(
                 pool = getattr(backend_obj, "_pool", None)
                 grants = pool.exclusive_grants() if pool is not None else {}
                 evaluator.close()
+                os.environ.pop(timeline.ENV, None)
+                marks = timeline.read(marks_path)
     phases: Counter = Counter()
     for r in results:
         if not r.cached:
@@ -148,6 +158,43 @@ def run_column(
         "parent_cpu_s": round(load.parent_cpu_s, 1),
         "parent_cpu_per_wall": round(load.parent_cpu_s / wall_s, 3),
         "phases_s": {k: round(v, 2) for k, v in phases.most_common()},
+        "timeline": timeline_summary(marks, begun, begun + setup_s, wall_s),
+    }
+
+
+def timeline_summary(marks: list[dict], begun: float, clock: float, wall_s: float) -> dict:
+    """The column's fixed costs apart from its steady rate, from the pool's marks (seconds from the batch's start)."""
+
+    def at(m: dict) -> float:
+        return round(m["t"] - clock, 2)
+
+    tasks = [m for m in marks if m["event"] in ("task_start", "task_end") and m.get("mode") != "screen"]
+    starts = [at(m) for m in tasks if m["event"] == "task_start"]
+    ends = [at(m) for m in tasks if m["event"] == "task_end"]
+    ready = [m for m in marks if m["event"] == "worker_ready"]
+    screens = [at(m) for m in marks if m["event"] == "task_end" and m.get("mode") == "screen"]
+    # a worker's idle time before its first task: each ready mark paired with the next task start of its GPU
+    unused = 0.0
+    pending: dict[str, list[float]] = {}
+    for m in marks:
+        if m["event"] == "worker_ready":
+            pending.setdefault(str(m.get("gpu")), []).append(m["t"])
+        elif m["event"] == "task_start" and pending.get(str(m.get("gpu"))):
+            unused += m["t"] - pending[str(m.get("gpu"))].pop(0)
+    tenths = [0] * 10
+    for end in ends:
+        tenths[min(9, max(0, int(end / wall_s * 10)))] += 1
+    return {
+        "pool_start_s": round(clock - begun, 2),
+        "first_worker_ready_s": min((at(m) for m in ready), default=None),
+        "workers_ready": len(ready),
+        "first_task_start_s": min(starts, default=None),
+        "first_task_end_s": min(ends, default=None),
+        "last_task_end_s": max(ends, default=None),
+        "last_screen_end_s": max(screens, default=None),
+        "ended_per_tenth": tenths,
+        "ready_unused_s": round(unused, 1),
+        "marks": [[at(m), m["event"], m.get("gpu"), m.get("mode")] for m in marks],
     }
 
 
@@ -199,7 +246,9 @@ def main() -> None:
             c["ratio_to_one_gpu"] = round(c["per_min"] / base["per_min"], 3) if base else None
             c["verdicts_equal"] = c["verdicts"] == report["columns"][0]["verdicts"]
         args.out.write_text(json.dumps(report, indent=1))
-        print(json.dumps({k: v for k, v in column.items() if k not in ("verdicts", "phases_s")}), flush=True)
+        shown = {k: v for k, v in column.items() if k not in ("verdicts", "phases_s", "timeline")}
+        shown["timeline"] = {k: v for k, v in column["timeline"].items() if k != "marks"}
+        print(json.dumps(shown), flush=True)
     rows = [
         [
             ",".join(map(str, c["gpus"])) if c["gpus"] is not None else "cpu",

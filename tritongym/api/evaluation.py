@@ -72,23 +72,30 @@ def evaluate(
     and otherwise evaluates here; "off" always evaluates here; "require" raises `NoWarmPool` when no such service
     judges it.  Here, the backend starts only what one candidate needs (`Evaluator.size_to`)."""
     from tritongym.api.warm_pool import POOL_CHOICES
+    from tritongym.core.timeline import mark
 
     if pool not in POOL_CHOICES:
         raise ConfigError(f"pool takes {', '.join(POOL_CHOICES)}; got {pool!r}")
+    mark("evaluate_called", pool=pool)
     with make_evaluator(config, registry, extra_plugins) as evaluator:
+        mark("evaluator_made")
         if not isinstance(candidate, Candidate):
             candidate = read_candidate(candidate)
         if not isinstance(problem, Problem):
             problem = load_problem(problem, evaluator.size)
+        mark("problem_loaded")
         if pool != "off":
             from tritongym.api.warm_pool import hand_over
 
             handed = hand_over(evaluator, candidate, problem, required=pool == "require")
+            mark("hand_over_tried", handed=handed is not None)
             if handed is not None:
                 return handed
         evaluator.size_to(1)
+        mark("backend_sized")
         with _keeping_verdicts(evaluator.registry) as kept:
             kept.append(evaluator.evaluate(candidate, problem))
+        mark("evaluated", status=kept[0].status)
         return kept[0]
 
 

@@ -62,6 +62,7 @@ from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, Keepe
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
 from tritongym.core.sandbox.task_driver import TaskDriver
 from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY_PHASES
+from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import FromWorker, Lifecycle, ToWorker, record_key
 from tritongym.core.worker.timing_flag import ENV as TIMING_WAITS_ENV
@@ -140,6 +141,7 @@ class WorkerPool:
         # it, and how many do (`TaskDriver._count_keeper_memory`)
         self.device_records: dict[tuple[str, str], _SharedHold] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
+        mark("pool_start", gpus=options.gpus, on_demand=options.start_on_demand)
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
         self.memory: dict[str, MemoryBudget] = {}  # per GPU, once its first keeper said how large it is
@@ -175,8 +177,10 @@ class WorkerPool:
                 current.kill()
             if self.closed:
                 raise KeeperUnavailable("the pool is closed")
+            mark("keeper_start", gpu=gpu, k=k)
             keeper = KeeperProcess(gpu, self.options, self.zygote, share=1.0 / self.keepers_per_gpu)
             keeper.start(self.options.start_timeout_s)
+            mark("keeper_ready", gpu=gpu, k=k)
             self.keepers[(gpu, k)] = keeper
             total = float(keeper.info.get("total_mb") or 0.0)
             if total and gpu not in self.memory:
@@ -284,6 +288,7 @@ class WorkerPool:
             frames.PROFILER_WARM_UP_ENV: self.options.profiler_warm_up,
             **({TIMING_WAITS_ENV: flag.path} if flag else {}),
         }
+        mark("worker_start", gpu=gpu)
         worker = Worker(gpu, self.options, self.zygote, env)
         with self._guard:
             self._live.add(worker)
@@ -307,6 +312,7 @@ class WorkerPool:
         if frame is not None and frame[0] == Lifecycle.READY:
             worker.info = json.loads(frame[1])
             self.info = self.info or worker.info
+            mark("worker_ready", gpu=gpu, parts=worker.info.get("startup_parts"))
             if self.closed:
                 self._retire(worker, replace=False)
             else:
@@ -430,8 +436,10 @@ class WorkerPool:
             waited = time.monotonic() - waited
             driver = TaskDriver(self, worker, task, timeout_s, alone=alone)
             healthy = False
+            mark("task_start", mode=task.mode, gpu=worker.gpu, waited_s=round(waited, 3))
             try:
                 evidence, died = driver.drive()
+                mark("task_end", mode=task.mode, gpu=worker.gpu)
                 evidence.phases["wait_worker"] = round(waited, 4)
                 with self._guard:
                     self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)

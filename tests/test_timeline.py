@@ -1,0 +1,42 @@
+"""The cross-process timeline (`core/timeline.py`): marks land in the named file, in order, whole; unset, nothing."""
+
+import json
+import multiprocessing
+
+from tritongym.core import timeline
+
+
+def _mark_many(path: str, n: int) -> None:
+    import os
+
+    os.environ[timeline.ENV] = path
+    for i in range(n):
+        timeline.mark("child", i=i, pad="x" * 200)
+
+
+def test_marks_from_several_processes_are_whole_lines_read_back_in_time_order(tmp_path, monkeypatch):
+    path = tmp_path / "marks"
+    monkeypatch.setenv(timeline.ENV, str(path))
+    timeline.mark("first", note="a")
+    ctx = multiprocessing.get_context("spawn")
+    children = [ctx.Process(target=_mark_many, args=(str(path), 50)) for _ in range(3)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(60)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 151 and all(json.loads(line)["event"] in ("first", "child") for line in lines)
+    marks = timeline.read(path)
+    assert [m["t"] for m in marks] == sorted(m["t"] for m in marks)
+    assert marks[0]["event"] == "first" and marks[0]["note"] == "a"
+
+
+def test_no_file_is_written_without_the_variable_and_junk_lines_are_skipped(tmp_path, monkeypatch):
+    monkeypatch.delenv(timeline.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    timeline.mark("nowhere")
+    assert list(tmp_path.iterdir()) == []
+    path = tmp_path / "marks"
+    path.write_text('{"t": 2.0, "event": "b"}\nnot json\n[1, 2]\n{"event": "no time"}\n{"t": 1.0, "event": "a"}\n')
+    assert [m["event"] for m in timeline.read(path)] == ["a", "b"]
+    assert timeline.read(tmp_path / "missing") == []
