@@ -135,6 +135,31 @@ def test_a_kernel_hard_coding_the_shape_fails_naming_the_shape_set():
     assert alone.status == Status.ok, alone.message
 
 
+# Right at the main shape, raises at any other: what a GPU kernel without masks does when it reads past a smaller
+# shape set's input (an illegal memory access, raised by the next synchronisation)
+RAISES_OFF_SHAPE_RELU = HARDCODED_RELU.replace(
+    "        out = torch.empty((2, 3, 33, 35), device=x.device, dtype=x.dtype)\n",
+    "        if tuple(x.shape) != (2, 3, 33, 35):\n"
+    "            raise RuntimeError('CUDA error: an illegal memory access was encountered')\n"
+    "        out = torch.empty((2, 3, 33, 35), device=x.device, dtype=x.dtype)\n",
+)
+
+
+def test_a_kernel_failing_only_at_a_shape_set_is_incorrect_for_its_generality_not_a_runtime_error():
+    assert RAISES_OFF_SHAPE_RELU != HARDCODED_RELU
+    relu = load_problem("relu")
+    for required in (True, False):
+        with _evaluator(require_generality=required) as evaluator:
+            failed = evaluator.evaluate(RAISES_OFF_SHAPE_RELU, relu)
+        assert failed.status == Status.incorrect and failed.generality == "problem_shapes_only", failed.message
+        assert failed.message.startswith("incorrect: correct at the problem's shapes (all 3 trials match")
+        assert "wrong at shape set BATCH=1, CHANNELS=2, HEIGHT=16, WIDTH=17: the call raised RuntimeError" in (
+            failed.message
+        )
+        assert failed.error is not None and "illegal memory access" in failed.error.message
+        assert failed.reward.total == 0
+
+
 def test_derived_sets_check_a_kernelbench_file_and_skip_what_the_reference_cannot_run(write):
     # ROWS * COLS must stay 640 for the reference's view: neither derived set keeps it, so both are skipped
     source = (

@@ -107,6 +107,27 @@ def judge_shapes(trials: list[TrialEvidence]) -> ShapeJudgement:
     return ShapeJudgement(main, judge_trials(at_shapes) if at_shapes else None, judge_trials(late) if late else None)
 
 
+SHAPE_SET_ERROR_PREFIX = "at shape set "  # how a shape-set call's error begins (`candidate_runner._where`)
+
+
+def crashed_at_shape_set(evidence: Evidence) -> ShapeJudgement | None:
+    """The trials judged as `judge_shapes` would, for a kernel that matched at every main trial and then failed with
+    a runtime error (an exception, or on a GPU an illegal memory access) at a shape set: right at the problem's own
+    shapes, wrong at another (`problem_shapes_only`), never `runtime_error` as if it failed at the problem's own
+    inputs.  None for any other failure, or when a main trial is missing or wrong."""
+    error = evidence.error
+    if error is None or status_of_failure(evidence) != Status.runtime_error:
+        return None
+    if not error.message.startswith(SHAPE_SET_ERROR_PREFIX):
+        return None
+    main_trials = [t for t in evidence.trials if t.sizes is None and not t.late]
+    main = judge_trials(main_trials)
+    if not main_trials or not main.correct:
+        return None
+    where, _, what = error.message.partition(": ")
+    return ShapeJudgement(main, OutputJudgement(False, f"{where}: the call raised {error.kind}: {what}"))
+
+
 def shapes_only_message(at_problem: str, judged: ShapeJudgement) -> str:
     """`correct at the problem's shapes (M=1024, K=4096: all 5 trials match ...); wrong at shape set M=1537, ...`:
     what a verdict says of a kernel right at the problem's own shapes and wrong at another shape set."""

@@ -42,6 +42,7 @@ from tritongym.core.problems import main_sizes
 from tritongym.core.registry import Registry
 from tritongym.core.verdict import (
     ShapeJudgement,
+    crashed_at_shape_set,
     is_memory_error,
     judge_every_trial,
     judge_shapes,
@@ -542,7 +543,12 @@ class Evaluator:
             "weights": evidence.weights,
         }
         failure = status_of_failure(evidence)
-        if failure is not None:
+        crashed = crashed_at_shape_set(evidence)
+        if crashed is not None:  # right at the problem's own shapes, then failed at another shape set
+            fields["generality"] = crashed.generality
+            del fields["checks"]  # the static checks' verdicts, passed as the checks
+            result = self._shapes_only(candidate, problem, crashed, evidence, static, fields, error=evidence.error)
+        elif failure is not None:
             err = evidence.error
             assert err is not None  # status_of_failure returns a status only for an error
             if not err.traceback and evidence.stdout_tail:
@@ -661,13 +667,27 @@ class Evaluator:
         evidence: Evidence,
         verdicts: list[CheckVerdict],
         fields: dict,
+        error: ErrorInfo | None = None,
     ) -> EvaluationResult:
         """A kernel right at the problem's own shapes (every main trial, every check) and wrong at a shape set:
         `incorrect` when `require_generality` is on (the default), else `ok`; either way `generality` is
-        "problem_shapes_only" and the message says both halves plainly."""
+        "problem_shapes_only" and the message says both halves plainly.  One that *failed* at a shape set (`error`:
+        it raised, or faulted on a GPU, whose context is then gone) left no late trial, probe or timing to judge it
+        by: `incorrect` whatever `require_generality` says."""
         assert judged.shapes is not None
         keys = dict.fromkeys(k for t in evidence.trials if t.sizes for k in t.sizes)
         said = shapes_only_message(describe_sizes(main_sizes(problem, keys)), judged)
+        if error is not None:
+            return self._base(
+                candidate,
+                problem,
+                Status.incorrect,
+                checks=verdicts,
+                error=error,
+                message=f"incorrect: {said}{weights_note(evidence.weights, wrong=True)} (a kernel that fails at "
+                "another shape set leaves no timing: incorrect whatever `require_generality` says)",
+                **fields,
+            )
         if self.config.require_generality:
             return self._base(
                 candidate,
