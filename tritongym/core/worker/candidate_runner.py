@@ -179,7 +179,11 @@ def run_candidate(
                 snapshots.append((trial, flat, copies))
                 return mine
             if cuda:
-                trusted.synchronize()  # the snapshot is compared with what side streams wrote, once they ended
+                try:  # the snapshot is compared with what side streams wrote, once they ended
+                    trusted.synchronize()
+                except Exception as exc:  # a fault of this call's kernels (an illegal address) surfaces here
+                    report["trials"].pop()  # its outputs live in a context that is gone: nothing to send
+                    raise StageError("run", _where(error_info(exc, path), where)) from None
             report["side_work"] += _unfinished(trial, flat, copies)
             del flat, copies
             handed_out(["trial", trial], report["trials"][-1], where or f"after trial {trial}")

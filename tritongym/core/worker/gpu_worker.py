@@ -347,6 +347,7 @@ class GPUWorker:
             evidence.tf32_kernels = tf32_kernels(self.recorder.own_kernels)
             evidence.stage = "run"
             lap("candidate")
+            failed = report["error"] is not None
             try:
                 # what streaming left (a call whose hand-out failed): accounted and handed out as one group now
                 if self.cuda:
@@ -358,7 +359,11 @@ class GPUWorker:
                 groups += [(["probe", p["probe"], p["trial"]], p["outputs"]) for p in report["probes"]]
                 self.hand_out(groups)
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
-                raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
+                if not failed:
+                    raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
+                # the call that failed already named where (a fault at a shape set, after the main trials were
+                # handed out and judged): its error is the finding, and CAND still goes, so the parent judges the
+                # main trials (`verdict.crashed_at_shape_set`) instead of seeing only this later symptom
             evidence.phases["hand_outs"] = float(self.hand_outs)
             evidence.phases["yields"] = float(self.channel.yields)
             lap("hand_out")
