@@ -937,7 +937,7 @@ def test_a_worker_alone_on_the_gpu_is_capped_at_the_gpu_less_contexts_and_its_ke
             options=PoolOptions(gpus=["0"], workers_per_gpu=workers),
             keepers_per_gpu=keepers,
         )
-        d.worker = types.SimpleNamespace(gpu="0")
+        d.worker, d.gpu = types.SimpleNamespace(gpu="0"), "0"
         d.task = task_for(load_problem("relu"), None, gpu_memory_fraction=configured)
         d.alone, d.prep, d.capped_here, d.granted_mb, d.deadline, d.memory_wait_s = alone, prep, False, None, 0.0, 0.0
         d._admit(alone=alone)
@@ -983,7 +983,7 @@ def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_probl
             references={"key": stats.model_dump()} if known else {},
         )
         d = TaskDriver.__new__(TaskDriver)
-        d.pool, d.worker, d.reference_key = pool, types.SimpleNamespace(gpu="0"), "key"
+        d.pool, d.worker, d.gpu, d.reference_key = pool, types.SimpleNamespace(gpu="0"), "0", "key"
         d.task = task_for(relu, None, timing=TimingOptions(shared_check_s=shared_s), **update)
         d.deadline, d.lock_wait_s, d.reference_phases, d.timing, d.reference_before = 0.0, 0.0, {}, None, None
         return d

@@ -127,14 +127,17 @@ def test_the_evaluator_announces_each_task_before_it_measures_and_none_for_a_cac
     assert evaluate(other) == [("size_to", 1), ("warm_up", 1), ("measure", "evaluate")]  # the screen is stored
 
 
-def test_a_worker_that_ran_a_screen_takes_a_candidate_next(on_demand_pool, relu_problem):
-    """A screen runs the reference alone (no candidate code), so its worker is not spent: the candidate after it
-    runs there instead of waiting for a fresh worker's start; the candidate's worker then retires as always."""
+def test_a_screen_runs_in_the_keeper_and_no_worker_starts_for_it(on_demand_pool, relu_problem):
+    """A screen runs the reference and the negative controls, no candidate code: the GPU's keeper runs it
+    (`worker/keeper_screen.py`), up before any worker, so nothing waits for a worker's start (a CUDA context and
+    CUPTI's set-up) to screen a problem; the one worker started serves the candidate and retires as always."""
     pool = on_demand_pool
-    pool.expect(1)
     screen = pool.run(task_for(relu_problem, None, mode="screen"), timeout_s=120)
     assert screen.error is None, screen.error
+    assert set(screen.controls) >= {"zeros", "other_seed_output"} and screen.stage == "done"  # the controls ran
+    assert pool.workers_started == 0 and live_workers(pool) == 0
+    pool.expect(1)
     candidate = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
     assert candidate.error is None and candidate.stage == "done"
-    assert pool.workers_started == 1  # one worker served both
+    assert pool.workers_started == 1
     assert live_workers(pool) == 0  # and retired after the candidate

@@ -100,8 +100,14 @@ class Backend(PluginObject, ABC):
         needs instead of a pool for a stream of work.  Called before the first `warm_up` or `measure`, and never for
         open-ended work (`run`, the service); options the user set explicitly win over it.  Default: nothing."""
 
+    screens_need_workers: bool = True
+    """Whether a problem's screen (`measure` of a task in mode "screen") takes a worker like a candidate, so that a
+    batch's screens are announced to `warm_up`.  False where something already running screens problems (the GPU
+    pool's reference keepers)."""
+
     def warm_up(self, tasks: int) -> None:
-        """A hint, answered at once: `tasks` more `measure` calls are coming (a screen counts as one).  A backend with
+        """A hint, answered at once: `tasks` more `measure` calls are coming (a screen counts as one where
+        `screens_need_workers`).  A backend with
         warm workers starts them now, in the background, so they warm up while the caller still parses, checks and
         looks things up; `measure` works without it.  Default: nothing (a backend that starts a process per task)."""
 

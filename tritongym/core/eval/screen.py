@@ -224,7 +224,8 @@ def _compute(
     """Screen these problems (by key), `workers` at a time."""
     if not problems:
         return {}
-    backend.warm_up(len(problems))  # each screen runs in a worker of its own: they start now, side by side
+    if getattr(backend, "screens_need_workers", True):  # each in a worker of its own: they start now, side by side
+        backend.warm_up(len(problems))
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(problems)))) as pool:
         computed = pool.map(
             lambda problem: screen_problem(problem, backend, device, limits, tolerances, SCREEN_SEEDS),

@@ -135,12 +135,12 @@ class TaskMemory:
         KernelBench sweep on an H100, with one problem at a time, a screen found 2 GiB free after a
         loss problem's 40 GiB record, and a keeper held 49 GiB beside a task run "alone".  Taken without
         waiting (the task's own worker is admitted already); released once the keeper has freed it."""
-        budget = self.pool.memory.get(self.worker.gpu)
+        budget = self.pool.memory.get(self.gpu)
         if budget is None:
             return
         self.keeper_mb = budget.take(float(self.prep.get("lent_mb") or 0.0))
         # the record once for all the tasks that hold it (an RL batch's samples share one), like its host memory
-        key = (self.worker.gpu, record_key(self.task))
+        key = (self.gpu, record_key(self.task))
         with self.pool._guard:
             hold = self.pool.device_records.setdefault(key, _SharedHold())
             if hold.holders == 0:
@@ -153,7 +153,7 @@ class TaskMemory:
         when no other task holds it.  Nothing when nothing was counted (a screen, a task whose `PREP` failed): a
         release without its take would leave the budget's holders below zero, and a task waiting for the GPU
         alone would wait forever."""
-        budget = self.pool.memory.get(self.worker.gpu)
+        budget = self.pool.memory.get(self.gpu)
         if budget is None or keeper_mb is None:
             return
         budget.release(keeper_mb)
@@ -173,7 +173,7 @@ class TaskMemory:
         still held by the dying process while the next task allocated beside them."""
         self._release_reference()
         if self.granted_mb is not None:
-            self.pool.memory[self.worker.gpu].release(self.granted_mb)
+            self.pool.memory[self.gpu].release(self.granted_mb)
             self.granted_mb = None
 
     def worker_need_mb(self) -> float:
@@ -206,7 +206,7 @@ class TaskMemory:
         `WorkerTask.reference_peak_mb`) or the keeper's meta-device weighing (`SIZE`) times
         `REFERENCE_NEED_FACTOR`; waiting for it is not the candidate's.  `parking`: also the host memory of the
         outputs the keeper will park (a screen parks none)."""
-        budget = self.pool.memory.get(self.worker.gpu)
+        budget = self.pool.memory.get(self.gpu)
         if budget is None:
             return
         peak = self.pool.peaks.get(self.reference_key, self.task.reference_peak_mb)  # this pool's, or the registry's
@@ -273,7 +273,7 @@ class TaskMemory:
     def _release_reference(self) -> None:
         """The build's reservation back (the keeper's record stays within its cache share); its peak kept."""
         if self.reference_granted_mb is not None:
-            self.pool.memory[self.worker.gpu].release(self.reference_granted_mb)
+            self.pool.memory[self.gpu].release(self.reference_granted_mb)
             self.reference_granted_mb = None
         if self.prep.get("peak_mb") is not None:
             self.pool.peaks[self.reference_key] = float(self.prep["peak_mb"])
@@ -283,7 +283,7 @@ class TaskMemory:
     def _admit(self, alone: bool = False) -> None:
         """Reserve the worker's measured need on its GPU (waiting is not the candidate's time), and cap its
         caching allocator there unless the configuration set a cap; `alone`: the whole GPU."""
-        budget = self.pool.memory.get(self.worker.gpu)
+        budget = self.pool.memory.get(self.gpu)
         if budget is None:
             return
         began = time.monotonic()
@@ -293,7 +293,7 @@ class TaskMemory:
         self.memory_wait_s += waited
         if self.task.gpu_memory_fraction is None:
             self.capped_here = True
-            fraction = min(1.0, self.granted_mb / self.pool.total_mb[self.worker.gpu])
+            fraction = min(1.0, self.granted_mb / self.pool.total_mb[self.gpu])
             self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})
 
     def _widen_alone_cap(self) -> None:
@@ -302,15 +302,15 @@ class TaskMemory:
         also leaves out the keepers' cache share, and capped there a full-size level-1 average pooling (16 GiB
         input) ran out at 46 GiB with 36 GiB of the GPU free (on an H100).  Known only after `PREP`: the
         keeper's record and handouts for the task."""
-        budget = self.pool.memory.get(self.worker.gpu)
+        budget = self.pool.memory.get(self.gpu)
         if budget is None or not self.capped_here or self.granted_mb is None:
             return
         if not (self.alone or self.granted_mb >= budget.capacity_mb):
             return
-        total = self.pool.total_mb[self.worker.gpu]
+        total = self.pool.total_mb[self.gpu]
         workers = self.pool.options.workers_per_gpu + self.pool.options.spare_workers_per_gpu
         keeper = float(self.prep.get("record_device_mb") or 0.0) + float(self.prep.get("lent_mb") or 0.0)
-        outside = self.pool.outside_mb.get(self.worker.gpu, 0.0)
+        outside = self.pool.outside_mb.get(self.gpu, 0.0)
         room = alone_room_mb(total, self.pool.keepers_per_gpu, workers, outside) - keeper
         fraction = min(1.0, max(room, self.granted_mb) / total)
         self.task = self.task.model_copy(update={"gpu_memory_fraction": round(fraction, 4)})

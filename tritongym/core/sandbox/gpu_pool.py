@@ -60,7 +60,7 @@ from tritongym.core.sandbox.pool_options import (
 from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, reference_key
 from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, KeeperUnavailable, Worker, Zygote
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
-from tritongym.core.sandbox.task_driver import TaskDriver
+from tritongym.core.sandbox.task_driver import TaskDriver, screen_in_keeper
 from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY_PHASES
 from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
@@ -423,6 +423,8 @@ class WorkerPool:
         would idle; a worker death is retried once on a fresh worker."""
         placed = self.problem_gpus.place(reference_key(task))
         try:
+            if task.mode == "screen":  # by the GPU's keeper: no worker waits for it, nor it for a worker's start
+                return screen_in_keeper(self, task, timeout_s, placed)
             return self._run_placed(task, timeout_s, placed)
         finally:
             self.problem_gpus.done(placed)
@@ -447,11 +449,7 @@ class WorkerPool:
                 evidence.phases["worker_startup"] = float(worker.info.get("startup_s") or 0.0)
                 for part, seconds in (worker.info.get("startup_parts") or {}).items():
                     evidence.phases[f"worker_startup_{part}"] = float(seconds)
-                # a screen runs the reference alone, no candidate code: its worker is as fresh after it as before
-                # (its memory given back poisoned, `GPUWorker.run`) and takes a candidate next instead of retiring;
-                # every problem's screen cost a worker's start (6-8 s on two H200s) while the RL batch's first
-                # candidates waited for workers
-                worker.tasks += 0 if task.mode == "screen" else 1
+                worker.tasks += 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
             finally:
                 self._slot_freed(worker.gpu)  # a spare on standby starts the next task now

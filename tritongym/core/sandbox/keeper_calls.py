@@ -13,7 +13,7 @@ class KeeperCalls:
     """A `TaskDriver`'s keeper requests (`_ask`) and GPU holds (`_acquire`, `_release`).  A request never waits for
     the GPU lock while the keeper's mutex is held (the hold is taken first, then the call): see `KeeperProcess`."""
 
-    REFERENCE_SIDE = (KeeperRequest.PREPARE, KeeperRequest.TIME_REFERENCE)
+    REFERENCE_SIDE = (KeeperRequest.PREPARE, KeeperRequest.TIME_REFERENCE, KeeperRequest.SCREEN)
     """Requests about the reference alone: the problem's cost, under `REFERENCE_LIMIT_S` rather than the candidate's
     deadline, and a timeout there is the problem's error."""
 
@@ -30,7 +30,10 @@ class KeeperCalls:
         except KeeperUnavailable as exc:
             if not (exc.timed_out and kind in self.REFERENCE_SIDE):
                 raise
-            what = "build its outputs, gold and probes" if kind == KeeperRequest.PREPARE else "be timed"
+            what = {
+                KeeperRequest.PREPARE: "build its outputs, gold and probes",
+                KeeperRequest.SCREEN: "finish its screen (negative controls)",
+            }.get(kind, "be timed")
             message = f"the reference did not {what} within {limit:g} s (the limit of a problem's reference side)"
             return False, {"stage": "problem", "error": {"kind": "Timeout", "message": message}}
         finally:

@@ -28,8 +28,8 @@ class ReferenceTiming:
 
     def _with_known_timings(self) -> None:
         updates: dict = {}
-        if self.task.bandwidth_gbps is None and self.worker.gpu in self.pool.bandwidth:
-            updates["bandwidth_gbps"] = self.pool.bandwidth[self.worker.gpu]
+        if self.task.bandwidth_gbps is None and self.gpu in self.pool.bandwidth:
+            updates["bandwidth_gbps"] = self.pool.bandwidth[self.gpu]
         if self.task.cached_reference is None and self.reference_key in self.pool.references:
             updates["cached_reference"] = self.pool.references[self.reference_key]
         compiled_key = self.reference_key + "/compile"
@@ -134,7 +134,7 @@ class ReferenceTiming:
         else:
             timing.compile_reference_source = None
         if timing.bandwidth_gbps:
-            self.pool.bandwidth.setdefault(self.worker.gpu, timing.bandwidth_gbps)
+            self.pool.bandwidth.setdefault(self.gpu, timing.bandwidth_gbps)
 
     def _recheck_in_hold(self, payload: bytes) -> None:
         """The worker's `RCHK`: the reference's drift check (`DRFT`) inside the worker's exclusive timing hold,

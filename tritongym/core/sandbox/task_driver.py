@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tritongym.core.models import Evidence, ProfileEntry, TimingReport, TimingStats, TrialEvidence
+from tritongym.core.models import ErrorInfo, Evidence, ProfileEntry, TimingReport, TimingStats, TrialEvidence
 from tritongym.core.sandbox.admission import TaskMemory
 from tritongym.core.sandbox.keeper_calls import KeeperCalls
 from tritongym.core.sandbox.problem_gpus import reference_key
@@ -27,9 +27,11 @@ from tritongym.core.worker.protocol import (
     FromWorker,
     HandoutAsk,
     HandoutsLent,
+    KeeperRefusal,
     KeeperRequest,
     LendRequest,
     PrepareRequest,
+    ScreenRequest,
     ToWorker,
     encode,
     tagged,
@@ -59,20 +61,16 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
     """The reference's side (outputs, gold, probes, its timing) is the problem's cost, not the candidate's: it
     has this long, and a reference that takes longer is the problem's error, named so."""
 
-    BUDGET_PER_REFERENCE_S = 6.0
-    """The candidate's time limit grows by this many times what the reference's side took (its trials, probes
-    and shape sets): a problem whose reference takes 20 s gets 120 s more than the configured floor."""
-
-    REFERENCE_LIMIT_S = 1800.0
-    """The reference's side (outputs, gold, probes, its timing) is the problem's cost, not the candidate's: it
-    has this long, and a reference that takes longer is the problem's error, named so."""
-
-    def __init__(self, pool, worker: Worker, task: WorkerTask, timeout_s: float, alone=False) -> None:
+    def __init__(
+        self, pool, worker: Worker | None, task: WorkerTask, timeout_s: float, alone=False, gpu: str | None = None
+    ) -> None:
+        """`worker`: the candidate's; None for a screen, which the keeper of `gpu` runs (`screen_in_keeper`)."""
         self.pool, self.worker, self.task = pool, worker, task
+        self.gpu: str = worker.gpu if worker is not None else str(gpu)
         self.alone = alone  # run again after running out of memory: the whole GPU's memory reserved, from the build on
         self.timeout_s = timeout_s
         self.budget_s = timeout_s
-        self.lock = pool.locks[worker.gpu]
+        self.lock = pool.locks[self.gpu]
         self.holding: str | None = None
         # what this task's shared holds are for (`GPULock.HOLDERS`): the reference's side until the candidate's
         # worker gets the task, a screen's controls, then the candidate
@@ -119,7 +117,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self._with_known_timings()
         self.deadline = started + self.timeout_s
         try:
-            self.keeper = self.pool.keeper_for(self.worker.gpu, self.task)
+            self.keeper = self.pool.keeper_for(self.gpu, self.task)
             if self.task.mode == "screen":
                 # negative controls run no candidate (the worker compares them itself): the problem's own cost,
                 # under the reference's limit rather than a candidate's
@@ -205,6 +203,40 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
                 self._uncount_keeper_memory(self.keeper_mb, self.device_record)
             self.keeper_mb, self.device_record = None, None
 
+    def screen_in_keeper(self) -> tuple[Evidence, bool]:
+        """A problem's negative-control screen, run by its GPU's keeper (`worker/keeper_screen.py`: trusted, up before
+        any worker, no candidate code), under a shared hold and the reference's memory reservation, as a build:
+        (evidence, whether the keeper died, so that the pool runs it once more)."""
+        started = self.started = time.monotonic()
+        self.deadline = started + max(self.timeout_s, self.REFERENCE_LIMIT_S)
+        self.phase = "the screen (negative controls)"
+        try:
+            self.keeper = self.pool.keeper_for(self.gpu, self.task)
+            if self.alone:
+                self._admit(alone=True)
+            else:
+                self._reserve_reference(parking=False)
+            request = encode(ScreenRequest(task=self.task.model_dump(mode="json")))
+            ok, answer = self._ask(KeeperRequest.SCREEN, request)
+            if ok:
+                evidence = Evidence.model_validate(answer["evidence"])
+            else:  # the request itself failed in the keeper (not the reference: that is in the screen's evidence)
+                refusal = KeeperRefusal.model_validate(answer)
+                evidence = Evidence(stage=refusal.stage, error=refusal.error)
+            died = False
+        except KeeperUnavailable as exc:  # infrastructure: run once more, then the backend's error, never a verdict
+            evidence = Evidence(stage="setup", error=ErrorInfo(kind="KeeperCrashed", message=f"the keeper: {exc}"))
+            died = True
+        finally:
+            self._release()
+            self.release_worker_memory()  # the build's reservation, or the whole GPU's when run alone
+        evidence.worker_s = time.monotonic() - started
+        evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
+        evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
+        evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
+        evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
+        return evidence, died
+
     def _prepare(self) -> dict | None:
         """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""
         request = PrepareRequest(task=self.task.model_dump(mode="json"), task_id=self.task_id)
@@ -222,7 +254,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.task = self.task.model_copy(update={"kept_trials": kept})
         extra = self.BUDGET_PER_REFERENCE_S * float(prep.get("compute_s") or 0.0)
         self.budget_s = self.timeout_s + extra
-        if self.worker.gpu != "cpu" and self.task.timing.enabled:
+        if self.gpu != "cpu" and self.task.timing.enabled:
             self.phase = "timing the reference"
             if not self._shared_reference_check():
                 failed = self._time_reference()
@@ -358,3 +390,24 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         FromWorker.DONE: _on_done,
     }
     """Every frame a worker may send during a task, and its handler; anything else is a malformed frame."""
+
+
+def screen_in_keeper(pool, task: WorkerTask, timeout_s: float, gpu: str) -> Evidence:
+    """A problem's screen on `pool`, by the keeper of `gpu` (`TaskDriver.screen_in_keeper`).  Out of memory beside
+    others, it runs once more with the GPU alone; a keeper that died, once more (the keeper is started again)."""
+    from tritongym.core.timeline import mark
+
+    alone = False
+    evidence = Evidence()
+    for attempt in (1, 2):
+        mark("task_start", mode=task.mode, gpu=gpu, waited_s=0.0)
+        evidence, died = TaskDriver(pool, None, task, timeout_s, alone=alone, gpu=gpu).screen_in_keeper()
+        mark("task_end", mode=task.mode, gpu=gpu)
+        if attempt == 1 and not alone and pool._out_of_memory_beside_others(task, evidence):
+            alone = True
+            continue
+        if alone:
+            evidence.phases["ran_alone"] = 1.0
+        if not died:
+            return evidence
+    return evidence

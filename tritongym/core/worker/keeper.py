@@ -41,7 +41,7 @@ from collections import OrderedDict
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
-from tritongym.core.worker import frames
+from tritongym.core.worker import frames, keeper_screen
 from tritongym.core.worker.parking import Parked, fetch, park_all, split_bytes
 from tritongym.core.worker.protocol import MALFORMED, KeeperAnswer, KeeperRequest, Lifecycle, record_key, untagged
 from tritongym.core.worker.scrub import scrubbed_empty_cache
@@ -879,6 +879,7 @@ HANDLERS = {
     KeeperRequest.JUDGE: Keeper.judge,
     KeeperRequest.JUDGE_TIMED: Keeper.judge_timed,
     KeeperRequest.FREE: Keeper.free,
+    KeeperRequest.SCREEN: keeper_screen.screen,
 }
 """The keeper's side of `protocol.KeeperRequest`: one method per request."""
 

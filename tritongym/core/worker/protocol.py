@@ -80,6 +80,7 @@ class KeeperRequest(StrEnum):
     JUDGE = "JUDG"  # `tagged` worker bytes of `CANDIDATE`: compare the candidate's report
     JUDGE_TIMED = "JTIM"  # tensors {"task_id", "timed"}: compare the timed calls' outputs
     FREE = "FREE"  # `TaskRequest`: the task is over; give back what it held
+    SCREEN = "SCRN"  # `ScreenRequest`: a problem's negative-control screen (`keeper_screen.py`)
 
 
 class KeeperAnswer(StrEnum):
@@ -118,6 +119,10 @@ class TaskRequest(_Payload):
 
 
 class SizeRequest(_Payload):
+    task: dict[str, Any]
+
+
+class ScreenRequest(_Payload):
     task: dict[str, Any]
 
 

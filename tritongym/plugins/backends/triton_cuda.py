@@ -56,6 +56,7 @@ class TritonCUDABackend(Backend):
     """Triton on NVIDIA GPUs: correctness, paired timing and PR, in warm per-GPU workers."""
 
     name = "triton-cuda"
+    screens_need_workers = False  # the pool's keepers screen problems (`worker/keeper_screen.py`)
     device_type = "cuda"
     default_size = "gpu"
 
@@ -156,8 +157,8 @@ class TritonCUDABackend(Backend):
 
         For a stream of work: every GPU given, `workers_per_gpu` workers and the spares on each, started at once.
         Sized to a few evaluations (`size_to`, a one-candidate `eval`): the first GPU, one keeper, a task slot per
-        evaluation and no spare, each worker started when a task is announced (`warm_up`: the candidate, and its
-        problem's screen when one must run, which needs a worker of its own) and none replaced after.  Why: the full
+        evaluation and no spare, each worker started when a task is announced (`warm_up`: the candidate; a problem's
+        screen runs in the keeper, `screens_need_workers`) and none replaced after.  Why: the full
         pool was ~16 processes each creating a CUDA context and setting up CUPTI, most of a one-candidate `eval`'s
         23-34 s on an H100.  Options the user set (`workers_per_gpu`, `spare_workers_per_gpu`) stand."""
         workers = self.workers_per_gpu(len(gpus))
