@@ -11,9 +11,11 @@
   one candidate did to torch or Triton can reach the next), after any error (a CUDA error poisons the
   context) and of course when it dies;
 * a worker that dies mid-task has its task retried once on a fresh worker; the second death is
-  reported as `crashed`. A task that outlives its time limit is killed and reported as `timeout`; a worker
-  whose resident memory passes `memory_mb` is killed and reported as `crashed` (address-space limits
-  break CUDA, so memory is watched instead).
+  reported as `crashed`, unless a signal no limit of the pool's sends killed it (SIGKILL from another
+  process or the OOM killer): that is an infrastructure failure, the backend's error, never a verdict.
+  A task that outlives its time limit is killed and reported as `timeout`; a worker whose resident
+  memory passes `memory_mb` is killed and reported as `crashed` (address-space limits break CUDA, so
+  memory is watched instead).
 
 Beside the workers, each GPU has one reference keeper (`worker/keeper.py`): a trusted process with its own
 CUDA context that computes the reference's outputs, gold and probes (once per problem, shapes, seeds and
@@ -40,7 +42,7 @@ import threading
 import time
 
 from tritongym.core.errors import BackendUnavailable
-from tritongym.core.models import Evidence
+from tritongym.core.models import ErrorInfo, Evidence
 from tritongym.core.sandbox.admission import (
     MemoryBudget,
     TaskMemory,
@@ -60,11 +62,13 @@ from tritongym.core.sandbox.pool_options import (
 from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, reference_key
 from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, KeeperUnavailable, Worker, Zygote
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
+from tritongym.core.sandbox.sandbox import sweep_once
 from tritongym.core.sandbox.task_driver import TaskDriver
 from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY_PHASES
 from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import FromWorker, Lifecycle, ToWorker, record_key
+from tritongym.core.worker.stages import killed_from_outside
 from tritongym.core.worker.timing_flag import ENV as TIMING_WAITS_ENV
 from tritongym.core.worker.timing_flag import TimingFlag
 from tritongym.core.worker_task import WorkerTask
@@ -97,6 +101,7 @@ class WorkerPool:
     """Warm workers over the chosen GPUs; `run(task, timeout_s)` is safe to call from many threads."""
 
     def __init__(self, options: PoolOptions) -> None:
+        sweep_once()  # what a killed pool (its process's `kill -9`) left: its folders, any process still recorded
         self.options = options
         self.locks = {gpu: GPULock(TimingFlag()) for gpu in options.gpus}
         # warm workers with a task slot, per GPU, and the GPU each problem's tasks go to (`problem_gpus.py`): an RL
@@ -430,6 +435,7 @@ class WorkerPool:
     def _run_placed(self, task: WorkerTask, timeout_s: float, placed: str) -> Evidence:
         evidence = Evidence()
         alone = False
+        first = ""  # how the first attempt's worker died
         for attempt in (1, 2):
             waited = time.monotonic()
             worker = self._take(placed)
@@ -468,7 +474,18 @@ class WorkerPool:
                 evidence.phases["ran_alone"] = 1.0
             if not died:
                 return evidence
-            if attempt == 2 and evidence.error is not None:
+            if attempt == 1 and evidence.error is not None:
+                first = evidence.error.message
+            elif evidence.error is not None and _killed_from_outside(evidence):
+                evidence.stage = "setup"  # the backend's error, never a verdict (`Evaluator._judge`)
+                evidence.error = ErrorInfo(
+                    kind="InfrastructureFailure",
+                    message=f"{evidence.error.message} on the task's retry with a fresh worker (its first run: "
+                    f"{first or 'out of memory beside others'}), by a signal no limit of the pool's sends (the "
+                    "pool's time and memory kills read as such): another process or the system's OOM killer "
+                    "killed it; not a verdict on the candidate",
+                )
+            elif evidence.error is not None:
                 evidence.error.message += " (also on a retry with a fresh worker)"
         return evidence
 
@@ -485,6 +502,14 @@ class WorkerPool:
         if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
             return True
         return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
+
+
+def _killed_from_outside(evidence: Evidence) -> bool:
+    """A worker that died by a signal no limit of the pool's sends (`stages.FOREIGN_SIGNALS`: SIGKILL from another
+    process or the OOM killer): the pool's own kills (time, memory) are `Timeout` and `MemoryLimit`, never a
+    death.  As the CPU sandbox (`sandbox.run_in_sandbox`), such a task runs again, and a second such death is an
+    infrastructure failure, never the candidate's `crashed`."""
+    return evidence.error.kind == "WorkerCrashed" and killed_from_outside(evidence.error.message)
 
 
 def _out_of_memory(evidence: Evidence) -> bool:

@@ -56,7 +56,8 @@ def records_dir() -> Path:
 
 def process_start(pid: int) -> str | None:
     """`pid`'s start as '<boot id>/<start time in clock ticks>' when it is a live process of this user; None when it
-    is gone, another user's, or there is no /proc to tell."""
+    is gone (a zombie too: dead, only not yet reaped, as the orphans of a container whose init reaps nothing stay),
+    another user's, or there is no /proc to tell."""
     try:
         if os.stat(f"/proc/{pid}").st_uid != os.getuid():
             return None
@@ -66,7 +67,9 @@ def process_start(pid: int) -> str | None:
             boot = f.read().strip()
     except OSError:
         return None
-    return f"{boot}/{fields[19]}" if len(fields) > 19 else None  # field 22 of stat, counted after the name
+    if len(fields) <= 19 or fields[0] in ("Z", "X"):
+        return None
+    return f"{boot}/{fields[19]}"  # field 22 of stat, counted after the name
 
 
 def _private_dir() -> Path | None:
