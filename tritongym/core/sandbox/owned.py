@@ -7,9 +7,9 @@ zygote, workers and keepers) and every temporary folder it makes is recorded in 
 start time from /proc/<pid>/stat), the folder, and the *owner*: the pid and start of the tritongym process that
 started it.  A record is removed when its process ends or its folder is removed in the ordinary way.
 
-`sweep` (at a service's start, and before a process's first sandbox) kills a recorded process and removes its
-folder only when its owner is dead (its pid gone, or now naming a process started at another time) and the
-recorded process is still the one recorded (same start).  Nothing is guessed from process names or parents:
+`sweep` (at a service's start, and before a process's first sandbox or GPU pool) kills a recorded process and
+removes its folder only when its owner is dead (its pid gone, or now naming a process started at another time)
+and the recorded process is still the one recorded (same start).  Nothing is guessed from process names or parents:
 a Ray actor renames itself (`ray::BackendActor.measure`), and a service started beside a running Ray
 evaluation once killed its live sandbox for it, whose honest kernel was then stored as `crashed`.
 
