@@ -164,8 +164,9 @@ def test_a_gpu_pools_processes_die_with_its_process(tmp_path, runtime_dir):
 def test_a_retired_workers_record_and_folder_go_with_it(relu_problem, runtime_dir):
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
     try:
-        worker = pool._take()
-        assert worker.pid in _records(runtime_dir) and os.path.isdir(worker.tmp)
+        keeper, worker = pool.keeper("cpu"), pool._take()
+        assert keeper.pid in _records(runtime_dir) and worker.pid in _records(runtime_dir)
+        assert os.path.isdir(worker.tmp)
         pool._retire(worker, replace=False)
         assert worker.pid not in _records(runtime_dir) and not os.path.exists(worker.tmp)
     finally:

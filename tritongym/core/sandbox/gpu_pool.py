@@ -187,6 +187,9 @@ class WorkerPool:
             keeper.start(self.options.start_timeout_s)
             mark("keeper_ready", gpu=gpu, k=k)
             self.keepers[(gpu, k)] = keeper
+            if self.closed:  # closed while it started (a warm-up's): `close` may not have seen it
+                keeper.kill()
+                raise KeeperUnavailable("the pool is closed")
             total = float(keeper.info.get("total_mb") or 0.0)
             if total and gpu not in self.memory:
                 self.size_gpu(gpu, total)
@@ -476,17 +479,8 @@ class WorkerPool:
                 return evidence
             if attempt == 1 and evidence.error is not None:
                 first = evidence.error.message
-            elif evidence.error is not None and _killed_from_outside(evidence):
-                evidence.stage = "setup"  # the backend's error, never a verdict (`Evaluator._judge`)
-                evidence.error = ErrorInfo(
-                    kind="InfrastructureFailure",
-                    message=f"{evidence.error.message} on the task's retry with a fresh worker (its first run: "
-                    f"{first or 'out of memory beside others'}), by a signal no limit of the pool's sends (the "
-                    "pool's time and memory kills read as such): another process or the system's OOM killer "
-                    "killed it; not a verdict on the candidate",
-                )
             elif evidence.error is not None:
-                evidence.error.message += " (also on a retry with a fresh worker)"
+                _second_death(evidence, first)
         return evidence
 
     def _out_of_memory_beside_others(self, task: WorkerTask, evidence: Evidence) -> bool:
@@ -504,12 +498,23 @@ class WorkerPool:
         return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
 
 
-def _killed_from_outside(evidence: Evidence) -> bool:
-    """A worker that died by a signal no limit of the pool's sends (`stages.FOREIGN_SIGNALS`: SIGKILL from another
-    process or the OOM killer): the pool's own kills (time, memory) are `Timeout` and `MemoryLimit`, never a
-    death.  As the CPU sandbox (`sandbox.run_in_sandbox`), such a task runs again, and a second such death is an
-    infrastructure failure, never the candidate's `crashed`."""
-    return evidence.error.kind == "WorkerCrashed" and killed_from_outside(evidence.error.message)
+def _second_death(evidence: Evidence, first: str) -> None:
+    """A task's worker died on its retry too (`first`: how the first one did): the candidate's `crashed`, unless a
+    signal no limit of the pool's sends killed it (`stages.FOREIGN_SIGNALS`: SIGKILL from another process, the OOM
+    killer; the pool's own kills are `Timeout` and `MemoryLimit`, never a death).  Then, as in the CPU sandbox
+    (`sandbox.run_in_sandbox`), it is an infrastructure failure: stage `setup`, the backend's error, never a
+    verdict (`Evaluator._judge`)."""
+    if not (evidence.error.kind == "WorkerCrashed" and killed_from_outside(evidence.error.message)):
+        evidence.error.message += " (also on a retry with a fresh worker)"
+        return
+    evidence.stage = "setup"
+    evidence.error = ErrorInfo(
+        kind="InfrastructureFailure",
+        message=f"{evidence.error.message} on the task's retry with a fresh worker (its first run: "
+        f"{first or 'out of memory beside others'}), by a signal no limit of the pool's sends (the pool's time and "
+        "memory kills read as such): another process or the system's OOM killer killed it; not a verdict on the "
+        "candidate",
+    )
 
 
 def _out_of_memory(evidence: Evidence) -> bool:
