@@ -8,6 +8,7 @@ GPU on the device: python -m pytest -m gpu tests/test_ray.py
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -20,11 +21,12 @@ from typer.testing import CliRunner
 from tests.conftest import RELU_KERNEL
 from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig, load_config
-from tritongym.core.errors import ConfigError
+from tritongym.core.errors import BackendUnavailable, ConfigError
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Status
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
+from tritongym.core.registry import Registry
 
 HACKS = Path(__file__).parent / "hacks" / "candidates"
 
@@ -212,3 +214,110 @@ def test_a_task_goes_to_its_problems_actor_while_that_one_has_a_free_slot():
     assert executor._pick({1}, placed=1) == 2  # the task died on it
     executor.lost = {1}
     assert executor._pick(set(), placed=1) == 2
+
+
+# A kernel that first says its process (the sandbox's candidate process) on a FIFO, then waits: for a byte on a second
+# FIFO when `released` names one (the honest relu then runs), else for the kill.
+WAITING = """import os, signal
+fd = os.open({said!r}, os.O_WRONLY)
+os.write(fd, str(os.getpid()).encode())
+os.close(fd)
+if {released!r}:
+    os.read(os.open({released!r}, os.O_RDONLY), 1)
+else:
+    while True:
+        signal.pause()
+"""
+
+
+def _waiting(tmp_path: Path, released: bool) -> tuple[str, Path, Path | None]:
+    """The kernel behind `WAITING`, the FIFO it says its pid on and the one that releases it."""
+    said, release = tmp_path / "said", tmp_path / "release" if released else None
+    for fifo in (said, release):
+        if fifo is not None:
+            os.mkfifo(fifo)
+    source = WAITING.format(said=str(said), released=str(release) if release else "") + RELU_KERNEL
+    return source, said, release
+
+
+def _said(fifo: Path) -> int:
+    with open(fifo) as f:  # blocks until the kernel opens it
+        return int(f.read())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_stored(ray_cluster, tmp_path):
+    """Both actors killed under the task (from outside, as a lost node would end them): the infrastructure's
+    failure, raised as the backend's error, never a `crashed` stored against the kernel (it was).  Each actor's
+    sandbox dies with it (the lifeline): nothing of the task runs on."""
+    source, said, _ = _waiting(tmp_path, released=False)
+    registry = Registry(tmp_path / "registry.db")
+    config = _config(executor="ray", ray={"max_restarts": 0}, skip_checks=["forbidden"])
+    killed: list[tuple[int, int]] = []  # (actor, the candidate's process it ran)
+
+    with Evaluator(config, registry=registry, host=_host()) as evaluator:
+        executor = evaluator.executor
+
+        def kill_the_actor_running_it() -> None:
+            for _ in range(2):
+                candidate = _said(said)
+                (actor,) = [i for i, busy in executor.in_flight().items() if busy]
+                ray.kill(executor.actors[actor], no_restart=True)
+                killed.append((actor, candidate))
+
+        killer = threading.Thread(target=kill_the_actor_running_it, daemon=True)
+        killer.start()
+        with pytest.raises(BackendUnavailable, match="InfrastructureFailure: the Ray actor evaluating this candidate"):
+            evaluator.evaluate_many([(source, load_problem("relu"))])
+        killer.join(60)
+    assert sorted(actor for actor, _ in killed) == [0, 1] and executor.retried == 1
+    assert all(_gone(candidate) for _, candidate in killed)  # died with its actor
+    assert registry.db.execute("select count(*) from evaluations").fetchone()[0] == 0
+    registry.close()
+
+
+def test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone(ray_cluster, tmp_path):
+    """A `tritongym serve` started while a Ray actor's sandbox runs a candidate: its start-up clean-up
+    (`service/sandboxes.py`) once killed that sandbox (its parent, `ray::BackendActor.measure`, named no python),
+    and the honest kernel in it was stored as `crashed`.  The sandbox is recorded with the actor as its live owner
+    (`sandbox/owned.py`), so it runs on, and the kernel's verdict is `ok`, from its first run."""
+    from tests.test_service import Served
+    from tritongym.core.sandbox import owned
+
+    source, said, release = _waiting(tmp_path, released=True)
+    results: list = []
+    with Evaluator(_config(executor="ray", skip_checks=["forbidden"]), host=_host()) as evaluator:
+        executor = evaluator.executor
+        judged = threading.Thread(
+            target=lambda: results.extend(evaluator.evaluate_many([(source, load_problem("relu"))])), daemon=True
+        )
+        judged.start()
+        candidate = _said(said)  # running in an actor's sandbox, waiting for the release
+        actors = {facts["pid"] for facts in executor.facts}
+        records = [json.loads(p.read_text()) for p in owned.records_dir().glob("*.json")]
+        sandboxes = [r["pid"] for r in records if r["kind"] == "sandbox" and r["pid"] and r["owner"] in actors]
+        assert len(sandboxes) == 1, records  # where the service looks, owned by the actor
+        served = Served(tmp_path / "serve", "--lanes", "1")
+        try:
+            with served.client(token=None) as service:
+                assert service.health().status == "healthy"  # its start, and its clean-up, have run
+            assert _alive(sandboxes[0]) and _alive(candidate)
+        finally:
+            served.stop_gracefully()
+        with open(release, "w") as f:
+            f.write("x")
+        judged.join(180)
+        assert [r.status for r in results] == [Status.ok] and executor.retried == 0

@@ -12,9 +12,11 @@ Ray is the engine; this module only says what runs where:
 * each task goes to the least busy live actor (tasks in flight relative to what its backend serves at
   once); more tasks than free slots wait here, as `ray.wait` reports slots freeing;
 * fault tolerance is Ray's: an actor that dies is restarted by Ray (`max_restarts`); the task it was
-  running fails with `RayActorError`, and is resubmitted once to another actor.  A task whose second
-  actor dies too is reported as that candidate's `crashed` (a candidate able to take down its host must
-  not take down a whole cluster, one actor at a time).
+  running fails with `RayActorError`, and is resubmitted once to another actor.  An actor's death is the
+  infrastructure's (killed from outside, its node lost), never the candidate's: a candidate runs in the
+  actor's sandboxes, whose own deaths come back as evidence.  So a task whose second actor dies too is the
+  backend's error (`InfrastructureFailure`, stage `setup`: `Evaluator._judge` raises `BackendUnavailable`
+  and nothing is stored), never a `crashed` verdict on the candidate.
 
 `ray.util.ActorPool` does the routing for one task per actor, but it holds one task per actor (a GPU
 actor serves several at once: compilation and correctness of several candidates overlap) and forgets
@@ -359,12 +361,17 @@ class RayExecutor:
 
 
 def _actor_died(exc: BaseException) -> Evidence:
+    """A task whose actor died, and the one it was retried on too: the infrastructure's failure (stage `setup`, the
+    backend's error as the sandbox's `InfrastructureFailure` is), never stored as the candidate's verdict.  It
+    used to be `WorkerCrashed` at stage `run`, stored as `crashed`: an honest kernel on a node that was lost, or
+    under an actor something killed, was recorded as a kernel that crashes."""
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return Evidence(
-        stage="run",
+        stage="setup",
         error=ErrorInfo(
-            kind="WorkerCrashed",
+            kind="InfrastructureFailure",
             message="the Ray actor evaluating this candidate died, and so did the one it was retried on "
-            f"(last: {type(exc).__name__}: {first_line})",
+            f"(last: {type(exc).__name__}: {first_line}): an actor killed from outside or a node lost, not a "
+            "verdict on the candidate; check the cluster (`ray status`) and evaluate it again",
         ),
     )

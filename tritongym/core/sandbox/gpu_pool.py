@@ -11,9 +11,11 @@
   one candidate did to torch or Triton can reach the next), after any error (a CUDA error poisons the
   context) and of course when it dies;
 * a worker that dies mid-task has its task retried once on a fresh worker; the second death is
-  reported as `crashed`. A task that outlives its time limit is killed and reported as `timeout`; a worker
-  whose resident memory passes `memory_mb` is killed and reported as `crashed` (address-space limits
-  break CUDA, so memory is watched instead).
+  reported as `crashed`, unless a signal no limit of the pool's sends killed it (SIGKILL from another
+  process or the OOM killer): that is an infrastructure failure, the backend's error, never a verdict.
+  A task that outlives its time limit is killed and reported as `timeout`; a worker whose resident
+  memory passes `memory_mb` is killed and reported as `crashed` (address-space limits break CUDA, so
+  memory is watched instead).
 
 Beside the workers, each GPU has one reference keeper (`worker/keeper.py`): a trusted process with its own
 CUDA context that computes the reference's outputs, gold and probes (once per problem, shapes, seeds and
@@ -40,7 +42,7 @@ import threading
 import time
 
 from tritongym.core.errors import BackendUnavailable
-from tritongym.core.models import Evidence
+from tritongym.core.models import ErrorInfo, Evidence
 from tritongym.core.sandbox.admission import (
     MemoryBudget,
     TaskMemory,
@@ -60,11 +62,13 @@ from tritongym.core.sandbox.pool_options import (
 from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, reference_key
 from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, KeeperUnavailable, Worker, Zygote
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
+from tritongym.core.sandbox.sandbox import sweep_once
 from tritongym.core.sandbox.task_driver import TaskDriver, screen_in_keeper
 from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY_PHASES
 from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import FromWorker, Lifecycle, ToWorker, record_key
+from tritongym.core.worker.stages import killed_from_outside
 from tritongym.core.worker.timing_flag import ENV as TIMING_WAITS_ENV
 from tritongym.core.worker.timing_flag import TimingFlag
 from tritongym.core.worker_task import WorkerTask
@@ -97,6 +101,7 @@ class WorkerPool:
     """Warm workers over the chosen GPUs; `run(task, timeout_s)` is safe to call from many threads."""
 
     def __init__(self, options: PoolOptions) -> None:
+        sweep_once()  # what a killed pool (its process's `kill -9`) left: its folders, any process still recorded
         self.options = options
         self.locks = {gpu: GPULock(TimingFlag()) for gpu in options.gpus}
         # warm workers with a task slot, per GPU, and the GPU each problem's tasks go to (`problem_gpus.py`): an RL
@@ -182,6 +187,9 @@ class WorkerPool:
             keeper.start(self.options.start_timeout_s)
             mark("keeper_ready", gpu=gpu, k=k)
             self.keepers[(gpu, k)] = keeper
+            if self.closed:  # closed while it started (a warm-up's): `close` may not have seen it
+                keeper.kill()
+                raise KeeperUnavailable("the pool is closed")
             total = float(keeper.info.get("total_mb") or 0.0)
             if total and gpu not in self.memory:
                 self.size_gpu(gpu, total)
@@ -432,6 +440,7 @@ class WorkerPool:
     def _run_placed(self, task: WorkerTask, timeout_s: float, placed: str) -> Evidence:
         evidence = Evidence()
         alone = False
+        first = ""  # how the first attempt's worker died
         for attempt in (1, 2):
             waited = time.monotonic()
             worker = self._take(placed)
@@ -466,8 +475,10 @@ class WorkerPool:
                 evidence.phases["ran_alone"] = 1.0
             if not died:
                 return evidence
-            if attempt == 2 and evidence.error is not None:
-                evidence.error.message += " (also on a retry with a fresh worker)"
+            if attempt == 1 and evidence.error is not None:
+                first = evidence.error.message
+            elif evidence.error is not None:
+                _second_death(evidence, first)
         return evidence
 
     def _out_of_memory_beside_others(self, task: WorkerTask, evidence: Evidence) -> bool:
@@ -483,6 +494,25 @@ class WorkerPool:
         if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
             return True
         return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
+
+
+def _second_death(evidence: Evidence, first: str) -> None:
+    """A task's worker died on its retry too (`first`: how the first one did): the candidate's `crashed`, unless a
+    signal no limit of the pool's sends killed it (`stages.FOREIGN_SIGNALS`: SIGKILL from another process, the OOM
+    killer; the pool's own kills are `Timeout` and `MemoryLimit`, never a death).  Then, as in the CPU sandbox
+    (`sandbox.run_in_sandbox`), it is an infrastructure failure: stage `setup`, the backend's error, never a
+    verdict (`Evaluator._judge`)."""
+    if not (evidence.error.kind == "WorkerCrashed" and killed_from_outside(evidence.error.message)):
+        evidence.error.message += " (also on a retry with a fresh worker)"
+        return
+    evidence.stage = "setup"
+    evidence.error = ErrorInfo(
+        kind="InfrastructureFailure",
+        message=f"{evidence.error.message} on the task's retry with a fresh worker (its first run: "
+        f"{first or 'out of memory beside others'}), by a signal no limit of the pool's sends (the pool's time and "
+        "memory kills read as such): another process or the system's OOM killer killed it; not a verdict on the "
+        "candidate",
+    )
 
 
 def _out_of_memory(evidence: Evidence) -> bool:

@@ -7,9 +7,9 @@ zygote, workers and keepers) and every temporary folder it makes is recorded in 
 start time from /proc/<pid>/stat), the folder, and the *owner*: the pid and start of the tritongym process that
 started it.  A record is removed when its process ends or its folder is removed in the ordinary way.
 
-`sweep` (at a service's start, and before a process's first sandbox) kills a recorded process and removes its
-folder only when its owner is dead (its pid gone, or now naming a process started at another time) and the
-recorded process is still the one recorded (same start).  Nothing is guessed from process names or parents:
+`sweep` (at a service's start, and before a process's first sandbox or GPU pool) kills a recorded process and
+removes its folder only when its owner is dead (its pid gone, or now naming a process started at another time)
+and the recorded process is still the one recorded (same start).  Nothing is guessed from process names or parents:
 a Ray actor renames itself (`ray::BackendActor.measure`), and a service started beside a running Ray
 evaluation once killed its live sandbox for it, whose honest kernel was then stored as `crashed`.
 
@@ -56,7 +56,8 @@ def records_dir() -> Path:
 
 def process_start(pid: int) -> str | None:
     """`pid`'s start as '<boot id>/<start time in clock ticks>' when it is a live process of this user; None when it
-    is gone, another user's, or there is no /proc to tell."""
+    is gone (a zombie too: dead, only not yet reaped, as the orphans of a container whose init reaps nothing stay),
+    another user's, or there is no /proc to tell."""
     try:
         if os.stat(f"/proc/{pid}").st_uid != os.getuid():
             return None
@@ -66,7 +67,9 @@ def process_start(pid: int) -> str | None:
             boot = f.read().strip()
     except OSError:
         return None
-    return f"{boot}/{fields[19]}" if len(fields) > 19 else None  # field 22 of stat, counted after the name
+    if len(fields) <= 19 or fields[0] in ("Z", "X"):
+        return None
+    return f"{boot}/{fields[19]}"  # field 22 of stat, counted after the name
 
 
 def _private_dir() -> Path | None:

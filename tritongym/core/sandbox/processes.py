@@ -2,6 +2,13 @@
 
 Process management only: starting, reading frames, sending, killing.  What a task does with them is
 `task_driver.py`'s, which worker gets which task `gpu_pool.py`'s.
+
+Every process here is this process's (`owned.py`): recorded with its pid and start and this process's, from its
+start (a forked worker's pid comes back in the zygote's answer) until it is killed here, and holding this
+process's lifeline (`worker/lifeline.py`: the zygote passed it on start, its forks inheriting it), so that a pool
+whose process is killed with `kill -9` (a service, an `eval`, a Ray actor) leaves nothing running, and a clean-up
+in another process touches none of them while this one lives.  Their folders are made by `owned.make_folder`
+(named after this process and recorded), so the next tritongym process to start removes those a killed pool left.
 """
 
 from __future__ import annotations
@@ -10,14 +17,13 @@ import itertools
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 
+from tritongym.core.sandbox import owned
 from tritongym.core.sandbox.pool_options import KEEPER_CACHE_SHARE, KEEPER_HOST_CACHE_SHARE, PoolOptions
 from tritongym.core.sandbox.sandbox import _worker_env, log_tail
 from tritongym.core.worker import frames
@@ -25,6 +31,7 @@ from tritongym.core.worker.protocol import KeeperAnswer, KeeperRequest, Lifecycl
 from tritongym.core.worker.stages import exit_text
 
 END_OF_STREAM = "EOF"  # not a frame: what a process's reader thread queues once its channel ends or breaks
+CLOSED = b"the worker closed its output"  # END_OF_STREAM's payload when the channel ended (not a malformed frame)
 _CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -43,13 +50,13 @@ class Zygote:
     """The pool's handle on its fork server (`worker.zygote`): spawn requests and exit statuses."""
 
     def __init__(self, options: PoolOptions) -> None:
-        self.tmp = tempfile.mkdtemp(prefix="tritongym-zygote-")
+        self.tmp = owned.make_folder("zygote")
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = _gpu_env(self.tmp, options)
+        env = _gpu_env(self.tmp, options)  # names the lifeline (`owned.lifeline_env`), passed on below
         with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno())],
-                pass_fds=[child.fileno()],
+                pass_fds=[child.fileno(), owned.lifeline_fd()],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -57,6 +64,7 @@ class Zygote:
                 env=env,
                 start_new_session=True,
             )
+        owned.started(self.proc.pid, "zygote")
         child.close()
         self.cond = threading.Condition()
         self.ready = False
@@ -125,7 +133,8 @@ class Zygote:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        owned.ended(self.proc.pid)
+        owned.remove_folder(self.tmp)
 
 
 class Worker:
@@ -150,7 +159,7 @@ class Worker:
         self._closed = False
         self.zygote = zygote
         self.proc: subprocess.Popen | None = None
-        self.tmp = tempfile.mkdtemp(prefix="tritongym-gpu-")
+        self.tmp = owned.make_folder(self.ROLE)
         self.log_path = os.path.join(self.tmp, "worker.log")
         env = _gpu_env(self.tmp, options)
         device = "cpu" if gpu == "cpu" else "cuda:0"
@@ -183,8 +192,11 @@ class Worker:
                     env=env,
                     start_new_session=True,
                     close_fds=True,
+                    pass_fds=(owned.lifeline_fd(),),
                 )
             self.pid, self.read_fd, self.write_fd = self.proc.pid, self.proc.stdout.fileno(), self.proc.stdin.fileno()
+        owned.started(self.pid, self.ROLE)
+        self._code: int | None = None  # its exit status, once read (`ended`)
         self.frames: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -199,7 +211,7 @@ class Worker:
             while True:
                 frame = frames.receive(self.read_fd)
                 if frame is None:
-                    self.frames.put((END_OF_STREAM, b"the worker closed its output"))
+                    self.frames.put((END_OF_STREAM, CLOSED))
                     return
                 self.frames.put(frame)
         except (frames.FrameError, OSError, ValueError) as exc:
@@ -239,14 +251,28 @@ class Worker:
         elif self.zygote is not None:
             self.zygote.wait_gone(self.pid, timeout)
 
+    def ended(self, timeout: float | None) -> int | None:
+        """The process's exit status (a `Popen.returncode`) once it has ended, waiting up to `timeout` for it to end
+        by itself (None: forever, for a spawned worker); None while it runs, or where a dead zygote cannot say.
+        Read once and kept: the zygote reports a child's status once.
+
+        A task's driver asks this before it kills a worker whose channel ended: killed first, every worker that
+        died of its own would read as killed by SIGKILL, a death from outside (`stages.killed_from_outside`)."""
+        if self._code is None:
+            if self.proc is not None:
+                try:
+                    self._code = self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    pass
+            elif self.zygote is not None:
+                self._code = self.zygote.exit_status(self.pid, 5.0 if timeout is None else timeout)
+        return self._code
+
     def death(self) -> str:
         """Why the process ended, in words."""
-        if self.proc is not None:
-            code = self.proc.wait()
-        else:
-            code = self.zygote.exit_status(self.pid) if self.zygote else None
-            if code is None:
-                return "the worker died before reporting a result"
+        code = self.ended(None)
+        if code is None:
+            return "the worker died before reporting a result"
         return exit_text("the worker", code)
 
     def log_tail(self, limit: int = 4000) -> str:
@@ -282,7 +308,8 @@ class Worker:
                 self._closed = True
                 if not self.reader.is_alive():
                     self._close_channel()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        owned.ended(self.pid)
+        owned.remove_folder(self.tmp)
 
     def _close_channel(self) -> None:
         if self.proc is None:

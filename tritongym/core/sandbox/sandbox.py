@@ -107,12 +107,18 @@ def sweep_orphans(root: str | None = None) -> list[str]:
     return removed
 
 
-def _sandbox_dir() -> str:
+def sweep_once() -> None:
+    """Before this process's first sandbox (or GPU pool): remove what dead tritongym processes of this user left
+    (`owned.sweep`, then `sweep_orphans` for a folder made in the instant before its record); once per process."""
     global _swept
     if not _swept:
         _swept = True
         owned.sweep()
         sweep_orphans()
+
+
+def _sandbox_dir() -> str:
+    sweep_once()
     return owned.make_folder("sandbox")
 
 

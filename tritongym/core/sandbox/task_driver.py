@@ -18,7 +18,7 @@ from tritongym.core.models import ErrorInfo, Evidence, ProfileEntry, TimingRepor
 from tritongym.core.sandbox.admission import TaskMemory
 from tritongym.core.sandbox.keeper_calls import KeeperCalls
 from tritongym.core.sandbox.problem_gpus import reference_key
-from tritongym.core.sandbox.processes import END_OF_STREAM, KeeperProcess, KeeperUnavailable, Worker
+from tritongym.core.sandbox.processes import CLOSED, END_OF_STREAM, KeeperProcess, KeeperUnavailable, Worker
 from tritongym.core.sandbox.reference_timing import ReferenceTiming
 from tritongym.core.sandbox.task_evidence import EvidenceAssembly
 from tritongym.core.verdict import judge_every_trial
@@ -60,6 +60,10 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
     REFERENCE_LIMIT_S = 1800.0
     """The reference's side (outputs, gold, probes, its timing) is the problem's cost, not the candidate's: it
     has this long, and a reference that takes longer is the problem's error, named so."""
+
+    EXIT_WAIT_S = 10.0
+    """How long a worker whose channel ended may take to exit by itself (a CUDA process's exit takes a moment)
+    before it is killed: its own exit status says whether it died of its own or was killed from outside."""
 
     def __init__(
         self, pool, worker: Worker | None, task: WorkerTask, timeout_s: float, alone=False, gpu: str | None = None
@@ -145,7 +149,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
                 self.phase = "import and correctness trials"
                 self.holder = "candidate"
             if not self.worker.send(ToWorker.TASK, worker_view(self.task).model_dump_json().encode()):
-                return self._crash("WorkerCrashed", self.worker.death(), started), True
+                return self._worker_died(CLOSED, started), True
             while True:
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
@@ -172,8 +176,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
                     continue
                 kind, payload = frame
                 if kind == END_OF_STREAM:
-                    self.worker.kill()
-                    return self._crash("WorkerCrashed", self.worker.death(), started), True
+                    return self._worker_died(payload, started), True
                 try:
                     done = self._handle(kind, payload)
                 except KeeperUnavailable:
@@ -236,6 +239,19 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
         evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
         return evidence, died
+
+    def _worker_died(self, why: bytes, started: float) -> Evidence:
+        """The worker's crash once its channel ended (`why`: `CLOSED`) or broke (a malformed frame), in words that
+        say how it ended: waited for first (`EXIT_WAIT_S`), since the kill here would otherwise be every death's
+        cause, and a death by SIGKILL reads as one from outside (the pool runs such a task again instead of judging
+        it: `WorkerPool._run_placed`)."""
+        if why == CLOSED and self.worker.ended(self.EXIT_WAIT_S) is None:
+            self.worker.kill()
+            message = f"the worker closed its channel and had not exited {self.EXIT_WAIT_S:g} s later; it was killed"
+            return self._crash("WorkerCrashed", message, started)
+        self.worker.kill()
+        message = self.worker.death() if why == CLOSED else why.decode("utf-8", "replace")
+        return self._crash("WorkerCrashed", message, started)
 
     def _prepare(self) -> dict | None:
         """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""

@@ -37,7 +37,7 @@ import time
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import plain_output, same_value, timing_inputs
 from tritongym.core.models import Evidence, TimingReport
-from tritongym.core.worker import frames
+from tritongym.core.worker import frames, lifeline
 from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.plugin_probes import probe_results
@@ -531,6 +531,9 @@ def _note_environment_changes(evidence: Evidence, keep: dict) -> bool:
 
 def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
     """Warm up, say `REDY` (or `FAIL`), then run tasks until told to exit; never returns."""
+    # dies with the pool's process (`worker/lifeline.py`): started by it, or forked by its zygote, whose lifeline
+    # thread a fork does not copy; called in its own session, so the whole group goes, the candidate's children too
+    lifeline.hold()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)

@@ -5,7 +5,9 @@ candidate (a fresh process each, so no candidate can leave anything behind for t
 imports everything once and never initialises CUDA, so forking it is safe; each child gets its own
 session, working directory and environment (set before CUDA starts, so `CUDA_VISIBLE_DEVICES` picks its
 GPU), then initialises CUDA and serves exactly like a worker started by `python -m gpu_worker` (or, for a
-request whose role is "keeper", like `python -m keeper`: the GPU's reference keeper).
+request whose role is "keeper", like `python -m keeper`: the GPU's reference keeper).  The zygote holds the pool's
+lifeline (`lifeline.py`), and each child holds it again in `serve` (a fork does not copy the watching thread): all
+of them die with the pool's process.
 
 `python -m tritongym.core.worker.zygote FD task` is the sandbox's fork server instead (`sandbox/task_zygote.py`,
 the triton-cpu backend's): it imports what one task's worker (`task_runner`) needs, with `TRITON_INTERPRET=1`
