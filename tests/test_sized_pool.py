@@ -141,3 +141,22 @@ def test_a_screen_runs_in_the_keeper_and_no_worker_starts_for_it(on_demand_pool,
     assert candidate.error is None and candidate.stage == "done"
     assert pool.workers_started == 1
     assert live_workers(pool) == 0  # and retired after the candidate
+
+
+def test_a_task_waiting_for_a_worker_has_its_reference_side_built_meanwhile(on_demand_pool, relu_problem):
+    """With no worker ready, the keeper builds the task's record ahead (`task_driver.prepare_ahead`), so the task's
+    own `PREP`, once a worker comes, finds it cached: a cold `eval` built it after its worker's start, not during
+    it.  Once per problem: a problem built before is not built ahead again; nothing stays reserved or held."""
+    from tritongym.core.sandbox.task_driver import prepare_ahead
+
+    pool = on_demand_pool
+    task = task_for(relu_problem, relu_problem.solution)
+    ahead = prepare_ahead(pool, task, 120, "cpu")
+    assert ahead is not None and pool.workers_started == 0
+    ahead.join(120)
+    assert not ahead.is_alive() and not pool.ahead
+    assert prepare_ahead(pool, task, 120, "cpu") is None  # built on this pool already
+    assert all(b.reserved_mb == 0 for b in pool.memory.values())
+    candidate = pool.run(task, timeout_s=120)
+    assert candidate.error is None and candidate.stage == "done"
+    assert candidate.phases["reference_cached"] == 1.0 and candidate.phases["reference"] == 0.0

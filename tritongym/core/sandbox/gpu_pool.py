@@ -63,7 +63,7 @@ from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, refer
 from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, KeeperUnavailable, Worker, Zygote
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
 from tritongym.core.sandbox.sandbox import sweep_once
-from tritongym.core.sandbox.task_driver import TaskDriver, screen_in_keeper
+from tritongym.core.sandbox.task_driver import TaskDriver, prepare_ahead, screen_in_keeper
 from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY_PHASES
 from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
@@ -146,6 +146,7 @@ class WorkerPool:
         # it, and how many do (`TaskDriver._count_keeper_memory`)
         self.device_records: dict[tuple[str, str], _SharedHold] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
+        self.ahead: set[str] = set()  # problems whose reference side is being built before a worker is free
         mark("pool_start", gpus=options.gpus, on_demand=options.start_on_demand)
         self.zygote = Zygote(options) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
@@ -443,6 +444,8 @@ class WorkerPool:
         first = ""  # how the first attempt's worker died
         for attempt in (1, 2):
             waited = time.monotonic()
+            if attempt == 1:
+                prepare_ahead(self, task, timeout_s, placed)
             worker = self._take(placed)
             waited = time.monotonic() - waited
             driver = TaskDriver(self, worker, task, timeout_s, alone=alone)

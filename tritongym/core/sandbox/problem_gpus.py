@@ -61,6 +61,11 @@ class ReadyWorkers(Generic[W]):
             self.coming[gpu] += change
             self.cond.notify_all()
 
+    def ready_on(self, gpu: str) -> int:
+        """Workers of `gpu` ready now."""
+        with self.cond:
+            return len(self.by_gpu.get(gpu, ()))
+
     def qsize(self) -> int:
         with self.cond:
             return sum(len(q) for q in self.by_gpu.values())

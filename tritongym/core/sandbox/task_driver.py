@@ -253,6 +253,30 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         message = self.worker.death() if why == CLOSED else why.decode("utf-8", "replace")
         return self._crash("WorkerCrashed", message, started)
 
+    def prepare_ahead(self) -> None:
+        """The keeper's side of this task, before any worker is free for it: `PREP` (the record built and kept in the
+        keeper's cache) and the reference's timing (kept in `WorkerPool.references`), then `FREE`.  The task's own
+        driver, once a worker comes, finds the record cached and the timing known (a short paired one then does)
+        instead of doing both while its worker idles: a cold `eval` built them after its worker's start, not during
+        it.  Whatever fails here is left to that driver, which meets it again and reports it."""
+        self.started = time.monotonic()
+        self.deadline = self.started + self.REFERENCE_LIMIT_S
+        try:
+            self.keeper = self.pool.keeper_for(self.gpu, self.task)
+            self._reserve_reference()
+            self._prepare()
+        except Exception:  # noqa: BLE001 - the task's own driver meets the same failure and reports it
+            pass
+        finally:
+            self._release()
+            self.release_worker_memory()
+            self._let_go_of_host()
+            if self.answer_host_mb:
+                self.pool.host_memory.release(self.answer_host_mb)
+                self.answer_host_mb = 0.0
+            if self.keeper is not None and not self.keeper.dead:
+                self._free_in_keeper(self.keeper)
+
     def _prepare(self) -> dict | None:
         """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""
         request = PrepareRequest(task=self.task.model_dump(mode="json"), task_id=self.task_id)
@@ -427,3 +451,25 @@ def screen_in_keeper(pool, task: WorkerTask, timeout_s: float, gpu: str) -> Evid
         if not died:
             return evidence
     return evidence
+
+
+def prepare_ahead(pool, task: WorkerTask, timeout_s: float, gpu: str) -> threading.Thread | None:
+    """When no worker of `gpu` is ready and the problem's reference side was never built on `pool`, build it now in
+    the background (`TaskDriver.prepare_ahead`), once per problem at a time, while the task waits for a worker: the
+    thread doing it, or None."""
+    key = reference_key(task)
+    with pool._guard:
+        if pool.ready.ready_on(gpu) or key in pool.peaks or key in pool.ahead:
+            return None
+        pool.ahead.add(key)
+
+    def ahead() -> None:
+        try:
+            TaskDriver(pool, None, task, timeout_s, gpu=gpu).prepare_ahead()
+        finally:
+            with pool._guard:
+                pool.ahead.discard(key)
+
+    thread = threading.Thread(target=ahead, daemon=True, name="prepare-ahead")
+    thread.start()
+    return thread
