@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from tritongym import hookimpl
 from tritongym.core.config import EvalConfig
@@ -134,11 +135,13 @@ def evidence_of(monkeypatch):
 HACK = Path(__file__).parent / "hacks" / "candidates" / "passthrough_method_relu.py"
 
 
-def test_a_plugin_ghost_like_check_catches_a_decorative_kernel_and_passes_an_honest_one(host, evidence_of):
+GPU = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+
+@pytest.mark.parametrize("backend", ["triton-cpu", pytest.param("triton-cuda", marks=GPU)])
+def test_a_plugin_ghost_like_check_catches_a_decorative_kernel_and_passes_an_honest_one(host, evidence_of, backend):
     problem = load_problem("relu")
-    config = EvalConfig(
-        backend="triton-cpu", trials=2, use_cache=False, checks={"structure": {}, "test-kernel-free": {}}
-    )
+    config = EvalConfig(backend=backend, trials=2, use_cache=False, checks={"structure": {}, "test-kernel-free": {}})
     with Evaluator(config, registry=None, host=host) as evaluator:
         assert set(evaluator.probes) == {"kernel-free"}  # no built-in probe: none of their checks is enabled
         hacked = evaluator.evaluate(HACK.read_text(), problem)
@@ -153,6 +156,36 @@ def test_a_plugin_ghost_like_check_catches_a_decorative_kernel_and_passes_an_hon
         (call,) = evidence.probes  # one evidence field, and only the declared probe's call in it
         assert call.probe == "kernel-free" and call.trial == -1 and call.error == "" and call.reference_error == ""
         # the trusted half ran in another process than the candidate's call (on the CPU: the worker's trusted
-        # parent, after the candidate's forked child had exited)
+        # parent, after the candidate's forked child had exited; on a GPU: the reference keeper)
         assert call.reference["pid"] != call.value["pid"]
         assert [rec.kernel for rec in call.launches if rec.own] == ["relu_kernel"]  # launched, and skipped
+
+
+def test_the_pools_keeper_answers_the_trusted_half_and_bounds_the_candidates_answer(host):
+    """The GPU path (the pool's worker, the reference keeper, the driver between them), run on the CPU pool: the
+    trusted half runs in the keeper, the candidate's answer reaches the evidence through the keeper's `JUDG`, and
+    only the declared probes run (here the plugin probe and `ghost`, so no mode, refresh or repeat call)."""
+    from conftest import task_for
+
+    from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
+    from tritongym.core.worker_task import ProbeSpec
+
+    problem = load_problem("relu")
+    probes = {"ghost": ProbeSpec(builtin=True), "kernel-free": KernelFreeProbe.spec()}
+    check = KernelFreeCheck()
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        found = {
+            label: pool.run(task_for(problem, source, init_seed=7, probes=probes), timeout_s=120)
+            for label, source in (("hack", HACK.read_text()), ("honest", problem.solution))
+        }
+    finally:
+        pool.close()
+    for label, evidence in found.items():
+        assert evidence.error is None, (label, evidence.error)
+        assert [call.probe for call in evidence.probes] == ["ghost", "kernel-free"], label
+        call = evidence.probe("kernel-free")
+        assert call.trial == -1 and call.error == "" and call.reference_error == "", (label, call)
+        assert call.reference["pid"] != call.value["pid"]  # the keeper's process, not the candidate's worker
+        verdict = check.judge(evidence, None, problem)
+        assert verdict.passed == (label == "honest"), (label, verdict.reason)
