@@ -58,7 +58,7 @@ def run_candidate(
     the environment snapshot (the GPU worker times the model afterwards and checks the environment again).
     With `probes_on` the probes `task.probes` names run after the trials: the built-in ones of `probes.py` (the
     `precomputed` one when `source` has its inputs, its samples to report `prior`), then the plugin ones
-    (`plugin_probes.py`, into report `probe_results`).  Before the late trial the forward is called on trial
+    (`plugin_probes.py`, into report `plugin_answers`).  Before the late trial the forward is called on trial
     inputs until it has been called `LATE_CALL` times, so a cache that starts after a dozen calls meets the
     late trial's fresh inputs.  Report `trials` holds the main trials then the extra ones, in order; it stops
     at the first that raises.
@@ -90,7 +90,7 @@ def run_candidate(
         "torch_ops": {},
         "torch_work": {},
         "prior": None,
-        "probe_results": {},
+        "plugin_answers": {},
     }
     environment = probes.environment_snapshot()  # before any candidate code exists
     side_before = probes.live_side_work()
@@ -222,7 +222,7 @@ def run_candidate(
             if watch is not None:
                 report["prior"] = watch.records
             mine = None
-            report["probe_results"] = plugin_probes.run_plugin_probes(
+            report["plugin_answers"] = plugin_probes.run_plugin_probes(
                 model, recorder, probe_functions, source, plugin_specs
             )
         mine = None

@@ -755,7 +755,7 @@ class Keeper:
                 _described(comparison, rec["outputs"][comparison.index])
         # the plugin probes' answers, parsed and bounded here (they come from the candidate's process), each beside
         # its trusted half's answer from the record
-        calls += probe_calls(report.get("probe_results"), task.probes, record.probe_answers)
+        calls += probe_calls(report.get("plugin_answers"), task.probes, record.probe_answers)
         self._give_back(state)
         state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
         return {

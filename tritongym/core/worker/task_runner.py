@@ -209,7 +209,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     found = {"precomputed": prior_answers(prior, probe_refs.get("precomputed", []), task.tolerances, decoys)}
     main_refs = [t[2] for t in trials[: len(trial_inputs)]]
     evidence.probes = compare_probes(report["probes"], probe_refs, main_refs, task.tolerances, None, tolerances, found)
-    evidence.probes += probe_calls(report.get("probe_results"), task.probes, answers)
+    evidence.probes += probe_calls(report.get("plugin_answers"), task.probes, answers)
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
     evidence.torch_ops = {str(k): int(v) for k, v in report["torch_ops"].items()}
