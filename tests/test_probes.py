@@ -115,7 +115,7 @@ def test_the_pool_worker_runs_every_probe(relu_problem):
         assert matches == (call.probe != "ghost"), (call.probe, probe_outputs_match(call).message)
         assert any(rec.own for rec in call.launches)
     assert evidence.environment_changes == [] and evidence.side_work == []
-    assert evidence.prior_answers == []  # probed, and no output existed before the relu kernel ran
+    assert evidence.probe("precomputed").findings == []  # probed, and no output existed before the relu kernel ran
     assert evidence.torch_work == {} and sum(evidence.reference_torch_work.values()) > 0
 
 
@@ -189,10 +189,11 @@ def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own
         assert evidence.error is None, evidence.error
         call = next(c for c in evidence.probes if c.probe == "precomputed")
         assert probe_outputs_match(call).correct, probe_outputs_match(call).message  # against its own answer
-        assert evidence.prior_answers == []
+        assert call.findings == []
     assert honest[1].phases.get("reference_cached") == 1.0  # the second task used the first one's record
     assert copied.error is None, copied.error
-    assert any("already held output 0" in found for found in copied.prior_answers), copied.prior_answers
+    found = copied.probe("precomputed").findings
+    assert any("already held output 0" in finding for finding in found), found
 
 
 def test_only_the_watched_call_allocates_poisoned_memory():

@@ -106,7 +106,7 @@ def _judged(evidence, exact: bool = True) -> str:
         + ([] if p.probe == "ghost" else [comparisons(p.outputs), comparisons(p.control_outputs)])
         for p in evidence.probes
     ]
-    return json.dumps([trials, probes, evidence.prior_answers], default=str)
+    return json.dumps([trials, probes, [p.findings for p in evidence.probes]], default=str)
 
 
 def _task(problem, source: str) -> WorkerTask:

@@ -85,6 +85,20 @@ def register_search_strategies(register: Callable[[type[SearchStrategy]], None])
 
 @hookspec
 def register_probes(register: Callable[[type[Probe]], None]) -> None:
-    """Register probes: `Probe` classes naming a function ("package.module:function") the worker calls with
-    the loaded candidate and fresh inputs, after the built-in probes; its JSON-able answer reaches the
-    checks that list the probe's name in `RuntimeCheck.probes` as `evidence.probe_results[name]`."""
+    """Register probes: `Probe` classes, each a call of the loaded candidate in the worker that a check reads.
+
+    The built-in probes (`ghost`, `modes`, ...) are registered here too, by `tritongym.plugins.probes.builtin`.  A
+    plugin's probe names a function ("package.module:function") the worker calls as `function(model, inputs)`
+    after the built-in probes, and may name a trusted half (`Probe.reference`) called with the reference model on
+    the same inputs, outside the candidate's process.  A probe runs only while an enabled check lists its name in
+    `RuntimeCheck.probes`; each call reaches the checks as one `ProbeCall` in `evidence.probes` (`value` beside
+    `reference` for a plugin's), e.g.
+
+        class OutputSum(Probe):
+            name = "output-sum"
+            target = "mypkg.probes:output_sum"  # def output_sum(model, inputs): return float(model(*inputs).sum())
+            reference = "mypkg.probes:output_sum"  # the same function, called with the reference model
+
+        @hookimpl
+        def register_probes(register):
+            register(OutputSum)"""

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     )
     from tritongym.core.tuning import Config, SearchSpace, TuningRecord
     from tritongym.core.turn_batch import Advantages, FilterDecision, TurnBatch
-    from tritongym.core.worker_task import SandboxLimits, WorkerTask
+    from tritongym.core.worker_task import ProbeSpec, SandboxLimits, WorkerTask
 
 
 class NoOptions(BaseModel):
@@ -220,8 +220,9 @@ class RuntimeCheck(Check, ABC):
     # for a check that measures a shortfall, not a cheat (precision below the policy: a slightly wrong kernel
     # and a downcast one look alike, and neither is accused of cheating)
     fails_as: ClassVar[Literal["hacked", "incorrect"]] = "hacked"
-    # the registered `Probe`s this check reads from `evidence.probe_results`: the Evaluator sends exactly the
-    # probes its enabled checks name to the worker (and refuses a name no plugin registered)
+    # the registered `Probe`s (built-in or not) whose calls this check reads from `evidence.probes`: the Evaluator
+    # sends exactly the probes its enabled checks name to the worker (and refuses a name no plugin registered), so
+    # a probe no enabled check declares costs nothing, on either side
     probes: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
@@ -231,24 +232,54 @@ class RuntimeCheck(Check, ABC):
 
 
 class Probe(PluginObject):
-    """A call of the loaded candidate inside the worker whose JSON-able answer a `RuntimeCheck` judges.
+    """A call of the loaded candidate inside the worker whose evidence a `RuntimeCheck` judges.
 
-    A check judges in the parent, from evidence alone; what it needs to see of the running model that the
-    built-in probes (`core/worker/probes.py`, hard-wired) do not gather, a probe gathers.  `target`
-    ("package.module:function") is imported in the sandboxed worker, before the candidate exists, from the
-    parent's import path; after the built-in probes the function is called in the candidate's process as
-    `function(model, inputs)` (inputs: a fresh clone of the first trial's), with the launches of the call
-    recorded under the phase ("probe", name).  Its value crosses as JSON, at most `PROBE_JSON_LIMIT` bytes
-    (`core/models.py`); an
-    exception, an import failure or an oversized value is recorded as the probe's error (`ProbeResult`).
+    A check judges in the parent, from evidence alone; what it needs to see of the running model, a probe
+    gathers.  Every probe is registered through `register_probes`, the built-in ones too (the built-in plugin
+    `tritongym.plugins.probes.builtin`), and runs only while an enabled check lists its name in
+    `RuntimeCheck.probes`.  Each call arrives as one `ProbeCall` in `evidence.probes` (`Evidence.probe(name)`).
 
-    The value comes from the candidate's process and is as untrusted as the rest of the evidence: the
-    candidate may have replaced anything the function calls.  A check that reads it says why a lie would
-    not help the candidate, or raises `CheckUnavailable` when the probe is missing or failed for a reason
-    that is not the candidate's."""
+    A built-in (`builtin = True`, its name one of `worker_task.BUILTIN_PROBES`) has hard-wired calls in
+    `core/worker/probes.py` whose whole outputs the trusted side compares with the reference's.  Any other probe
+    names `target` ("package.module:function"), imported in the sandboxed worker before the candidate exists, from
+    the parent's import path, and called after the built-in probes in the candidate's process as
+    `function(model, inputs)`, with the launches of the call recorded under the phase ("probe", name).  `inputs`
+    are a fresh clone of the first trial's, or, with `fresh_inputs`, a set no other call saw (seeded from the
+    draw and the probe's name).  With `skip_own_kernels` every launch of a Triton kernel defined in the candidate
+    returns at once during the call (as in the ghost replay).  Its value crosses as JSON, at most
+    `PROBE_JSON_LIMIT` bytes (`core/models.py`), into `ProbeCall.value`; an exception, an import failure or an
+    oversized value is recorded as the call's `error`.
+
+    `reference` ("package.module:function"), when set, is the probe's trusted half: called as
+    `function(reference_model, inputs)` on the same inputs, in a trusted process (the CPU worker's parent side
+    after the candidate's process has exited; the GPU's reference keeper), never in the candidate's; its JSON
+    answer arrives beside the candidate's as `ProbeCall.reference` (a failure as `ProbeCall.reference_error`,
+    which is no fault of the candidate's).
+
+    The candidate's value comes from the candidate's process and is as untrusted as the rest of the evidence:
+    the candidate may have replaced anything the function calls.  The trusted side parses and bounds it again.
+    A check that reads it says why a lie would not help the candidate, or raises `CheckUnavailable` when the
+    probe is missing or failed for a reason that is not the candidate's."""
 
     kind = "probe"
+    builtin: ClassVar[bool] = False
     target: ClassVar[str] = ""
+    reference: ClassVar[str] = ""
+    fresh_inputs: ClassVar[bool] = False
+    skip_own_kernels: ClassVar[bool] = False
+
+    @classmethod
+    def spec(cls) -> ProbeSpec:
+        """What the worker and the trusted side need to run this probe (`WorkerTask.probes`)."""
+        from tritongym.core.worker_task import ProbeSpec
+
+        return ProbeSpec(
+            builtin=cls.builtin,
+            target=cls.target,
+            reference=cls.reference,
+            fresh_inputs=cls.fresh_inputs,
+            skip_own_kernels=cls.skip_own_kernels,
+        )
 
 
 class Reward(PluginObject, ABC):

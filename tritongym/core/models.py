@@ -358,44 +358,41 @@ class TrialEvidence(_Model):
         return f"trial {index} (seed {self.seed})"
 
 
+PROBE_JSON_LIMIT = 64 * 1024
+"""Bytes of JSON one probe's value (or its reference half's answer) may take: evidence comes from the candidate's
+process, so what it may send is bounded (the worker records an error instead; the trusted side checks again)."""
+
+
 class ProbeCall(_Model):
-    """One probe call of the candidate beyond the trials (`core/worker/probes.py`), compared on the trusted side.
+    """One call of a registered probe (`interfaces.Probe`), built-in or not, as the trusted side found it.
 
-    `outputs` compare with the reference's for the same inputs, except for `repeat`, whose outputs are
-    compared with the `refresh` call's (the candidate must agree with itself)."""
+    A built-in's call (`core/worker/probes.py`) carries its `outputs` compared with the reference's for the same
+    inputs (`refresh` and `repeat`: trial 0's), and for `precomputed` the trusted side's `findings`.  A plugin
+    probe's call carries `value`, the candidate-side function's answer after a JSON round trip (None when it
+    failed: `error` says why), and `reference`, its trusted half's answer on the same inputs (None without one,
+    or when it failed: `reference_error`).  `launches` are the candidate's launches during the call."""
 
-    probe: str  # mode:grad+train, mode:no_grad+eval, mode:grad+eval, refresh, repeat, ghost, degenerate:<control>
+    probe: str  # mode:grad+train, mode:no_grad+eval, mode:grad+eval, refresh, repeat, ghost, precomputed,
+    # degenerate:<control>, or a plugin probe's registered name
     trial: int  # whose inputs it used; -1 = inputs no other call saw
     outputs: list[OutputComparison] = Field(default_factory=list)
     n_outputs: int = 0
     ref_n_outputs: int = 0
     launches: list[LaunchRecord] = Field(default_factory=list)
-    error: str = ""  # the call raised this
+    error: str = ""  # the call raised this (a plugin probe: or its target failed to import, or its value was no JSON)
     control: str = ""  # degenerate:<control> probes: the negative control whose answer is compared as well
     control_outputs: list[OutputComparison] = Field(default_factory=list)  # ...the outputs against that answer
     # per output: the mean absolute distance of the reference's answer to other inputs (a decoy) from this call's
     # reference (None: none), sampled on the trusted side; `verdict.probe_is_the_answer` reads it (the ghost probe)
     decoy_errs: list[float | None] = Field(default_factory=list)
+    # what the trusted side found in the call (`precomputed`: where a tensor already held an output before an own
+    # kernel ran, `probes.prior_answers`)
+    findings: list[str] = Field(default_factory=list)
+    value: Any = None  # a plugin probe: the candidate-side function's JSON answer
+    reference: Any = None  # a plugin probe with a trusted half: its JSON answer on the same inputs
+    reference_error: str = ""  # ...or why it has none (the reference's or the plugin's failure, not the candidate's)
 
-
-PROBE_JSON_LIMIT = 64 * 1024
-"""Bytes of JSON one registered probe's value may take: evidence comes from the candidate's process, so what
-it may send is bounded (the worker records an error instead; the parent checks again)."""
-
-
-class ProbeResult(_Model):
-    """What one registered `Probe` (`interfaces.Probe`) answered in the worker: its value or its error.
-
-    `value` is the function's return value after a JSON round trip (so plain JSON types only), or None when
-    it failed; `error` says why it has none (the import of its target failed, the call raised, the value was
-    not JSON or longer than `PROBE_JSON_LIMIT` bytes).  `launches` are the candidate's launches during the
-    call.  Untrusted like all evidence: the probe ran in the candidate's process."""
-
-    value: Any = None
-    error: str = ""
-    launches: list[LaunchRecord] = Field(default_factory=list)
-
-    @field_validator("value")
+    @field_validator("value", "reference")
     @classmethod
     def _plain_json(cls, value: Any) -> Any:
         try:
@@ -405,6 +402,36 @@ class ProbeResult(_Model):
         if len(text.encode()) > PROBE_JSON_LIMIT:
             raise ValueError(f"a probe value takes {len(text.encode())} bytes of JSON; at most {PROBE_JSON_LIMIT}")
         return value
+
+    @classmethod
+    def from_worker(cls, name: str, entry: object, answer: dict | None = None) -> ProbeCall:
+        """A plugin probe's call from what the candidate's process sent (`plugin_probes.run_plugin_probes`: its JSON
+        text, error, launches and trial), parsed and bounded again on the trusted side (that process may have
+        replaced `json` itself), beside its trusted half's `answer` (JSON text and error, computed on the trusted
+        side).  Whatever the entry holds, the result is a call: a malformed one's error says so."""
+        reference_error = str(answer["error"])[:1000] if answer else ""
+        reference = json.loads(answer["json"]) if answer and not reference_error else None
+        call = cls(probe=name, trial=0, reference=reference, reference_error=reference_error)
+        try:
+            text, error, trial = entry["json"], entry["error"], entry.get("trial", 0)
+            if not isinstance(text, str) or not isinstance(error, str):
+                raise TypeError("its value or error is not text")
+            if len(text.encode()) > PROBE_JSON_LIMIT:
+                raise ValueError(f"its value takes {len(text.encode())} bytes of JSON; at most {PROBE_JSON_LIMIT}")
+            launches = [LaunchRecord.model_validate(x) for x in entry["launches"]]
+            trial = trial if type(trial) is int and trial in (0, -1) else 0  # -1: the probe's own inputs
+            return call.model_copy(
+                update={
+                    "trial": trial,
+                    "launches": launches,
+                    "error": error[:1000],
+                    "value": cls._plain_json(json.loads(text)),
+                }
+            )
+        except Exception as exc:  # noqa: BLE001 - whatever the candidate's process sent, it gets no further
+            return call.model_copy(
+                update={"error": f"the worker sent a malformed answer ({type(exc).__name__}: {exc})"}
+            )
 
 
 class WeightBinding(_Model):
@@ -446,6 +473,7 @@ class Evidence(_Model):
     # does in train() mode and not in eval() mode), "always" (in eval() mode too), None (it does not)
     stochastic: Literal["train_mode", "always"] | None = None
     stochastic_note: str = ""  # what differed between two calls on the same inputs
+    # every probe call (`interfaces.Probe`, built-in or a plugin's), of the probes the enabled checks declared
     probes: list[ProbeCall] = Field(default_factory=list)
     environment_changes: list[str] = Field(default_factory=list)  # what the candidate replaced or flipped
     side_work: list[str] = Field(default_factory=list)  # threads, processes, outputs still being written
@@ -454,11 +482,6 @@ class Evidence(_Model):
     # work (multiply-adds or elements touched, op_trace.op_work) per compute op of one main-shape forward
     torch_work: dict[str, float] = Field(default_factory=dict)
     reference_torch_work: dict[str, float] = Field(default_factory=dict)
-    # registered probes (`interfaces.Probe`), by name: only those the enabled checks declared
-    probe_results: dict[str, ProbeResult] = Field(default_factory=dict)
-    # the `precomputed` probe (probes.py): where a tensor already held an output before an own kernel ran;
-    # None = not probed
-    prior_answers: list[str] | None = None
     tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
     autotune: list[AutotuneChoice] = Field(default_factory=list)  # the config each autotuned own kernel ran with
     fingerprint: Fingerprint | None = None
@@ -467,6 +490,10 @@ class Evidence(_Model):
     stdout_tail: str = ""
     worker_s: float | None = None
     phases: dict[str, float] = Field(default_factory=dict)  # seconds per stage, worker and pool side
+
+    def probe(self, name: str) -> ProbeCall | None:
+        """The call of the probe named `name` (a plugin probe's, or a built-in's one call), None if it made none."""
+        return next((call for call in self.probes if call.probe == name), None)
 
 
 # --- the verdict ---------------------------------------------------------------------------------------

@@ -74,14 +74,12 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.engines.openai_engine",
     "tritongym.plugins.strategies.exhaustive",
     "tritongym.plugins.strategies.random_search",
+    "tritongym.plugins.probes.builtin",
 )
 """Built-in plugins, registered like any third-party plugin."""
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 _TARGET_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
-BUILTIN_PROBES = ("refresh", "repeat", "ghost", "precomputed")
-"""Names of the hard-wired probes (`core/worker/probes.py`) a registered probe may not take: both record
-their launches under the phase ("probe", name)."""
 
 
 class PluginWarning(UserWarning):
@@ -235,18 +233,8 @@ class PluginHost:
                 "(use lower-case letters, digits, '-', '_' or '.')",
             )
             return
-        if kind == "probe":
-            target = getattr(cls, "target", "")
-            if not isinstance(target, str) or not _TARGET_RE.match(target):
-                self._fail(
-                    plugin,
-                    f"registered probe '{name}' with target {target!r}; name the function the worker calls as "
-                    "'package.module:function', importable from the parent's PYTHONPATH",
-                )
-                return
-            if name in BUILTIN_PROBES:
-                self._fail(plugin, f"registered probe '{name}', the name of a built-in probe; choose another name")
-                return
+        if kind == "probe" and not self._valid_probe(cls, name, plugin):
+            return
         existing = self._objects[kind].get(name)
         if existing is not None:
             raise PluginError(
@@ -254,6 +242,35 @@ class PluginHost:
                 f"'{plugin}'; rename one or disable a plugin"
             )
         self._objects[kind][name] = Registered(kind, name, cls, plugin)
+
+    def _valid_probe(self, cls: type, name: str, plugin: str) -> bool:
+        """A built-in probe names a hard-wired implementation and no function; any other names its functions as
+        'package.module:function' and takes no built-in's name (the worker tells the two apart by it)."""
+        from tritongym.core.worker_task import BUILTIN_PROBES
+
+        if getattr(cls, "builtin", False):
+            if name not in BUILTIN_PROBES or cls.target or cls.reference:
+                self._fail(
+                    plugin,
+                    f"registered probe '{name}' as built-in; only {', '.join(BUILTIN_PROBES)} are built in, and "
+                    "they name no target or reference: register a plugin probe with builtin = False",
+                )
+                return False
+            return True
+        if name in BUILTIN_PROBES:
+            self._fail(plugin, f"registered probe '{name}', the name of a built-in probe; choose another name")
+            return False
+        for field, required in (("target", True), ("reference", False)):
+            value = getattr(cls, field, "")
+            if not isinstance(value, str) or (value or required) and not _TARGET_RE.match(value):
+                self._fail(
+                    plugin,
+                    f"registered probe '{name}' with {field} {value!r}; name the function the "
+                    f"{'worker' if field == 'target' else 'trusted side'} calls as 'package.module:function', "
+                    "importable from the parent's PYTHONPATH",
+                )
+                return False
+        return True
 
     # --- lookup ----------------------------------------------------------------------------------------
 

@@ -20,6 +20,38 @@ class Tolerance(BaseModel):
     rel_norm: float
 
 
+BUILTIN_PROBES: tuple[str, ...] = ("modes", "refresh", "repeat", "ghost", "precomputed", "degenerate")
+"""The probes whose calls are hard-wired in the worker (`core/worker/probes.py`): they share the trial inputs, the
+launch recorder's `ghost` and `watch` switches and the trusted comparison of whole outputs.  The built-in plugin
+`tritongym.plugins.probes.builtin` registers each under this name through `register_probes`, as any plugin
+registers its own; a check declares the ones it reads (`RuntimeCheck.probes`), and only the declared ones run.
+Their calls keep their own names in the evidence: `mode:grad+train`, `mode:no_grad+eval`, `mode:grad+eval` for
+`modes`, `degenerate:<control>` for `degenerate`, the probe's name for the rest."""
+
+
+class ProbeSpec(BaseModel):
+    """What the worker and the trusted side need to run one registered probe (`interfaces.Probe.spec`).
+
+    A built-in names its hard-wired calls (`BUILTIN_PROBES`); any other names `target`, the function called in the
+    candidate's process, and maybe `reference`, its trusted half, called with the reference model on the same
+    inputs.  `fresh_inputs`: both halves get inputs no other call saw (seeded from the draw and the probe's name,
+    `input_source.probe_inputs_seed`) instead of trial 0's; `skip_own_kernels`: the candidate's call runs with
+    every launch of its own Triton kernels skipped, as the ghost replay's does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    builtin: bool = False
+    target: str = ""
+    reference: str = ""
+    fresh_inputs: bool = False
+    skip_own_kernels: bool = False
+
+
+def builtin_probe_specs() -> dict[str, ProbeSpec]:
+    """Every built-in probe: a task made by hand (a test, a benchmark) runs them all; the Evaluator sends only the
+    probes its enabled checks declare."""
+    return {name: ProbeSpec(builtin=True) for name in BUILTIN_PROBES}
+
+
 class TimingOptions(BaseModel):
     """How a GPU worker times and profiles (ARCHITECTURE.md §3). Budgets are in time, not in call counts, so
     a 5 µs kernel and a 50 ms one each get a median of many samples without wasting the GPU."""
@@ -99,8 +131,10 @@ class WorkerTask(BaseModel):
         "too (the Evaluator refuses such a problem)",
     )
     candidate_source: str | None = None
-    probes: dict[str, str] = Field(
-        default_factory=dict, description="registered probes the enabled checks read: name -> 'module:function'"
+    probes: dict[str, ProbeSpec] = Field(
+        default_factory=builtin_probe_specs,
+        description="the registered probes the enabled checks declare (built-in and plugin alike), by name: only "
+        "these run, on both sides (default: every built-in one, for a task made without an Evaluator)",
     )
     device: str = "cpu"
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4])

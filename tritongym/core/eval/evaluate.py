@@ -51,7 +51,7 @@ from tritongym.core.verdict import (
     status_of_failure,
     weights_note,
 )
-from tritongym.core.worker_task import SandboxLimits, WorkerTask
+from tritongym.core.worker_task import ProbeSpec, SandboxLimits, WorkerTask
 
 OnResult = Callable[[EvaluationResult], None]
 
@@ -379,10 +379,11 @@ class Evaluator:
         result.duration_s = time.perf_counter() - started
         return self._store(result, candidate, problem)
 
-    def _probes_of(self, checks: list[RuntimeCheck]) -> dict[str, str]:
-        """name -> target of the registered probes these checks read (`RuntimeCheck.probes`): the worker runs
-        exactly these, so a probe costs nothing while no enabled check reads it."""
-        probes: dict[str, str] = {}
+    def _probes_of(self, checks: list[RuntimeCheck]) -> dict[str, ProbeSpec]:
+        """name -> spec of the registered probes these checks read (`RuntimeCheck.probes`), built-in ones included:
+        the worker and the trusted side run exactly these, so a probe costs nothing while no enabled check reads
+        it (with `ghost` skipped no ghost call is made, nor its reference's forward)."""
+        probes: dict[str, ProbeSpec] = {}
         for check in checks:
             for name in check.probes:
                 if name not in self.host.names("probe"):
@@ -392,7 +393,7 @@ class Evaluator:
                         f"check '{check.name}' (plugin '{plugin}') reads probe '{name}', which no plugin registered "
                         f"(known probes: {known}); install or --plugin the plugin that provides it, or skip the check"
                     )
-                probes[name] = self.host.get("probe", name).cls.target
+                probes[name] = self.host.get("probe", name).cls.spec()
         return probes
 
     def _run_check(self, check: StaticCheck | RuntimeCheck, *args) -> CheckVerdict:

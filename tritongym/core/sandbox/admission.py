@@ -263,11 +263,17 @@ class TaskMemory:
 
     def _parked_estimate(self, size: dict) -> float:
         """Host MiB the record will park, before it exists: an output at least `park_mb` large parked once per
-        trial, shape set, late trial and probe (an over-estimate: mode probes share their trial's copy)."""
+        trial, shape set, late trial and declared built-in probe's call (an over-estimate: mode probes share their
+        trial's copy)."""
         outputs, park = size.get("outputs_mb"), size.get("park_mb")
         if outputs is None or park is None or outputs < park:
             return 0.0
-        copies = len(self.task.seeds) + len(self.task.extra_sizes) + 1 + len(self.task.probes or [])
+        probes = self.task.probes
+        # the declared built-ins' reference outputs: three mode calls, the ghost's (also `precomputed`'s decoy),
+        # each degeneracy probe's and its control's answer; a plugin probe's reference answer is JSON, not parked
+        parked = 3 * ("modes" in probes) + ("ghost" in probes or "precomputed" in probes)
+        parked += 2 * len(self.task.degenerate) * ("degenerate" in probes)
+        copies = len(self.task.seeds) + len(self.task.extra_sizes) + 1 + parked
         return copies * float(outputs)
 
     def _release_reference(self) -> None:

@@ -53,7 +53,6 @@ class EvidenceAssembly:
             from tritongym.core.models import ProbeCall
 
             evidence.probes = [ProbeCall.model_validate(p) for p in self.judged["probes"]]
-            evidence.prior_answers = list(self.judged["prior_answers"])
         if self.report is not None:
             evidence.weights = WeightBinding.model_validate(self.report.get("weights") or {})
             if self.report.get("error") is not None and evidence.error is None:

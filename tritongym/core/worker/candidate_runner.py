@@ -56,9 +56,9 @@ def run_candidate(
     Every call gets a fresh input set from `source` (`input_source.py`; an extra trial from
     `PlannedTrial.fresh_inputs`).  `keep`, when given, receives the bound model and
     the environment snapshot (the GPU worker times the model afterwards and checks the environment again).
-    With `probes_on` the probes of `probes.py` run after the trials (the `precomputed` one when `source` has
-    its inputs, its samples to report `prior`), then the registered probes `task.probes` names
-    (`plugin_probes.py`, into report `probe_results`).  Before the late trial the forward is called on trial
+    With `probes_on` the probes `task.probes` names run after the trials: the built-in ones of `probes.py` (the
+    `precomputed` one when `source` has its inputs, its samples to report `prior`), then the plugin ones
+    (`plugin_probes.py`, into report `plugin_answers`).  Before the late trial the forward is called on trial
     inputs until it has been called `LATE_CALL` times, so a cache that starts after a dozen calls meets the
     late trial's fresh inputs.  Report `trials` holds the main trials then the extra ones, in order; it stops
     at the first that raises.
@@ -90,7 +90,7 @@ def run_candidate(
         "torch_ops": {},
         "torch_work": {},
         "prior": None,
-        "probe_results": {},
+        "plugin_answers": {},
     }
     environment = probes.environment_snapshot()  # before any candidate code exists
     side_before = probes.live_side_work()
@@ -99,7 +99,8 @@ def run_candidate(
     snapshots: list[tuple[int, list, list]] = []  # (trial, outputs as returned, copies taken at once)
     output_numels: set[int] = set()  # of trial 0's tensor outputs: what the `precomputed` probe watches for
     # registered probes' functions, imported before the candidate exists (a failure is that probe's error)
-    probe_functions = plugin_probes.load_functions(task.probes)
+    plugin_specs = plugin_probes.plugin_specs(task.probes)
+    probe_functions = plugin_probes.load_functions({name: spec.target for name, spec in plugin_specs.items()})
 
     def handed_out(where: list, record: dict, label: str) -> None:
         """The streaming step after one call: synchronise, then the caller hands its outputs out."""
@@ -199,7 +200,7 @@ def run_candidate(
                 last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
             watch = (
                 probes.PriorAnswerWatch(output_numels, probes.prior_answer_seed(task))
-                if source.precomputed is not None
+                if source.precomputed is not None and "precomputed" in task.probes
                 else None
             )
             stream = (
@@ -216,11 +217,14 @@ def run_candidate(
                 on_outputs=stream,
                 built=built,
                 train_mode=not task.eval_mode,
+                wanted=set(task.probes),
             )
             if watch is not None:
                 report["prior"] = watch.records
             mine = None
-            report["probe_results"] = plugin_probes.run_plugin_probes(model, recorder, probe_functions, source.trial(0))
+            report["plugin_answers"] = plugin_probes.run_plugin_probes(
+                model, recorder, probe_functions, source, plugin_specs
+            )
         mine = None
         calls = len(report["trials"]) + len(report["probes"])
         for k, planned in enumerate(extra or []):

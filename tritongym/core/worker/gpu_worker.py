@@ -40,7 +40,6 @@ from tritongym.core.models import Evidence, TimingReport
 from tritongym.core.worker import frames, lifeline
 from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
-from tritongym.core.worker.plugin_probes import probe_results
 from tritongym.core.worker.probes import environment_changes
 from tritongym.core.worker.protocol import (
     FromWorker,
@@ -338,7 +337,6 @@ class GPUWorker:
                 on_outputs=on_outputs,
             )  # fmt: skip
             report["weights"] = weight_binding(task, ref_model, report["weights"]).model_dump()
-            evidence.probe_results = probe_results(report.pop("probe_results"), task.probes)
             report.pop("autotune", None)  # sent with DONE, tunings during timing included
             evidence.environment_changes = list(report.pop("environment_changes"))
             evidence.side_work = list(report.pop("side_work"))

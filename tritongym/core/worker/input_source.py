@@ -12,6 +12,7 @@ is named by the environment check, and is judged against the keeper's inputs, wh
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +33,12 @@ def precomputed_seed(task: WorkerTask) -> int:
     return (task.init_seed * 1103515245 + task.probe_seed * 2246822519 + 0x9C0D) % (2**31)
 
 
+def probe_inputs_seed(task: WorkerTask, name: str) -> int:
+    """Seed of a plugin probe's own inputs (`ProbeSpec.fresh_inputs`): secret (derived from the init seed), unlike
+    any trial's, and the same in every process of the draw, so the probe's trusted half gets the candidate's set."""
+    return (task.init_seed * 40503 + zlib.crc32(name.encode()) + 0x9B0E) % (2**31)
+
+
 def degenerate_seed(task: WorkerTask, k: int) -> int:
     """Seed of the k-th degeneracy probe's inputs: secret, like the ghost's, and unlike it."""
     return (task.init_seed * 69069 + 0xD6E + 7 * k) % (2**31)
@@ -49,12 +56,14 @@ class DegenerateInputs:
 
 @dataclass
 class InputSource:
-    """Fresh input sets on demand: the main trials by index, the ghost's, precomputed's and degeneracy probes'."""
+    """Fresh input sets on demand: the main trials by index, the ghost's, precomputed's and degeneracy probes', and
+    the plugin probes' own (`fresh`)."""
 
     trials: list[Make]
     ghost: Make | None = None
     precomputed: Make | None = None
     degenerate: list[DegenerateInputs] = field(default_factory=list)
+    fresh: dict[str, Make] = field(default_factory=dict)  # plugin probes with `fresh_inputs`, by name
 
     @property
     def n_main(self) -> int:
@@ -94,11 +103,13 @@ class InputSource:
             )
             for k, (control, transform) in enumerate(sorted(task.degenerate.items()))
         ]
+        fresh = {name: seeded(probe_inputs_seed(task, name)) for name, spec in task.probes.items() if spec.fresh_inputs}
         return cls(
             [trial(seed, k) for k, seed in enumerate(task.seeds)],
             seeded(ghost_seed(task)),
             seeded(precomputed_seed(task)),
             degenerate,
+            fresh,
         )
 
     @classmethod
@@ -108,8 +119,10 @@ class InputSource:
         ghost: list | None = None,
         precomputed: list | None = None,
         degenerate: list[tuple[str, str, list, list]] | None = None,
+        fresh: dict[str, list] | None = None,
     ) -> InputSource:
-        """Sets made once (`degenerate`: (name, control, inputs, the other seed's inputs)); each call clones one."""
+        """Sets made once (`degenerate`: (name, control, inputs, the other seed's inputs); `fresh`: plugin probes'
+        own, by name); each call clones one."""
         from tritongym.core.measure.tensors import clone_all
 
         def cloned(values: list | None) -> Make | None:
@@ -123,4 +136,5 @@ class InputSource:
                 DegenerateInputs(name, control, cloned(xs), cloned(other))
                 for name, control, xs, other in degenerate or []
             ],
+            {name: cloned(xs) for name, xs in (fresh or {}).items()},
         )

@@ -68,6 +68,7 @@ class ReferenceRecord:
         from tritongym.core.worker.distributions import out_of_domain, output_scales, trial_distribution, trial_scales
         from tritongym.core.worker.input_source import InputSource
         from tritongym.core.worker.op_trace import traced_call
+        from tritongym.core.worker.plugin_probes import reference_answers
         from tritongym.core.worker.probes import buffer_snapshot, generator_states, reference_probe_outputs
         from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
         from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
@@ -147,7 +148,10 @@ class ReferenceRecord:
                     keep=park_all,
                     same_as_trial=self._same_as_trial,
                     built=built,
+                    wanted=set(task.probes),  # the declared probes only: `record_key` holds them
                 )
+                # the plugin probes' trusted halves, on the inputs the candidate's calls get (`plugin_probes.py`)
+                self.probe_answers = reference_answers(self.ref_model, self.source, task.probes, built=built)
         except StageError:
             raise
         except Exception as exc:
@@ -330,7 +334,8 @@ class Keeper:
             # this one, share it instead of each building its own
             self._keep(key, record)
         configure_precision(task)
-        answer, samples = record.precomputed_answer(task)
+        # `precomputed`'s inputs are this task's own: answered per task, when a check declares the probe
+        answer, samples = record.precomputed_answer(task) if "precomputed" in task.probes else ([], [])
         # the build's temporaries and this forward's go back to the GPU now, not when the task ends: the pool
         # reserved them for `PREP` only (a full-size build's peak, 55 GiB for a 12 GiB forward, held by the keeper
         # ran the judging of the candidate's outputs out of memory beside its worker); scrubbed, so the answer
@@ -718,6 +723,7 @@ class Keeper:
     def judge(self, payload: bytes) -> dict:
         """The candidate's report (outputs as handouts) compared with the record: per trial the output
         comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
+        from tritongym.core.worker.plugin_probes import probe_calls
         from tritongym.core.worker.probes import compare_probes, prior_answers
 
         task_id, report = _from_worker(payload)
@@ -738,20 +744,23 @@ class Keeper:
             where = ["probe", probe["probe"], probe["trial"]]
             outs = [self._output(state, e, where, i) for i, e in enumerate(probe["outputs"])]
             records.append({**probe, "outputs": outs})
-        calls = compare_probes(records, state["refs"], record.ref_outputs[: len(task.seeds)], task.tolerances, compare)
-        for call, rec in zip(calls, records):
-            for comparison in call.outputs + call.control_outputs:
-                _described(comparison, rec["outputs"][comparison.index])
         prior = report.get("prior")
         # the decoy: the ghost probe's answer (other inputs, drawn alike), sampled where each record was
         decoys = state["refs"].get("ghost", [])
         found = prior_answers(prior, state["answer_samples"], task.tolerances, decoys) if prior else []
+        main_refs, found = record.ref_outputs[: len(task.seeds)], {"precomputed": found}
+        calls = compare_probes(records, state["refs"], main_refs, task.tolerances, compare, findings=found)
+        for call, rec in zip(calls, records):
+            for comparison in call.outputs + call.control_outputs:
+                _described(comparison, rec["outputs"][comparison.index])
+        # the plugin probes' answers, parsed and bounded here (they come from the candidate's process), each beside
+        # its trusted half's answer from the record
+        calls += probe_calls(report.get("plugin_answers"), task.probes, record.probe_answers)
         self._give_back(state)
         state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
         return {
             "trials": [[c.model_dump(mode="json") for c in cs] for cs in trials],
             "probes": [c.model_dump(mode="json") for c in calls],
-            "prior_answers": found,
         }
 
     def judge_timed(self, payload: bytes) -> dict:

@@ -27,10 +27,12 @@ candidate's forward is called again, in the candidate's context (`run_probes`), 
   inputs transformed so that the control's answer is wrong there; compared with the reference *and* with
   the control's answer: a candidate giving the latter returned zeros, a constant or its input.
 
-These built-in probes stay hard-wired here (each check reads them by name from `Evidence.probes`): they
-share the reference outputs, the launch recorder's `ghost` and `watch` switches and the trusted comparison,
-which a plugin interface would have to expose first.  A check plugin adds its own as a registered `Probe`
-(`plugin_probes.py`), called after these.
+Each is a registered probe (`tritongym.plugins.probes.builtin`, under the names of `worker_task.BUILTIN_PROBES`:
+`modes` for the three mode calls, `degenerate` for the degeneracy ones), and runs only when an enabled check
+declares it (`wanted`, the task's `WorkerTask.probes`), on both sides; their calls stay hard-wired here, since they
+share the reference outputs, the launch recorder's `ghost` and `watch` switches and the trusted comparison of
+whole outputs.  A plugin's probes (`plugin_probes.py`) are called after these; every call ends as one `ProbeCall`
+in `Evidence.probes`.
 
 Reference outputs for the probes are computed by trusted code *before* the candidate is imported
 (`reference_probe_outputs`); the comparison (`compare_probes`) also runs on the trusted side.  Two
@@ -44,6 +46,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Collection
+
+from tritongym.core.worker_task import BUILTIN_PROBES
 
 MODE_PROBES: tuple[tuple[bool, bool], ...] = ((True, True), (False, False), (True, False))  # (grad, train)
 
@@ -83,14 +88,17 @@ def restore_buffers(model, snapshot: dict | None) -> None:
 # --- trusted side, before the import ----------------------------------------------------------------------
 
 
-def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None, built=None) -> dict[str, list]:
-    """The reference's outputs for each probe that compares with the reference (not `refresh`, whose
-    reference is an ordinary trial's); for a degeneracy probe also the control's answer, under
-    `NAME#control`.  `source` (`input_source.py`) makes each probe's inputs when needed; `keep` turns each
-    probe's outputs into what is held (the keeper parks large ones in host memory).  A mode probe runs on a
-    trial's inputs: `same_as_trial(trial, outputs)` returns that trial's stored outputs when these equal
-    them exactly (a reference without dropout or batch statistics), so one copy is held, not two.  `built`:
-    the model's buffers as built (`buffer_snapshot`), restored before each mode probe."""
+def reference_probe_outputs(
+    ref_model, source, keep=None, same_as_trial=None, built=None, wanted: Collection[str] = BUILTIN_PROBES
+) -> dict[str, list]:
+    """The reference's outputs for each `wanted` probe that compares with the reference (not `refresh` or
+    `repeat`, whose reference is an ordinary trial's; the ghost's also when only `precomputed` is wanted: it is
+    that probe's decoy); for a degeneracy probe also the control's answer, under `NAME#control`.  `source`
+    (`input_source.py`) makes each probe's inputs when needed; `keep` turns each probe's outputs into what is held
+    (the keeper parks large ones in host memory).  A mode probe runs on a trial's inputs: `same_as_trial(trial,
+    outputs)` returns that trial's stored outputs when these equal them exactly (a reference without dropout or
+    batch statistics), so one copy is held, not two.  `built`: the model's buffers as built (`buffer_snapshot`),
+    restored before each mode probe."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
@@ -105,7 +113,7 @@ def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None, bu
     refs: dict[str, list] = {}
     was_training = ref_model.training
     try:
-        for k, (grad, train) in enumerate(MODE_PROBES):
+        for k, (grad, train) in enumerate(MODE_PROBES if "modes" in wanted else ()):
             restore_buffers(ref_model, built)
             ref_model.train(train)
             with torch.set_grad_enabled(grad):
@@ -115,10 +123,11 @@ def reference_probe_outputs(ref_model, source, keep=None, same_as_trial=None, bu
             del outputs
         ref_model.train(was_training)
         with torch.no_grad():
-            refs["ghost"] = keep(detached(ref_model(*source.ghost())))
-            if source.precomputed is not None:
+            if "ghost" in wanted or "precomputed" in wanted:
+                refs["ghost"] = keep(detached(ref_model(*source.ghost())))
+            if source.precomputed is not None and "precomputed" in wanted:
                 refs["precomputed"] = keep(detached(ref_model(*source.precomputed())))
-            for probe in source.degenerate:
+            for probe in source.degenerate if "degenerate" in wanted else ():
                 inputs = probe.inputs()
                 if inputs is None:
                     continue  # the transform does not apply: no such probe (the worker skips it alike)
@@ -147,8 +156,9 @@ def run_probes(
     on_outputs=None,
     built: dict | None = None,
     train_mode: bool = True,
+    wanted: Collection[str] = BUILTIN_PROBES,
 ) -> list:
-    """Call the candidate as each probe says; returns plain records (outputs, launches, error) to compare.
+    """Call the candidate as each `wanted` probe says; returns plain records (outputs, launches, error) to compare.
 
     `source` (`input_source.py`) makes each call's inputs when it comes; the `precomputed` call runs under
     `watch` (samples in `watch.records`), the degeneracy probes last.  `on_outputs(["probe", name, trial],
@@ -196,12 +206,13 @@ def run_probes(
 
     try:
         n = source.n_main
-        for k, (grad, train) in enumerate(MODE_PROBES):
+        for k, (grad, train) in enumerate(MODE_PROBES if "modes" in wanted else ()):
             if train and not train_mode:
                 continue
             restore_buffers(model, built)
             call(mode_probe_name(grad, train), k % n, source.trial(k % n), grad, train)
-        if n > 1 and last_buffers is not None:
+        again = [name for name in ("refresh", "repeat") if name in wanted]
+        if again and n > 1 and last_buffers is not None:
             values = source.trial(0)  # the last trial used trial n-1's values: these differ
             # torch's generators as trial 0's call found them (its inputs just drawn from its seed): a reference
             # that draws random numbers (dropout in training mode) gives trial 0's answer again only from there
@@ -209,14 +220,15 @@ def run_probes(
             refilled = _refill(last_buffers, values)
             del values
             if refilled:
-                for name in ("refresh", "repeat"):
+                for name in again:
                     set_generator_states(generators)
                     call(name, 0, last_buffers, False, was_training)
-        ghost_inputs = source.ghost()
-        _scrub_before_ghost(ghost_inputs)
-        call("ghost", -1, ghost_inputs, False, was_training, ghost=True)
-        del ghost_inputs
-        if watch is not None and source.precomputed is not None:
+        if "ghost" in wanted:
+            ghost_inputs = source.ghost()
+            _scrub_before_ghost(ghost_inputs)
+            call("ghost", -1, ghost_inputs, False, was_training, ghost=True)
+            del ghost_inputs
+        if watch is not None and source.precomputed is not None and "precomputed" in wanted:
             inputs = source.precomputed()
             watch.exclude(list(inputs) + list(model.parameters()) + list(model.buffers()))
             recorder.watch = watch
@@ -226,7 +238,7 @@ def run_probes(
             finally:
                 recorder.watch = None
             del inputs
-        for probe in source.degenerate:
+        for probe in source.degenerate if "degenerate" in wanted else ():
             inputs = probe.inputs()
             if inputs is not None:
                 call(probe.name, -1, inputs, False, was_training)
@@ -279,8 +291,10 @@ def compare_probes(
     tolerances,
     compare=None,
     per_trial: list[dict] | None = None,
+    findings: dict[str, list[str]] | None = None,
 ) -> list:
-    """`ProbeCall`s: each probe's outputs compared with its reference.
+    """`ProbeCall`s: each probe's outputs compared with its reference (`findings`: what the trusted side found in a
+    call, by probe name: `precomputed`'s prior answers).
 
     `compare(i, output, stored reference, against_control)`, when given, makes each comparison (None where
     the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked.  The
@@ -321,6 +335,7 @@ def compare_probes(
                 decoy_errs=[decoy_distance(r, d) for r, d in zip(refs, trial_refs[0])]
                 if name == "ghost" and trial_refs
                 else [],
+                findings=[str(f) for f in (findings or {}).get(name, [])],
             )
         )
     return calls

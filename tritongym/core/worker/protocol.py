@@ -195,5 +195,7 @@ def record_key(task: WorkerTask) -> str:
         task.init_seed,
         task.precision,
         task.draw_parameters,
+        # the declared probes: the record computes the reference's side of exactly these
+        sorted((name, spec.model_dump()) for name, spec in task.probes.items()),
     ]
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()

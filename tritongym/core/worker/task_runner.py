@@ -120,7 +120,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.worker.input_source import InputSource, ghost_seed, precomputed_seed
     from tritongym.core.worker.launches import LaunchRecorder
     from tritongym.core.worker.op_trace import traced_call
-    from tritongym.core.worker.plugin_probes import probe_results
+    from tritongym.core.worker.plugin_probes import probe_calls, reference_answers
     from tritongym.core.worker.probes import buffer_snapshot, compare_probes, prior_answers, reference_probe_outputs
     from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
 
@@ -136,13 +136,16 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     ref_model, init_inputs = build_reference(task, reference, device)
     built = buffer_snapshot(ref_model)  # the mode probes start from the buffers as built
     trial_inputs = [distributed_inputs(make_inputs, reference, seed, k, device) for k, seed in enumerate(task.seeds)]
-    ghost_inputs = make_inputs(reference, ghost_seed(task), device)
-    precomputed_inputs = make_inputs(reference, precomputed_seed(task), device)
+    wanted = set(task.probes)  # only the declared probes' inputs are made (the ghost's is `precomputed`'s decoy too)
+    ghost_inputs = make_inputs(reference, ghost_seed(task), device) if wanted & {"ghost", "precomputed"} else None
+    precomputed_inputs = make_inputs(reference, precomputed_seed(task), device) if "precomputed" in wanted else None
     extra = plan_extra_trials(task, reference, device, make_inputs, build_reference, trial_inputs[0])
-    seeded = InputSource.seeded(task, reference, device, make_inputs).degenerate  # made once: the parent judges them
-    degenerate = [(d.name, d.control, xs, d.other()) for d in seeded if (xs := d.inputs()) is not None]
+    seeded = InputSource.seeded(task, reference, device, make_inputs)  # made once here: the parent judges them
+    controls = seeded.degenerate if "degenerate" in wanted else []
+    degenerate = [(d.name, d.control, xs, d.other()) for d in controls if (xs := d.inputs()) is not None]
     evidence.stage = "import"
-    source = InputSource.held(trial_inputs, ghost_inputs, precomputed_inputs, degenerate)
+    fresh = {name: make() for name, make in seeded.fresh.items()}  # plugin probes' own inputs
+    source = InputSource.held(trial_inputs, ghost_inputs, precomputed_inputs, degenerate, fresh)
     report, why = fork_candidate(task, workdir, recorder, ref_model, init_inputs, source, device, private_fds, extra)
     if report is None:
         evidence.stage = "run"
@@ -175,7 +178,8 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             main_sent.append(sent)
     try:
         with exact_reference():
-            probe_refs = reference_probe_outputs(ref_model, source, built=built)
+            probe_refs = reference_probe_outputs(ref_model, source, built=built, wanted=wanted)
+            answers = reference_answers(ref_model, source, task.probes, built=built)
     except Exception as exc:
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
@@ -201,18 +205,15 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
                 candidate_s=sent["candidate_s"],
             )
         )
-    evidence.probes = compare_probes(
-        report["probes"], probe_refs, [t[2] for t in trials[: len(trial_inputs)]], task.tolerances, per_trial=tolerances
-    )
+    prior, decoys = report["prior"] or [], probe_refs.get("ghost", [])
+    found = {"precomputed": prior_answers(prior, probe_refs.get("precomputed", []), task.tolerances, decoys)}
+    main_refs = [t[2] for t in trials[: len(trial_inputs)]]
+    evidence.probes = compare_probes(report["probes"], probe_refs, main_refs, task.tolerances, None, tolerances, found)
+    evidence.probes += probe_calls(report.get("plugin_answers"), task.probes, answers)
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
     evidence.torch_ops = {str(k): int(v) for k, v in report["torch_ops"].items()}
     evidence.torch_work = {str(k): float(v) for k, v in report["torch_work"].items()}
-    if report["prior"] is not None:
-        evidence.prior_answers = prior_answers(
-            report["prior"], probe_refs.get("precomputed", []), task.tolerances, probe_refs.get("ghost", [])
-        )
-    evidence.probe_results = probe_results(report.get("probe_results"), task.probes)
     evidence.stage = report["stage"]
     if report["error"] is not None:
         raise StageError(report["stage"], ErrorInfo.model_validate(report["error"]))

@@ -19,6 +19,7 @@ class OutputCachingCheck(RuntimeCheck):
 
     name = "caching"
     priority = 40
+    probes = ("refresh",)
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         refresh = next((call for call in probes_in_domain(evidence) if call.probe == "refresh"), None)

@@ -31,6 +31,7 @@ class DegenerateProblemCheck(RuntimeCheck):
     name = "degenerate"
     priority = 25
     needs_screen = True
+    probes = ("degenerate",)
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         probed = [call for call in evidence.probes if call.probe.startswith("degenerate:")]

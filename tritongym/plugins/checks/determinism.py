@@ -21,6 +21,7 @@ class DeterminismCheck(RuntimeCheck):
 
     name = "determinism"
     priority = 50
+    probes = ("repeat",)
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         repeat = next((call for call in probes_in_domain(evidence) if call.probe == "repeat"), None)

@@ -24,9 +24,10 @@ class GhostReplayCheck(RuntimeCheck):
 
     name = "ghost"
     priority = 20
+    probes = ("ghost",)
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
-        ghost = next((call for call in evidence.probes if call.probe == "ghost"), None)
+        ghost = evidence.probe("ghost")
         if ghost is None:
             reason = "not probed by this backend" if not evidence.probes else "the ghost probe did not run"
             return CheckVerdict(name=self.name, passed=not evidence.probes, stage="runtime", reason=reason)

@@ -26,6 +26,7 @@ class LaunchProvenanceCheck(RuntimeCheck):
 
     name = "launches"
     priority = 10
+    probes = ("modes",)
 
     def _fail(self, reason: str) -> CheckVerdict:
         return CheckVerdict(name=self.name, passed=False, stage="runtime", reason=f"{reason}; {_FIX}")

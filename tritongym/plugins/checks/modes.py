@@ -19,6 +19,7 @@ class ModeConsistencyCheck(RuntimeCheck):
 
     name = "modes"
     priority = 30
+    probes = ("modes",)
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         probed = [call for call in probes_in_domain(evidence) if call.probe.startswith("mode:")]
