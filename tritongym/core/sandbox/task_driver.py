@@ -255,16 +255,17 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
 
     def prepare_ahead(self) -> None:
         """The keeper's side of this task, before any worker is free for it: `PREP` (the record built and kept in the
-        keeper's cache) and the reference's timing (kept in `WorkerPool.references`), then `FREE`.  The task's own
-        driver, once a worker comes, finds the record cached and the timing known (a short paired one then does)
-        instead of doing both while its worker idles: a cold `eval` built them after its worker's start, not during
-        it.  Whatever fails here is left to that driver, which meets it again and reports it."""
+        keeper's cache), then `FREE`.  The task's own driver, once a worker comes, finds the record cached instead of
+        building it while its worker idles: a cold `eval` built it after its worker's start, not during it.  Not the
+        reference's timing: an exclusive hold of its own (a drain of every sharer), while the task's own timing,
+        paired with its candidate, is taken anyway.  Whatever fails here is left to that driver, which meets it again
+        and reports it."""
         self.started = time.monotonic()
         self.deadline = self.started + self.REFERENCE_LIMIT_S
         try:
             self.keeper = self.pool.keeper_for(self.gpu, self.task)
             self._reserve_reference()
-            self._prepare()
+            self._prepare(timed=False)
         except Exception:  # noqa: BLE001 - the task's own driver meets the same failure and reports it
             pass
         finally:
@@ -277,8 +278,8 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             if self.keeper is not None and not self.keeper.dead:
                 self._free_in_keeper(self.keeper)
 
-    def _prepare(self) -> dict | None:
-        """The keeper's `PREP` and `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""
+    def _prepare(self, timed: bool = True) -> dict | None:
+        """The keeper's `PREP` and (`timed`) `RTIM`; the keeper's `FAIL` answer (the problem's error), or None."""
         request = PrepareRequest(task=self.task.model_dump(mode="json"), task_id=self.task_id)
         ok, prep = self._ask(KeeperRequest.PREPARE, encode(request))
         if not ok:
@@ -294,7 +295,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.task = self.task.model_copy(update={"kept_trials": kept})
         extra = self.BUDGET_PER_REFERENCE_S * float(prep.get("compute_s") or 0.0)
         self.budget_s = self.timeout_s + extra
-        if self.gpu != "cpu" and self.task.timing.enabled:
+        if timed and self.gpu != "cpu" and self.task.timing.enabled:
             self.phase = "timing the reference"
             if not self._shared_reference_check():
                 failed = self._time_reference()
