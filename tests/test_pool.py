@@ -15,7 +15,7 @@ import threading
 import pytest
 import torch
 
-from tests.conftest import RELU_KERNEL, settled, task_for
+from tests.conftest import RELU_KERNEL, settled, task_for, waits_in
 from tritongym.core.errors import BackendUnavailable, ConfigError
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
@@ -457,15 +457,6 @@ def test_a_reference_slower_than_its_limit_is_the_problems_timeout(relu_problem,
         assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
     finally:
         pool.close()
-
-
-def waits_in(budget, count: int, what: str, alone: int = 0) -> None:
-    """Block until `count` reservations wait inside `budget.reserve` (`alone` of them for the whole GPU), seen on the
-    budget's own state (`MemoryBudget.waiting`, under its condition), failing the test after 30 s: a thread is known to
-    wait, not guessed to from a clock."""
-    with budget.cond:
-        seen = budget.cond.wait_for(lambda: budget.waiting == count and budget.waiting_alone == alone, timeout=30)
-        assert seen, f"30 s passed and {what} did not wait (waiting={budget.waiting}, alone={budget.waiting_alone})"
 
 
 def test_gpu_memory_is_admitted_from_measured_need():
