@@ -64,7 +64,17 @@ class Case:
 
     @property
     def id(self) -> str:
-        return f"{Path(self.file).stem}[{self.layer}]"
+        """The candidate's name and the configuration it runs under: its layer, then a precision or policy it
+        names (`tf32_flag[all,ieee]`), so a case under the default configuration and the same file under another
+        are two cases."""
+        named = [self.layer] + [c for c in (self.precision, self.policy) if c is not None]
+        return f"{Path(self.file).stem}[{','.join(named)}]"
+
+    @property
+    def default_config(self) -> bool:
+        """Whether the case runs as production judges by default: every check on, the default precision policy
+        and `torch_compute`'s default policy."""
+        return self.layer == "all" and self.precision in (None, EvalConfig().precision) and self.policy is None
 
 
 def rejected(check: str, reason: str | None = None) -> Expect:
