@@ -5,8 +5,8 @@ mixed batch is its verdict alone (one `evaluate` call on the same Evaluator) and
 
 The fast tier mixes five (two idioms, three hacks caught by three runtime checks, on two problems; about 20 s).
 The slow tier mixes every default-configuration case of the hack and honest suites (108) in one batch, each held to
-its case's expected outcome, the verdict its own test wants of it alone; judging each alone again as well took
-9.5 minutes on two shared CPUs, so that comparison is the fast tier's.
+its case's expected outcome, the verdict its own test wants of it alone (about 2 minutes on two CPUs); judging each
+alone again as well took 9.5 minutes on two shared CPUs, so that comparison is the fast tier's.
 """
 
 from __future__ import annotations
