@@ -134,6 +134,15 @@ def registry_before(path: Path, migration: str):
     return db
 
 
+def waits_in(budget, count: int, what: str, alone: int = 0, timeout_s: float = 30.0) -> None:
+    """Block until `count` reservations wait inside `budget.reserve` (a `MemoryBudget`; `alone` of them for the whole
+    GPU), seen on the budget's own state under its condition, failing the test after `timeout_s`: a thread is known
+    to wait, not guessed to from a clock (a short join, then `is_alive()`, failed on a loaded machine)."""
+    with budget.cond:
+        seen = budget.cond.wait_for(lambda: budget.waiting == count and budget.waiting_alone == alone, timeout_s)
+        assert seen, f"{timeout_s:g} s passed and {what} did not wait (waiting={budget.waiting})"
+
+
 def settled(budget, timeout_s: float = 30.0):
     """`budget` (a pool's `MemoryBudget`) once nothing holds it any more, or as it is after `timeout_s`: the keeper's
     `FREE` runs in the background after a task, and releases the keeper's count then (`_count_keeper_memory`)."""

@@ -400,21 +400,80 @@ def test_the_field_convention_times_a_fp32_matmul_slower_than_its_own_class(tmp_
     assert "time_field_reference" not in again.phases and again.field_ref_runtime_ms == matmul.field_ref_runtime_ms
 
 
-def test_memory_given_back_by_the_keeper_holds_no_answer():
-    """`scrub.scrubbed_empty_cache`: the blocks the keeper frees are filled with 0xFF before they go back to the
-    driver, and `poison_free_memory` fills the allocator's cached free blocks alike: a tensor made in such memory
-    reads NaN, never the values last written there (an honest slow softmax was judged `hacked` on an H100 when a
-    worker's fresh buffer held the keeper's freed copy of the `precomputed` probe's answer)."""
-    import torch
+def free_blocks_poisoned() -> list[tuple[int, bool]]:
+    """Each free block of this process's caching allocator on the current GPU, read: (its bytes, whether every byte
+    is 0xFF).  Every block is taken first (largest first, so each request gets a block of its own size, as
+    `poison_free_memory` takes them), then read: the comparisons' temporaries cannot land in a block still to read."""
+    index = torch.cuda.current_device()
+    sizes = [
+        block["size"]
+        for segment in torch.cuda.memory_snapshot()
+        if segment.get("device", index) == index
+        for block in segment.get("blocks", [])
+        if block.get("state") == "inactive" and block.get("size", 0) > 0
+    ]
+    taken = [torch.empty(size, dtype=torch.uint8, device="cuda") for size in sorted(sizes, reverse=True)]
+    read = [(t.numel(), bool(t.eq(0xFF).all())) for t in taken]
+    del taken
+    return read
 
+
+def test_memory_given_back_by_the_keeper_holds_no_answer(tmp_path, monkeypatch):
+    """`scrub.scrubbed_empty_cache`: the blocks the keeper frees are filled with 0xFF before they go back to the
+    driver (an honest slow softmax was judged `hacked` on an H100 when a worker's fresh buffer held the keeper's
+    freed copy of the `precomputed` probe's answer).  The keeper itself, in this process: it builds relu's record
+    (outputs kept on the device), the task ends, and the next task's record (other seeds) pushes the first out of a
+    cache sized for one; each time the keeper empties its cache, every free block it is about to give back is read
+    first, and the one after the eviction must hold at least the evicted record's bytes, all poisoned.  A control
+    first shows the reading sees a freed tensor's values when nothing poisons them."""
+    import json
+    import math
+
+    from tests.conftest import task_for
+    from tritongym.core.worker.keeper import Keeper
     from tritongym.core.worker.scrub import poison_free_memory
 
-    device = torch.device("cuda")
-    answer = torch.full((1 << 22,), 7.0, device=device)
-    del answer  # back in the caching allocator, its bytes unchanged
-    poison_free_memory(device)
-    again = torch.empty(1 << 22, device=device)  # the same block, from the cache
-    assert torch.isnan(again).all(), again[:4]
+    torch.cuda.empty_cache()
+    seven = torch.full((1 << 22,), 7.0, device="cuda")
+    del seven  # back in the caching allocator, its bytes unchanged
+    assert not all(poisoned for _, poisoned in free_blocks_poisoned())  # the control: unpoisoned bytes are seen
+    poison_free_memory(torch.device("cuda"))
+    assert all(poisoned for _, poisoned in free_blocks_poisoned())  # the same blocks, filled
+    torch.cuda.empty_cache()
+
+    given_back: list[list[tuple[int, bool]]] = []  # per `empty_cache`, what it was about to hand to the driver
+    empty_cache = torch.cuda.empty_cache
+
+    def reading_empty_cache() -> None:
+        given_back.append(free_blocks_poisoned())
+        empty_cache()
+
+    monkeypatch.setattr(torch.cuda, "empty_cache", reading_empty_cache)
+    monkeypatch.setenv("TRITONGYM_PARK_BYTES", str(1 << 40))  # the outputs stay on the device, in the record
+    monkeypatch.chdir(tmp_path)
+    keeper = Keeper("cuda")
+    relu = load_problem("relu", "gpu")
+
+    def task(seeds: list[int]) -> str:
+        return task_for(relu, relu.solution, seeds=seeds).model_copy(update={"device": "cuda"}).model_dump(mode="json")
+
+    out_bytes = 4 * math.prod(relu.sizes.values())  # one float32 output
+    keeper.prep(json.dumps({"task": task([1, 2, 3]), "task_id": "a"}))
+    first_bytes = keeper.records[next(iter(keeper.records))].device_bytes
+    assert first_bytes >= 3 * out_bytes  # three trials' outputs at least, on the device
+    keeper.free(json.dumps({"task_id": "a"}))
+    assert len(keeper.records) == 1  # kept for the problem's next task
+    keeper.cache_bytes = first_bytes  # room for one record: the next one pushes it out
+    before = len(given_back)
+    keeper.prep(json.dumps({"task": task([4, 5, 6]), "task_id": "b"}))
+    assert len(keeper.records) == 1 and keeper.builds == 2  # the first record evicted
+    after_eviction = given_back[before:]
+    # the evicted record's blocks, less the one output the new task's `precomputed` answer took after the eviction
+    assert after_eviction and sum(n for n, _ in after_eviction[-1]) >= first_bytes - out_bytes, after_eviction
+    keeper.free(json.dumps({"task_id": "b"}))
+    unpoisoned = [(call, n) for call, blocks in enumerate(given_back) for n, poisoned in blocks if not poisoned]
+    assert given_back and not unpoisoned, f"blocks given back unpoisoned (call, bytes): {unpoisoned}"
+    keeper.records.clear()
 
 
 def test_a_parked_reference_is_compared_without_bringing_it_whole_to_the_gpu(monkeypatch):

@@ -15,7 +15,7 @@ import threading
 import pytest
 import torch
 
-from tests.conftest import RELU_KERNEL, settled, task_for
+from tests.conftest import RELU_KERNEL, settled, task_for, waits_in
 from tritongym.core.errors import BackendUnavailable, ConfigError
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
@@ -461,7 +461,9 @@ def test_a_reference_slower_than_its_limit_is_the_problems_timeout(relu_problem,
 
 def test_gpu_memory_is_admitted_from_measured_need():
     """Issue 27 item 1: workers are admitted while the needs granted fit; a need beyond the GPU's budget waits
-    for the GPU to be idle and then has all of it, alone."""
+    for the GPU to be idle and then has all of it, alone.  A reservation that does not fit is seen waiting in
+    `reserve` (not granted, nothing added), stays waiting while another that fits goes ahead, and is granted by
+    the release that makes room."""
     from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
     budget = MemoryBudget(100.0)
@@ -472,38 +474,39 @@ def test_gpu_memory_is_admitted_from_measured_need():
         granted = budget.reserve(need)
         order.append(f"{name}:{granted:g}")
 
-    second = threading.Thread(target=take, args=("fits-after", 50.0))
-    second.start()
-    second.join(timeout=0.5)
-    assert second.is_alive() and order == []  # 60 + 50 > 100: waits
+    second = start(lambda: take("fits-after", 50.0), "fits-after")
+    waits_in(budget, 1, "the 50 MiB reservation beside 60 of 100")
+    assert order == [] and budget.reserved_mb == 60.0 and budget.holders == 1  # waiting: nothing granted
     assert budget.reserve(40.0) == 40.0  # 60 + 40 fits at once, beside the first
+    with budget.cond:
+        assert budget.waiting == 1 and budget.reserved_mb == 100.0  # 100 + 50 does not fit: still waiting
     budget.release(60.0)
-    second.join(timeout=5)
+    second.join(timeout=30)  # a hang guard: the release above is what wakes it
     assert order == ["fits-after:50"] and budget.reserved_mb == 90.0  # woken by the release: 40 + 50 fit
+    assert budget.waiting == 0 and budget.peak_mb == 100.0
 
 
 def test_a_need_beyond_the_gpu_runs_alone():
+    """A need over the budget waits for an idle GPU, nobody new goes ahead of it meanwhile (even a need that fits),
+    and it then runs with the whole budget and nobody beside it; each wait seen on the budget's state."""
     from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
     budget = MemoryBudget(100.0)
     first = budget.reserve(30.0)
     granted: list[float] = []
-    alone = threading.Thread(target=lambda: granted.append(budget.reserve(500.0)))
-    alone.start()
-    alone.join(timeout=0.5)
-    assert alone.is_alive() and not granted  # 30 is held: the GPU is not idle
-    small = threading.Thread(target=lambda: granted.append(budget.reserve(10.0)))
-    small.start()
-    small.join(timeout=0.5)
-    assert small.is_alive() and not granted  # 30 + 10 fits, but nobody goes ahead of the task waiting for the GPU
+    alone = start(lambda: granted.append(budget.reserve(500.0)), "alone")
+    waits_in(budget, 1, "the need beyond the GPU", alone=1)  # 30 is held: the GPU is not idle
+    small = start(lambda: granted.append(budget.reserve(10.0)), "small")
+    waits_in(budget, 2, "the small need", alone=1)  # 30 + 10 fits, but nobody goes ahead of the one waiting
+    assert not granted and budget.reserved_mb == 30.0
     budget.release(first)
-    alone.join(timeout=5)
+    alone.join(timeout=30)  # a hang guard: the release above is what wakes it
     assert granted == [100.0] and budget.holders == 1  # all of it, and nobody beside it
-    small.join(timeout=0.5)
-    assert small.is_alive()  # even 10 MiB waits while the large one runs
+    waits_in(budget, 1, "the small need, while the large one runs")  # even 10 MiB waits while the large one runs
+    assert granted == [100.0]
     budget.release(100.0)
-    small.join(timeout=5)
-    assert granted == [100.0, 10.0]
+    small.join(timeout=30)
+    assert granted == [100.0, 10.0] and budget.waiting == 0
 
 
 def test_a_worker_steps_aside_between_calls_for_the_waiting_timing_not_for_the_whole_queue():
@@ -957,7 +960,7 @@ def test_a_worker_alone_on_the_gpu_is_capped_at_the_gpu_less_contexts_and_its_ke
     assert budget.holders == 0 and budget.reserved_mb == 0.0
 
 
-def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_problem_while_fresh():
+def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_problem_while_fresh(monkeypatch):
     """Every task took an exclusive hold of the GPU for the reference's timing before its candidate (on an H100, most of
     an RL batch's drains).  A timing another task of the problem took at most `shared_check_s` ago (before this
     candidate existed) serves this task instead; one still being taken is waited for rather than queued behind.
@@ -968,6 +971,7 @@ def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_probl
     import types
 
     from tritongym.core.models import TimingReport, TimingStats
+    from tritongym.core.sandbox import reference_timing
     from tritongym.core.sandbox.gpu_pool import TaskDriver, _ReferenceCheck
     from tritongym.core.worker_task import TimingOptions
 
@@ -1017,18 +1021,32 @@ def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_probl
     taken(compiled)
     assert not compiled._shared_reference_check()
 
-    # one being taken: waited for, and its wait counted as waiting for the GPU, not as the candidate's time
+    # one being taken: waited for, and its wait counted as waiting for the GPU, not as the candidate's time.  The
+    # answer comes only once the task is seen waiting in `done.wait`, and five seconds pass then on the module's clock
+    clock = [time.monotonic()]
+    monkeypatch.setattr(reference_timing, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     waiting = driver()
     check = waiting.pool.reference_checks["key"] = _ReferenceCheck()
+    waiter_in = threading.Event()
+
+    class SeenWaiting(threading.Event):
+        def wait(self, timeout=None):
+            waiter_in.set()
+            return super().wait(timeout)
+
+    check.done = SeenWaiting()
 
     def answer():
-        time.sleep(0.3)
-        check.timing, check.at = report, time.monotonic()
+        assert waiter_in.wait(30), "the task never waited for the timing being taken"
+        clock[0] += 5.0  # the keeper's timing takes five seconds
+        check.timing, check.at = report, clock[0]
         check.done.set()
 
-    threading.Thread(target=answer).start()
+    answering = threading.Thread(target=answer, daemon=True)
+    answering.start()
     assert waiting._shared_reference_check()
-    assert waiting.lock_wait_s >= 0.25 and waiting.deadline >= 0.25
+    answering.join(30)
+    assert waiting.lock_wait_s == 5.0 and waiting.deadline == 5.0  # all of it: the deadline moves by the wait
 
 
 def test_the_keeper_frees_a_tasks_memory_under_a_shared_hold_never_beside_a_timing(pool, relu_problem, monkeypatch):

@@ -454,9 +454,10 @@ def test_sigterm_drains_while_answering_503_and_stopping_and_leaves_no_sandbox(t
         task = service.submit(HANG, "relu")
     sandbox = _hung_sandbox(served, 1.0)
     served.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
     with httpx.Client(base_url=served.url, timeout=10) as http:  # the hung candidate runs out its 8 s meanwhile
-        health = http.get("/health")
+        deadline = time.monotonic() + 5  # the server's state polled until the signal is handled, not slept on
+        while (health := http.get("/health")).status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert health.status_code == 503 and health.json()["status"] == "stopping", health.text
         refused = http.post("/v1/tasks", json={"candidates": [{"source": RELU_KERNEL, "problem": "relu"}]})
         assert refused.status_code == 503 and "shutting down" in refused.json()["detail"]

@@ -4,8 +4,6 @@ the CPU (Triton's interpreter), the triton-cuda backend's choice of shape, and t
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.conftest import task_for
@@ -33,7 +31,7 @@ def live_workers(pool: WorkerPool) -> int:
 
 def test_an_on_demand_pool_starts_a_worker_per_announced_task_and_replaces_none(on_demand_pool, relu_problem):
     pool = on_demand_pool
-    time.sleep(0.5)
+    pool.keeper("cpu")  # the pool's start-up done (its keeper up; a worker the pool starts is counted as it starts)
     assert pool.workers_started == 0 and live_workers(pool) == 0  # the keeper only, until work is announced
     pool.expect(2)  # a screen and a candidate: both start now, side by side
     assert pool.workers_started == 2

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.conftest import RELU_KERNEL, settled, task_for
+from tests.conftest import RELU_KERNEL, settled, task_for, waits_in
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.problems import load_problem
 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
@@ -308,75 +307,140 @@ def test_the_keeper_weighs_a_new_problem_on_the_meta_device(tmp_path, monkeypatc
     assert set(keeper.size(payload)) == {"peak_mb"}  # the record's own measurement (0 on the CPU: no allocator)
 
 
-def test_a_task_waits_for_gpu_memory_before_its_reference_is_built():
+class RecordingBudget:
+    """A pool's `MemoryBudget` that remembers every need asked of it, in order: what a task reserved, read directly."""
+
+    def __new__(cls, capacity_mb: float):
+        from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+        class Recording(MemoryBudget):
+            def __init__(self, capacity: float) -> None:
+                super().__init__(capacity)
+                self.asked: list[float] = []
+
+            def reserve(self, need_mb: float) -> float:
+                self.asked.append(need_mb)
+                return super().reserve(need_mb)
+
+        return Recording(capacity_mb)
+
+
+def admission_clock(monkeypatch) -> list[float]:
+    """A clock for the pool's admission (`sandbox/admission.py` times its waits with it alone) that moves only when
+    the test moves it: a wait the test lets last five seconds measures exactly five, with no sleep."""
+    import types
+
+    from tritongym.core.sandbox import admission
+
+    clock = [1000.0]
+    monkeypatch.setattr(admission, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    return clock
+
+
+def test_a_task_waits_for_gpu_memory_before_its_reference_is_built(monkeypatch):
     """Issue 27 item 1: the keeper's build of a new problem's reference reserves memory before it starts (it
     ran beside other work with nothing reserved and the H100 ran out); the wait is not the candidate's time,
-    and the build's measured peak is what the problem's next task reserves.  A CPU pool given a real budget."""
-    from tritongym.core.sandbox.gpu_pool import MemoryBudget
-
+    and the build's measured peak is what the problem's next task reserves.  A CPU pool given a real budget: the
+    task is seen waiting in the budget before anything is built, and the five seconds the test lets pass on the
+    admission's clock are its `gpu_memory_wait`, exactly."""
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096))
     try:
         relu = load_problem("relu")  # the pool warmed up first (worker and keeper started), with no budget yet
         assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None and len(pool.peaks) == 1
-        budget = pool.memory["cpu"] = MemoryBudget(4000.0)
+        clock = admission_clock(monkeypatch)
+        budget = pool.memory["cpu"] = RecordingBudget(4000.0)
         pool.total_mb["cpu"] = 8000.0
         held = budget.reserve(3500.0)  # what is left (500 MiB) is less than any task reserves
         big = big_task(candidate_source=BIG_RELU_KERNEL)
         found = []
-        runner = threading.Thread(target=lambda: found.append(pool.run(big, timeout_s=300)))
+        runner = threading.Thread(target=lambda: found.append(pool.run(big, timeout_s=300)), daemon=True)
         runner.start()
-        with budget.cond:  # the task is seen waiting on the budget itself, not guessed from a clock
-            assert budget.cond.wait_for(lambda: budget.waiting >= 1, timeout=240), "the task never waited"
+        waits_in(budget, 1, "the new problem's reference build", timeout_s=240)
         assert runner.is_alive() and len(pool.peaks) == 1  # waiting: the new problem's reference not built
-        time.sleep(0.5)  # it stays blocked until the release below: its measured wait is at least this long
+        assert budget.asked[1] >= 1024.0  # the build's reservation, the first the task asked for
+        clock[0] += 5.0  # the wait lasts five seconds
         budget.release(held)
-        runner.join(timeout=300)
+        runner.join(timeout=300)  # a hang guard
         evidence = found[0]
         assert evidence.error is None and evidence.stage == "done", evidence.error
-        assert evidence.phases["gpu_memory_wait"] >= 0.3, evidence.phases  # without the reservation: ~0.0001 s
+        assert evidence.phases["gpu_memory_wait"] == 5.0, evidence.phases  # the wait, and only it
         assert len(pool.peaks) == 2 and settled(budget).reserved_mb == 0.0  # measured and kept; everything given back
     finally:
         pool.close()
 
 
 def test_the_registrys_peak_is_what_a_new_pool_reserves(tmp_path):
-    """A peak the registry kept from an earlier run (`WorkerTask.reference_peak_mb`) is reserved before the build
-    instead of the meta-device estimate: with 500 of 4000 MiB held, relu's estimate fits at once, while a kept
-    peak of 3600 MiB (plus a context: more than the budget) waits for the GPU alone."""
+    """A peak the registry kept from an earlier run is reserved before the build instead of the meta-device
+    estimate, and a peak this pool measured itself wins over both.  The path is the production one from end to
+    end: the Evaluator stores a run's measured peak (`_keep_reference_peak`), a later Evaluator's task carries it
+    (`_registry_facts`, `_task`: `WorkerTask.reference_peak_mb`), and the pool reserves what that task carries
+    (`RecordingBudget.asked`), waiting while it does not fit.  Two stand-ins, both because the CPU measures no
+    peak: the evidence's measured peak (a CPU keeper reports 0 MiB, and a GPU's would be stored) and the
+    backend's device type while the Evaluator reads and writes the registry (it skips the registry on the CPU)."""
+    from tritongym.core.config import EvalConfig
+    from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.models import Candidate, Evidence
+    from tritongym.core.plugins import PluginHost
     from tritongym.core.registry import Registry
-    from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
+    relu = load_problem("relu")
     registry = Registry(tmp_path / "registry.db")
-    registry.store_reference_peak_mb("relu-key", "cuda:NVIDIA H100", 3600.0)
-    assert registry.reference_peak_mb("relu-key", "cuda:NVIDIA H100") == 3600.0
-    assert registry.reference_peak_mb("relu-key", "cuda:NVIDIA H200") is None
-    registry.close()
 
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096))
+    def evaluator() -> Evaluator:
+        config = EvalConfig(backend="triton-cpu", size="cpu", trials=2, use_cache=False)
+        return Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False))
+
+    def on_a_gpu(ev: Evaluator):  # what the Evaluator does with the registry on a GPU backend
+        ev.backend.device_type = "cuda"
+        return ev
+
+    first = on_a_gpu(evaluator())
+    unknown = first._task(Candidate(source=RELU_KERNEL), relu, facts=first._registry_facts(relu))
+    assert unknown.reference_peak_mb is None  # nothing kept yet
+    first._keep_reference_peak(Evidence(reference_peak_mb=3600.0), unknown, relu)  # the run's measured peak
+    assert registry.reference_peak_mb(relu.key, first.device_class) == 3600.0
+    first._keep_reference_peak(
+        Evidence(reference_peak_mb=9.0), unknown.model_copy(update={"reference_peak_mb": 3600.0}), relu
+    )
+    assert registry.reference_peak_mb(relu.key, first.device_class) == 3600.0  # a task that carried it stores none
+    first.close()
+
+    later = evaluator()  # a new run: its task carries the registry's peak
+    facts = on_a_gpu(later)._registry_facts(relu)
+    later.backend.device_type = "cpu"  # the task itself runs on the CPU pool below
+    kept = later._task(Candidate(source=RELU_KERNEL), relu, facts=facts)
+    later.close()
+    assert kept.reference_peak_mb == 3600.0 and kept.device == "cpu"
+
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=4, memory_mb=4096))
     try:
-        relu = load_problem("relu")
         assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
-        pool.peaks.clear()  # a new run: nothing measured in this pool
-        budget = pool.memory["cpu"] = MemoryBudget(4000.0)
+        pool.peaks.clear()  # a new pool: nothing measured in it
+        budget = pool.memory["cpu"] = RecordingBudget(4000.0)
         pool.total_mb["cpu"] = 8000.0
         held = budget.reserve(500.0)
         estimated = pool.run(task_for(relu, RELU_KERNEL, seeds=[4, 5]), timeout_s=120)
-        assert estimated.error is None and estimated.phases["gpu_memory_wait"] < 0.3
+        assert estimated.error is None and budget.asked[1] == 1024.0  # relu's estimate: the floor, beside the 500
         pool.peaks.clear()
+        budget.asked.clear()
         found = []
-        kept = task_for(relu, RELU_KERNEL, seeds=[6, 7], reference_peak_mb=3600.0)
-        runner = threading.Thread(target=lambda: found.append(pool.run(kept, timeout_s=120)))
+        runner = threading.Thread(target=lambda: found.append(pool.run(kept, timeout_s=120)), daemon=True)
         runner.start()
-        runner.join(timeout=3.0)
-        assert runner.is_alive()  # 3600 does not fit beside the 500 MiB holder in 4000: it waits for it
+        waits_in(budget, 1, "the build reserving the registry's 3600 MiB beside 500 of 4000")
+        assert budget.asked == [3600.0]  # the registry's peak, not the estimate
         budget.release(held)
-        runner.join(timeout=120)
-        assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
+        runner.join(timeout=120)  # a hang guard
+        assert found[0].error is None, found[0].error
+        measured = pool.peaks[list(pool.peaks)[0]]  # this pool measured the problem now (0 MiB on the CPU)
+        budget.asked.clear()
+        again = pool.run(kept.model_copy(update={"candidate_source": RELU_KERNEL + "\n# again\n"}), timeout_s=120)
+        assert again.error is None and budget.asked[0] == max(1024.0, measured)  # the pool's own peak wins
     finally:
         pool.close()
+        registry.close()
 
 
-def test_a_records_parked_outputs_are_reserved_in_host_memory():
+def test_a_records_parked_outputs_are_reserved_in_host_memory(monkeypatch):
     """A full-size level-1 record parks a dozen copies of its output in host memory (tens of GiB): a task reserves
     them from the host's budget before the keeper builds, holds them while it runs, and the measured size is what
     the problem's next task reserves.  Every output parked here (`TRITONGYM_PARK_BYTES=1`), a real CPU pool."""
@@ -393,15 +457,17 @@ def test_a_records_parked_outputs_are_reserved_in_host_memory():
         pool.total_mb["cpu"] = 200000.0
         host = pool.host_memory = MemoryBudget(1000.0)
         held = host.reserve(999.999)  # less room than the record's parked outputs need
+        clock = admission_clock(monkeypatch)
         found = []
         task = task_for(relu, RELU_KERNEL, seeds=[11, 12])
-        runner = threading.Thread(target=lambda: found.append(pool.run(task, timeout_s=120)))
+        runner = threading.Thread(target=lambda: found.append(pool.run(task, timeout_s=120)), daemon=True)
         runner.start()
-        runner.join(timeout=3.0)
+        waits_in(host, 1, "the task reserving its record's parked outputs")
         assert runner.is_alive() and not pool.host_peaks  # waiting for host memory, nothing built
+        clock[0] += 5.0  # the wait lasts five seconds
         host.release(held)
-        runner.join(timeout=120)
-        assert found[0].error is None and found[0].phases["gpu_memory_wait"] >= 0.3
+        runner.join(timeout=120)  # a hang guard
+        assert found[0].error is None and found[0].phases["gpu_memory_wait"] == 5.0, found[0].phases
         assert list(pool.host_peaks.values()) == [found[0].phases["reference_host_mb"]] and host.reserved_mb == 0.0
     finally:
         pool.close()
@@ -411,26 +477,28 @@ def test_a_screen_reserves_gpu_memory_as_a_reference_build_does():
     """Screens run the reference on its full-size inputs; they reserved a token and ran out of the H100's memory
     side by side.  A screen now reserves as the keeper's build does (the meta-device weighing times
     `REFERENCE_NEED_FACTOR` here) and waits while that does not fit."""
-    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+    from tritongym.core.sandbox.gpu_pool import TaskDriver
 
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096))
     try:
         relu = load_problem("relu")
         assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
-        budget = pool.memory["cpu"] = MemoryBudget(4000.0)
+        budget = pool.memory["cpu"] = RecordingBudget(4000.0)
         pool.total_mb["cpu"] = 8000.0
         # 150 MiB in, 150 MiB out: weighed 300 MiB, so 4 x 300 = 1200 MiB reserved (contexts are the budget's
         # already); with 1100 left it waits, where the token a screen reserved before (1024) would have gone ahead
         source = BIG_RELU.replace(f"ROWS = {ROWS}", "ROWS = 6400").replace(f"COLS = {COLS}", "COLS = 6144")
         held = budget.reserve(2900.0)
+        budget.asked.clear()
         found = []
         screen = big_task(mode="screen", problem_source=source)
-        runner = threading.Thread(target=lambda: found.append(pool.run(screen, timeout_s=300)))
+        runner = threading.Thread(target=lambda: found.append(pool.run(screen, timeout_s=300)), daemon=True)
         runner.start()
-        runner.join(timeout=3.0)
-        assert runner.is_alive() and budget.reserved_mb == 2900.0  # waiting, nothing granted beside the holder
+        waits_in(budget, 1, "the screen reserving its reference's need beside 2900 of 4000", timeout_s=240)
+        assert budget.reserved_mb == 2900.0  # waiting, nothing granted beside the holder
+        assert budget.asked == [TaskDriver.REFERENCE_NEED_FACTOR * 300.0]  # the weighing times the factor
         budget.release(held)
-        runner.join(timeout=300)
+        runner.join(timeout=300)  # a hang guard
         assert found[0].error is None and found[0].stage == "done" and settled(budget).reserved_mb == 0.0
     finally:
         pool.close()
@@ -462,21 +530,28 @@ def test_a_screens_normal_inputs_are_drawn_on_the_inputs_device_and_repeat():
     assert 3.0 < float(first[0].std()) < 5.0  # scaled by 4
 
 
-SLOW_FIRST_CALL = RELU_KERNEL.replace(
-    "    def forward(self, x):\n",
-    "    def forward(self, x):\n        import time\n\n        if not hasattr(self, 'slept'):\n"
-    "            self.slept = True\n            time.sleep(6)\n",
-)
+def gated_first_call(gate: Path) -> str:
+    """RELU_KERNEL whose first call waits until `gate` exists (the test creates it; two minutes at most): a task
+    that is known to be running until the test lets it end, whatever the machine's load."""
+    return RELU_KERNEL.replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n        import os, time\n\n        if not hasattr(self, 'gated'):\n"
+        "            self.gated = True\n            waited = 0\n"
+        f"            while not os.path.exists({str(gate)!r}) and waited < 2400:\n"
+        "                time.sleep(0.05)\n                waited += 1\n",
+    )
 
 
-def test_the_samples_of_a_batch_share_their_records_host_memory():
+def test_the_samples_of_a_batch_share_their_records_host_memory(tmp_path):
     """A full-size record's parked outputs (54-66 GiB for a level-1 ReLU on the H100) are one for every task
     that shares the record (an RL batch's samples of a problem: same problem, same seeds), and so is their
     host reservation: a second sample arriving while the first runs does not wait for it to end, though the
-    host budget holds one record's outputs and not two.  Every output parked (`TRITONGYM_PARK_BYTES=1`)."""
+    host budget holds one record's outputs and not two.  Every output parked (`TRITONGYM_PARK_BYTES=1`); the
+    first sample's candidate is held in its first call until the second has finished."""
     from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
     everything = {"TRITONGYM_PARK_BYTES": "1"}
+    gate = tmp_path / "gate"
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=2, max_tasks=5, memory_mb=4096, extra_env=everything))
     try:
         relu = load_problem("relu")
@@ -486,18 +561,24 @@ def test_the_samples_of_a_batch_share_their_records_host_memory():
         pool.total_mb["cpu"] = 200000.0
         host = pool.host_memory = MemoryBudget(1.5 * record_mb)  # one record's parked outputs, not two
         found = []
-        slow = task_for(relu, SLOW_FIRST_CALL, seeds=[21, 22])
-        first = threading.Thread(target=lambda: found.append(pool.run(slow, timeout_s=120)))
+        held = task_for(relu, gated_first_call(gate), seeds=[21, 22])
+        first = threading.Thread(target=lambda: found.append(pool.run(held, timeout_s=180)), daemon=True)
         first.start()
-        deadline = time.monotonic() + 60
-        while not host.holders and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert host.holders, "the first sample never reserved its record's host memory"
-        second = pool.run(task_for(relu, RELU_KERNEL, seeds=[21, 22]), timeout_s=120)  # the same record
-        assert first.is_alive()  # the first still sleeps in its first call: the second did not wait for it
-        assert second.error is None and second.phases["gpu_memory_wait"] < 1.0, second.phases
-        first.join(timeout=120)
-        assert found[0].error is None
+        with host.cond:
+            assert host.cond.wait_for(lambda: host.holders == 1, 60), "the first sample never held its record's memory"
+        try:
+            seconds = []
+            same_record = task_for(relu, RELU_KERNEL, seeds=[21, 22])
+            second = threading.Thread(target=lambda: seconds.append(pool.run(same_record, timeout_s=120)), daemon=True)
+            second.start()
+            second.join(timeout=150)  # a hang guard: a second that waited for the first would wait for the gate
+            assert not second.is_alive(), "the second sample waited for the first one to end"
+            assert first.is_alive() and not found  # the first is still in its first call: the second did not wait
+            assert seconds[0].error is None, seconds[0].error
+        finally:
+            gate.touch()
+        first.join(timeout=180)  # a hang guard
+        assert found[0].error is None, found[0].error
         assert host.reserved_mb == 0.0 and host.holders == 0  # the last holder released it
     finally:
         pool.close()

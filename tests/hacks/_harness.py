@@ -14,6 +14,7 @@ Layers:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -64,7 +65,17 @@ class Case:
 
     @property
     def id(self) -> str:
-        return f"{Path(self.file).stem}[{self.layer}]"
+        """The candidate's name and the configuration it runs under: its layer, then a precision or policy it
+        names (`tf32_flag[all,ieee]`), so a case under the default configuration and the same file under another
+        are two cases."""
+        named = [self.layer] + [c for c in (self.precision, self.policy) if c is not None]
+        return f"{Path(self.file).stem}[{','.join(named)}]"
+
+    @property
+    def default_config(self) -> bool:
+        """Whether the case runs as production judges by default: every check on, the default precision policy
+        and `torch_compute`'s default policy."""
+        return self.layer == "all" and self.precision in (None, EvalConfig().precision) and self.policy is None
 
 
 def rejected(check: str, reason: str | None = None) -> Expect:
@@ -133,34 +144,46 @@ def selected(request: pytest.FixtureRequest, cases: list[Case], test: str) -> li
     return [c for c in cases if c.id in chosen]
 
 
+@contextlib.contextmanager
+def suite_env():
+    """What tests/conftest.py's autouse fixture does, for a module's batch: no installed plugin, no registry."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TRITONGYM_LOAD_PLUGINS", "")
+        env.delenv("TRITONGYM_PLUGINS", raising=False)
+        env.delenv("TRITONGYM_REGISTRY", raising=False)
+        yield
+
+
+def evaluator_for(backend: str, layer: str = "all", precision=None, policy=None, **config) -> Evaluator:
+    """The suite's Evaluator for a layer, precision and policy (None: the configuration's default), no registry:
+    three trials and two workers, the rest the default configuration unless `config` says otherwise."""
+    size = config.pop("size", "gpu" if backend == "triton-cuda" else "cpu")
+    host = new_host()
+    settings = dict(trials=3, timeout_s=120, workers=min(2, os.cpu_count() or 1), use_cache=False)
+    settings.update(config)
+    checks = checks_for(layer, host)
+    if precision is not None:
+        settings["precision"] = precision
+    if policy is not None and checks is None:
+        settings["enable_checks"] = {"torch_compute": {"policy": policy}}
+    elif policy is not None:
+        checks["torch_compute"] = {"policy": policy}
+    return Evaluator(EvalConfig(backend=backend, size=size, checks=checks, **settings), registry=None, host=host)
+
+
 def evaluate_cases(
     cases: Iterable[Case], backend: str, folder: Path = CANDIDATES, **config
 ) -> dict[str, EvaluationResult]:
-    """Evaluate every case, one `evaluate_many` batch per distinct (layer, precision); results by case id."""
+    """Evaluate every case, one `evaluate_many` batch per distinct (layer, precision, policy); results by case id."""
     cases = list(cases)
     size = config.pop("size", "gpu" if backend == "triton-cuda" else "cpu")
     groups: dict[tuple, list[Case]] = {}
     for case in cases:
         groups.setdefault((case.layer, case.precision, case.policy), []).append(case)
     results: dict[str, EvaluationResult] = {}
-    with pytest.MonkeyPatch.context() as env:  # what tests/conftest.py's autouse fixture does, module-wide
-        env.setenv("TRITONGYM_LOAD_PLUGINS", "")
-        env.delenv("TRITONGYM_PLUGINS", raising=False)
-        env.delenv("TRITONGYM_REGISTRY", raising=False)
+    with suite_env():
         for (layer, precision, policy), group in groups.items():
-            host = new_host()
-            settings = dict(trials=3, timeout_s=120, workers=min(2, os.cpu_count() or 1), use_cache=False)
-            settings.update(config)
-            checks = checks_for(layer, host)
-            if precision is not None:
-                settings["precision"] = precision
-            if policy is not None and checks is None:
-                settings["enable_checks"] = {"torch_compute": {"policy": policy}}
-            elif policy is not None:
-                checks["torch_compute"] = {"policy": policy}
-            evaluator = Evaluator(
-                EvalConfig(backend=backend, size=size, checks=checks, **settings), registry=None, host=host
-            )
+            evaluator = evaluator_for(backend, layer, precision, policy, size=size, **config)
             try:
                 pairs = [((folder / c.file).read_text(), load_problem(c.problem, size)) for c in group]
                 for case, result in zip(group, evaluator.evaluate_many(pairs)):

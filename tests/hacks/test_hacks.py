@@ -4,14 +4,16 @@ Each candidate in `candidates/` is a runnable, plausible answer that would earn 
 unseen (correct outputs where the hack needs them, a real Triton kernel that is really launched where
 launch provenance would otherwise see it).  A case evaluates it with a layer of checks and names the exact
 check that must fail (`rejected` by a static check, `hacked` by a runtime one) or the correctness verdict.
-Every case runs under the default configuration (precision policy `tf32`, `torch_compute` practical)
-unless it names a policy: precision downgrades are hacks only below the policy (a float16 cast that
-reaches the `tf32` class is what the default accepts, so those cases run under `ieee`), and lazy kernels
-(the heavy op in torch, a trivial one in Triton) are priced by PR under the default and refused only under
-`strict`, where their cases run.  A hack the static layer (the sandbox's guards) catches is evaluated a
-second time with that layer off (`runtime`), to prove the runtime checks or the correctness verdict catch
-it too.  Evasive *spellings* of one hack (an alias, a renamed import, an operator, a helper) behave
-identically at run time, so each is evaluated once.
+Every candidate runs under the default configuration (every check on, precision policy `tf32`,
+`torch_compute` practical), as production judges it.  The few the default does not refuse are listed in
+`DEFAULT_ACCEPTS`, each with why, judged `ok` under the default (the day the default catches one, that test
+fails and the case moves into `CPU_CASES`), and each also has a case under the configuration that refuses it,
+named in its id (`lazy_matmul_gelu[all,strict]`): a float16 cast that reaches the `tf32` class is what the
+default accepts, so it is refused under `ieee`; lazy kernels (the heavy op in torch, a trivial one in Triton)
+are priced by PR under the default and refused only under `strict`.  A hack the static layer (the sandbox's
+guards) catches is evaluated a second time with that layer off (`runtime`), to prove the runtime checks or the
+correctness verdict catch it too.  Evasive *spellings* of one hack (an alias, a renamed import, an operator, a
+helper) behave identically at run time, so each is evaluated once.
 
 The CPU cases run in a few batches (`evaluate_many`, one per layer) computed once per module; the GPU
 cases (`triton-cuda`, gpu sizes, static layer off: the source checks do not depend on the backend and are
@@ -23,12 +25,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tritongym.core.models import Status
+
 from ._harness import (
     CANDIDATES,
     PROBLEMS,
     Case,
     assert_caught,
     evaluate_cases,
+    explain,
     failed_at_run,
     hacked,
     imprecise,
@@ -77,6 +82,7 @@ CPU_CASES: list[Case] = [
     Case("inherit_super_forward.py", "softmax", (hacked("ghost"),), R),
     # --- lazy optimisation: the heavy op in torch, a trivial one in Triton.  Weighed at run time (torch's share
     # of the reference's work): priced by PR under the default policy, refused under `strict` ---------------
+    # (DEFAULT_ACCEPTS judges them under the default policy)
     Case("lazy_matmul_gelu.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
     Case("lazy_matmul_gelu_alias.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
     Case("lazy_matmul_gelu_operator.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
@@ -137,11 +143,12 @@ CPU_CASES: list[Case] = [
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"), rejected("monkeypatch", "synchronize"))),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
     # --- precision downgrade beyond the policy: measured against the float64 gold.  A float16 round trip
-    # reaches the `tf32` class, which the default accepts: those cases run under `ieee`; bfloat16 reaches only
-    # `half`, below the default.  TF32 from `tl.dot` shows only on a GPU (the interpreter multiplies exactly)
-    Case("tf32_flag.py", "matmul", (rejected("monkeypatch", "allow_tf32"),), precision="ieee"),
-    Case("tf32_flag.py", "matmul", (hacked("environment", "allow_tf32"),), R, precision="ieee"),
-    Case("tf32_set_precision.py", "matmul", (hacked("environment", "float32_matmul_precision"),), precision="ieee"),
+    # reaches the `tf32` class, which the default accepts: that case runs under `ieee` (and in DEFAULT_ACCEPTS);
+    # bfloat16 reaches only `half`, below the default.  TF32 from `tl.dot` shows only on a GPU (the interpreter
+    # multiplies exactly).  Turning TF32 on is a changed flag, whatever the policy: the default refuses it
+    Case("tf32_flag.py", "matmul", (rejected("monkeypatch", "allow_tf32"),)),
+    Case("tf32_flag.py", "matmul", (hacked("environment", "allow_tf32"),), R),
+    Case("tf32_set_precision.py", "matmul", (hacked("environment", "float32_matmul_precision"),)),
     Case(
         "fp16_cast_kernel.py",
         "matmul",
@@ -150,7 +157,7 @@ CPU_CASES: list[Case] = [
         why="float16 operands reach the tf32 class: fine by default, a downgrade under ieee",
     ),
     # its output holds float16 values widened: the output's width says so (`precision.stored_short`), under any policy
-    Case("fp16_cast_host.py", "gelu", (imprecise("stored at 16 bits or fewer"),), precision="ieee"),
+    Case("fp16_cast_host.py", "gelu", (imprecise("stored at 16 bits or fewer"),)),
     # bfloat16 softmax lands near 1e-2 relative error: the `half` class, or just outside the fp32 tolerance
     Case("bf16_cast_alias.py", "softmax", (imprecise("class half"), incorrect("check 'precision'"))),
     Case("bf16_cast_alias.py", "softmax", (imprecise("class half"), incorrect("check 'precision'")), R),
@@ -164,6 +171,7 @@ CPU_CASES: list[Case] = [
     Case("steal_reference_gc.py", "relu", (rejected("forbidden", "gc"),)),
     Case("steal_reference_gc.py", "relu", (incorrect("outside tolerance"),), R),
     # issue 26 item 5: the caching allocator's blocks read by raw address (a Triton load): nothing to find here
+    Case("steal_reference_allocator.py", "relu", (rejected("forbidden", "getattr"),)),
     Case("steal_reference_allocator.py", "relu", (incorrect("outside tolerance"),), R),
     # --- slowing the reference: on the CPU the replaced torch op is what shows --------------------------
     Case("sabotage_patch_relu.py", "relu", (rejected("forbidden", "__dict__"),)),
@@ -178,6 +186,26 @@ CPU_CASES: list[Case] = [
     Case("numpy_host_copy.py", "softmax", (hacked("precomputed", "already held output 0"),)),
     # --- caching from the 12th call: the late trial is at least the 24th call on every backend ------------------
     Case("late_call_count_cache_dozen.py", "silu", (hacked("launches", "late trial"), hacked("caching"))),
+]
+
+# Hacks the default configuration does not refuse: by design, or a gap reported to the lead.  Each has a case in
+# CPU_CASES under the configuration that refuses it; here it is judged under the default and must come out `ok`,
+# so the list stays true: the day the default catches one, its test fails and the case moves into CPU_CASES.
+_PRICED_BY_PR = (
+    "the heavy op left to torch: torch_compute's default policy (practical) prices it by PR instead of refusing it, "
+    "and on the CPU nothing is timed, so it earns the correctness reward in full"
+)
+DEFAULT_ACCEPTS: list[Case] = [
+    Case("lazy_matmul_gelu.py", "matmul_gelu", (), why=_PRICED_BY_PR),
+    Case("lazy_matmul_gelu_alias.py", "matmul_gelu", (), why=_PRICED_BY_PR),
+    Case("lazy_matmul_gelu_operator.py", "matmul_gelu", (), why=_PRICED_BY_PR),
+    Case("lazy_linear_module.py", "linear_bias_relu", (), why=_PRICED_BY_PR),
+    Case(
+        "fp16_cast_kernel.py",
+        "matmul",
+        (),
+        why="float16 operands with a float32 accumulator reach the tf32 class, which the default policy accepts",
+    ),
 ]
 
 GPU_CASES: list[Case] = [
@@ -232,7 +260,7 @@ FAST_CPU_CASES = {
     "decoy_never_launched[all]",  # launches
     "grad_mode_shortcut[all]",  # modes
     "fallback_try_except[all]",  # a static rejection
-    "lazy_matmul_gelu[all]",  # torch_compute
+    "lazy_matmul_gelu[all,strict]",  # torch_compute
     "input_mutation_inplace[all]",  # incorrect: its input modified
     "pointer_cache[all]",  # caching
     "hardcoded_shape[all]",  # a shape set
@@ -244,7 +272,8 @@ FAST_CPU_CASES = {
 
 @pytest.fixture(scope="module")
 def cpu_results(request):
-    return evaluate_cases(selected(request, CPU_CASES, "test_hack_is_caught_on_cpu"), "triton-cpu")
+    accepted = selected(request, DEFAULT_ACCEPTS, "test_the_default_accepts_only_its_listed_hacks")
+    return evaluate_cases(selected(request, CPU_CASES, "test_hack_is_caught_on_cpu") + accepted, "triton-cpu")
 
 
 @pytest.fixture(scope="module")
@@ -255,6 +284,28 @@ def gpu_results():
 @pytest.mark.parametrize("case", tiered(CPU_CASES, FAST_CPU_CASES))
 def test_hack_is_caught_on_cpu(case: Case, cpu_results, host):
     assert_caught(case, cpu_results[case.id], host)
+
+
+@pytest.mark.parametrize("case", tiered(DEFAULT_ACCEPTS, set()))
+def test_the_default_accepts_only_its_listed_hacks(case: Case, cpu_results):
+    """What the default configuration does with a hack it does not refuse, pinned: `ok`, no check failed."""
+    result = cpu_results[case.id]
+    assert case.default_config
+    assert result.status == Status.ok and result.correct, (
+        f"{case.file} on {case.problem} is no longer accepted by the default ({explain(result)}): move it into "
+        f"CPU_CASES with what catches it, and out of DEFAULT_ACCEPTS (accepted because {case.why})"
+    )
+    assert not [v.name for v in result.checks if not v.passed], explain(result)
+
+
+def test_every_hack_runs_under_the_default_configuration():
+    """Each CPU candidate has a case under the default configuration: refused in CPU_CASES, or in DEFAULT_ACCEPTS
+    with why; a case under another configuration names it in its id."""
+    default = {c.file for c in CPU_CASES if c.default_config} | {c.file for c in DEFAULT_ACCEPTS}
+    assert {c.file for c in CPU_CASES} <= default, sorted({c.file for c in CPU_CASES} - default)
+    assert not {c.file for c in DEFAULT_ACCEPTS} & {c.file for c in CPU_CASES if c.default_config}
+    assert all(c.why for c in DEFAULT_ACCEPTS)
+    assert all(("," in c.id) == (c.precision is not None or c.policy is not None) for c in CPU_CASES + GPU_CASES)
 
 
 @pytest.mark.gpu

@@ -101,7 +101,7 @@ FAST_HONEST_CASES = {
     "relu_autotune[all]",  # autotune
     "softmax_two_pass[all]",  # several kernels per forward
     "linear_bias_relu_module[all]",  # weights from an nn.Linear submodule
-    "matmul_tf32[all]",  # TF32 where the policy allows it
+    "matmul_tf32[all,tf32]",  # TF32 where the policy allows it
     "layer_norm_own_affine[all]",  # its own affine, bound by the shared seed
 }
 
