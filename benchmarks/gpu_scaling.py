@@ -14,6 +14,8 @@ column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
   one-second samples, and the CPU seconds of this process (the pool's parent: every frame of every worker and
   keeper passes through it) against the column's wall time;
 * the phases of the results, summed over worker evaluations;
+* every column screens its problems afresh (`screen.forget_held`: the process holds screens once computed, so a
+  later column started with every screen known, and the first column paid for all of them);
 * the column's timeline (`core/timeline.py`, the pool's marks): when the first worker was ready, the first
   candidate started and the last one ended, the candidates ended in each tenth of the column, and the workers
   ready but idle (`ready_unused_s`: summed over workers, seconds from ready to their first task), so the fixed
@@ -43,6 +45,7 @@ from candidate_set import build_candidate_set, interleaved
 
 from tritongym.core import timeline
 from tritongym.core.config import EvalConfig
+from tritongym.core.eval import screen
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Candidate
 from tritongym.core.plugins import PluginHost
@@ -106,6 +109,7 @@ def run_column(
     options = {"gpus": gpus} if gpus is not None else {}
     config = EvalConfig(backend=backend, size=size, backend_options=options)
     problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
+    screen.forget_held()  # each column screens its problems afresh: held ones made a later column's start free
     with tempfile.TemporaryDirectory() as tmp:
         marks_path = Path(tmp) / "column.timeline"
         os.environ[timeline.ENV] = str(marks_path)

@@ -145,6 +145,12 @@ one evaluation each) waits for that one instead of computing the same screen aga
 _HELD_LOCK = threading.Lock()
 
 
+def forget_held() -> None:
+    """Drop the screens this process holds (a benchmark's columns that must each screen their problems afresh)."""
+    with _HELD_LOCK:
+        _HELD.clear()
+
+
 def cached_screens(
     problems: list[Problem],
     backend: Backend,
