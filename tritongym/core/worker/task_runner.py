@@ -336,6 +336,17 @@ def install_autotune_policy() -> None:
         why = f"{type(exc).__name__}: {exc}"
     if why:
         print(f"tritongym: the interpreter's autotune policy is not installed: {why}", file=sys.stderr, flush=True)
+    from tritongym.core.worker.autotune import interpreting
+
+    if interpreting():  # `and`/`or` on tensors as the compiler reads them (`interpreter_bool_ops.py`)
+        from tritongym.core.worker import interpreter_bool_ops
+
+        try:
+            why = interpreter_bool_ops.install()
+        except Exception as exc:  # noqa: BLE001 - never the worker's end: Triton stays as it is
+            why = f"{type(exc).__name__}: {exc}"
+        if why:
+            print(f"tritongym: the interpreter's and/or is Python's: {why}", file=sys.stderr, flush=True)
 
 
 def configure_precision(task: WorkerTask, candidate: bool = False) -> None:
