@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
+from tritongym.core.keeper.keeper import Keeper, ReferenceRecord
 from tritongym.core.measure.field_convention import (
     FIELD_SWITCHES,
     differing_switches,
@@ -31,7 +32,6 @@ from tritongym.core.registry import Registry
 from tritongym.core.registry.migrations import migrate
 from tritongym.core.reports.fast_p import P_VALUES, p_key
 from tritongym.core.reports.run_report import run_report
-from tritongym.core.worker.keeper import Keeper, ReferenceRecord
 from tritongym.core.worker_task import WorkerTask
 
 

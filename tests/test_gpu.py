@@ -430,7 +430,7 @@ def test_memory_given_back_by_the_keeper_holds_no_answer(tmp_path, monkeypatch):
     import math
 
     from tests.conftest import task_for
-    from tritongym.core.worker.keeper import Keeper
+    from tritongym.core.keeper.keeper import Keeper
     from tritongym.core.worker.scrub import poison_free_memory
 
     torch.cuda.empty_cache()

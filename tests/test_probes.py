@@ -165,10 +165,10 @@ def test_each_task_of_a_shared_record_is_probed_on_precomputed_inputs_of_its_own
     from pathlib import Path
 
     from tests.conftest import task_for
+    from tritongym.core.keeper.keeper import record_key
     from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
     from tritongym.core.verdict import probe_outputs_match
     from tritongym.core.worker.input_source import precomputed_seed
-    from tritongym.core.worker.keeper import record_key
     from tritongym.core.worker_task import WorkerTask
 
     copier = (Path(__file__).parent / "hacks" / "candidates" / "grid_callable_torch.py").read_text()

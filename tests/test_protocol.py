@@ -44,7 +44,7 @@ def test_a_relayed_payload_reaches_the_keeper_byte_for_byte():
 
 
 def test_the_keeper_names_undecodable_worker_bytes_malformed():
-    from tritongym.core.worker.keeper import _from_worker
+    from tritongym.core.keeper.keeper import _from_worker
     from tritongym.core.worker.stages import StageError
 
     with pytest.raises(StageError) as caught:

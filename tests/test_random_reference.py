@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from tests.conftest import task_for
+from tritongym.core.keeper.keeper import ReferenceRecord
 from tritongym.core.problems import load_problem
-from tritongym.core.worker.keeper import ReferenceRecord
 
 DROPOUT = """
 import torch

@@ -127,7 +127,7 @@ def test_the_evaluator_announces_each_task_before_it_measures_and_none_for_a_cac
 
 def test_a_screen_runs_in_the_keeper_and_no_worker_starts_for_it(on_demand_pool, relu_problem):
     """A screen runs the reference and the negative controls, no candidate code: the GPU's keeper runs it
-    (`worker/keeper_screen.py`), up before any worker, so nothing waits for a worker's start (a CUDA context and
+    (`keeper/screen.py`), up before any worker, so nothing waits for a worker's start (a CUDA context and
     CUPTI's set-up) to screen a problem; the one worker started serves the candidate and retires as always."""
     pool = on_demand_pool
     screen = pool.run(task_for(relu_problem, None, mode="screen"), timeout_s=120)

@@ -204,7 +204,7 @@ def test_a_mode_probe_that_repeats_a_trial_shares_its_stored_outputs(tmp_path):
     """The mode probes run the reference on trial inputs: for a reference with no train/eval or grad behaviour
     their outputs are the trial's, held once (a full-size problem parks three fewer copies); a reference whose
     train mode differs (dropout) keeps its own copy for that probe."""
-    from tritongym.core.worker.keeper import ReferenceRecord
+    from tritongym.core.keeper.keeper import ReferenceRecord
     from tritongym.core.worker.parking import split_bytes
     from tritongym.core.worker.probes import MODE_PROBES, mode_probe_name
 
@@ -234,7 +234,7 @@ def test_samples_of_one_problem_running_side_by_side_share_the_keepers_record(tm
     only when a task ended: every sample of a batch built its own)."""
     import json
 
-    from tritongym.core.worker.keeper import Keeper
+    from tritongym.core.keeper.keeper import Keeper
 
     monkeypatch.chdir(tmp_path)
     keeper = Keeper("cpu")
@@ -296,7 +296,7 @@ def test_the_keeper_weighs_a_new_problem_on_the_meta_device(tmp_path, monkeypatc
     the record is built, its measured peak instead."""
     import json
 
-    from tritongym.core.worker.keeper import Keeper
+    from tritongym.core.keeper.keeper import Keeper
 
     monkeypatch.chdir(tmp_path)
     keeper = Keeper("cpu")
@@ -591,11 +591,11 @@ def test_a_kept_output_that_is_a_view_keeps_only_its_own_elements(tmp_path):
     own size; here a reference whose output is such a view, built by the keeper's own code on the CPU."""
     from tritongym.core.config import EvalConfig
     from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.keeper.keeper import ReferenceRecord
     from tritongym.core.models import Candidate
     from tritongym.core.plugins import PluginHost
     from tritongym.core.problems import parse_problem
     from tritongym.core.worker import parking
-    from tritongym.core.worker.keeper import ReferenceRecord
 
     big = torch.arange(1 << 20, dtype=torch.float32)
     view = big[5]  # 0-dim, over 4 MiB

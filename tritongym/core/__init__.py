@@ -20,6 +20,8 @@ included).  In that order, with what each imports besides the kernel:
 - `measure`       what judging and timing measure with: trusted primitives, the timer and profiler, the output
                   comparison, the float64 gold: the kernel only;
 - `worker`        the code that runs inside the sandboxed worker process: the kernel and `measure`;
+- `keeper`        the GPU's reference keeper process (trusted: the reference side, screens, judging what workers
+                  lend it): `worker`'s frames, handouts, task runner and protocol, `measure`;
 - `sandbox`       the parent's side of the worker: the locked-down process every backend starts, the warm GPU
                   pool: `worker`'s frames and exit texts, `measure`'s comparison;
 - `registry`      registry.db: every problem, kernel and evaluation, its migrations and browse queries (the
@@ -73,6 +75,8 @@ LAYERS: tuple[str, ...] = (
     "tritongym.core.measure",
     # runs in the worker process, which imports the kernel and nothing of the parent's side
     "tritongym.core.worker",
+    # the reference keeper's process: the worker's frames, handouts and task runner, its own records and requests
+    "tritongym.core.keeper",
     # the sandbox and the GPU pool that start the worker: the backends step down into it, never back into eval
     "tritongym.core.sandbox",
     # storage only: every subsystem above records or reads through it

@@ -17,7 +17,7 @@
   memory passes `memory_mb` is killed and reported as `crashed` (address-space limits break CUDA, so
   memory is watched instead).
 
-Beside the workers, each GPU has one reference keeper (`worker/keeper.py`): a trusted process with its own
+Beside the workers, each GPU has one reference keeper (`keeper/keeper.py`): a trusted process with its own
 CUDA context that computes the reference's outputs, gold and probes (once per problem, shapes, seeds and
 precision, then reused by every candidate of it), times the reference, and judges the outputs each worker
 lends it (`TaskDriver`).  No reference output ever exists in a process a candidate runs in.  A keeper that

@@ -343,13 +343,13 @@ class KeeperRefused(KeeperUnavailable):
 
 
 class KeeperProcess(Worker):
-    """The GPU's reference keeper (`worker/keeper.py`): requests answered one at a time, `OKAY` or `DENY`.
+    """The GPU's reference keeper (`keeper/keeper.py`): requests answered one at a time, `OKAY` or `DENY`.
 
     Calls are serialised by a mutex, and no caller may wait for the GPU lock while holding it (a driver takes
     the lock first, then calls): a keeper busy timing the reference under the exclusive lock therefore never
     waits for a sharer that waits for the keeper."""
 
-    MODULE = "tritongym.core.worker.keeper"
+    MODULE = "tritongym.core.keeper.keeper"
     ROLE = "keeper"
 
     def __init__(self, gpu: str, options: PoolOptions, zygote: Zygote | None = None, share: float = 1.0) -> None:

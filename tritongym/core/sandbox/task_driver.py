@@ -207,7 +207,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             self.keeper_mb, self.device_record = None, None
 
     def screen_in_keeper(self) -> tuple[Evidence, bool]:
-        """A problem's negative-control screen, run by its GPU's keeper (`worker/keeper_screen.py`: trusted, up before
+        """A problem's negative-control screen, run by its GPU's keeper (`keeper/screen.py`: trusted, up before
         any worker, no candidate code), under a shared hold and the reference's memory reservation, as a build:
         (evidence, whether the keeper died, so that the pool runs it once more)."""
         started = self.started = time.monotonic()

@@ -5,7 +5,7 @@ Three processes talk over `frames.py`'s length-prefixed frames (a four-letter ki
 - the parent (`sandbox/gpu_pool.py`, `TaskDriver`) and a candidate's worker (`worker/gpu_worker.py`): the worker
   asks for the GPU lock and for handouts, reports its trials and its timing (`FromWorker`); the parent grants,
   lends, and decides (`ToWorker`);
-- the parent and a GPU's reference keeper (`worker/keeper.py`): requests (`KeeperRequest`) answered one at a
+- the parent and a GPU's reference keeper (`keeper/keeper.py`): requests (`KeeperRequest`) answered one at a
   time (`KeeperAnswer`);
 - both processes, at their start and end (`Lifecycle`): ready, could not start, exit.
 
@@ -80,7 +80,7 @@ class KeeperRequest(StrEnum):
     JUDGE = "JUDG"  # `tagged` worker bytes of `CANDIDATE`: compare the candidate's report
     JUDGE_TIMED = "JTIM"  # tensors {"task_id", "timed"}: compare the timed calls' outputs
     FREE = "FREE"  # `TaskRequest`: the task is over; give back what it held
-    SCREEN = "SCRN"  # `ScreenRequest`: a problem's negative-control screen (`keeper_screen.py`)
+    SCREEN = "SCRN"  # `ScreenRequest`: a problem's negative-control screen (`keeper/screen.py`)
 
 
 class KeeperAnswer(StrEnum):

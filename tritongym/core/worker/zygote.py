@@ -24,6 +24,7 @@ they died).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -47,8 +48,10 @@ def _preload() -> None:
     import tritongym.core.measure.timing  # noqa: F401
     import tritongym.core.worker.candidate_runner  # noqa: F401
     import tritongym.core.worker.gpu_worker  # noqa: F401
-    import tritongym.core.worker.keeper  # noqa: F401
     import tritongym.core.worker.launches  # noqa: F401
+
+    for module in ROLE_MODULES.values():
+        importlib.import_module(module)
 
 
 def _preload_task() -> None:
@@ -115,15 +118,17 @@ def _task_child(request: dict, fds: list[int], home: str) -> None:
     main()
 
 
+ROLE_MODULES = {"worker": "tritongym.core.worker.gpu_worker", "keeper": "tritongym.core.keeper.keeper"}
+"""The module whose `serve` a forked child of each role runs, named as `python -m` names it: the keeper sits a layer
+above the worker (`core/__init__.py`'s `LAYERS`), and this fork server starts both."""
+
+
 def _child(request: dict, fds: list[int], home: str) -> None:
     if request.get("role") == "task":
         _task_child(request, fds, home)
         return
     fd = fds[0]
-    if request.get("role") == "keeper":
-        from tritongym.core.worker.keeper import serve
-    else:
-        from tritongym.core.worker.gpu_worker import serve
+    serve = importlib.import_module(ROLE_MODULES["keeper" if request.get("role") == "keeper" else "worker"]).serve
 
     os.setsid()
     os.chdir(request["cwd"])

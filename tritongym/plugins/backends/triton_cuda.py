@@ -56,7 +56,7 @@ class TritonCUDABackend(Backend):
     """Triton on NVIDIA GPUs: correctness, paired timing and PR, in warm per-GPU workers."""
 
     name = "triton-cuda"
-    screens_need_workers = False  # the pool's keepers screen problems (`worker/keeper_screen.py`)
+    screens_need_workers = False  # the pool's keepers screen problems (`keeper/screen.py`)
     device_type = "cuda"
     default_size = "gpu"
 

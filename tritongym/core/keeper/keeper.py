@@ -38,10 +38,11 @@ import sys
 import time
 from collections import OrderedDict
 
+from tritongym.core.keeper import screen as keeper_screen
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
-from tritongym.core.worker import frames, keeper_screen, lifeline
+from tritongym.core.worker import frames, lifeline
 from tritongym.core.worker.parking import Parked, fetch, park_all, split_bytes
 from tritongym.core.worker.protocol import MALFORMED, KeeperAnswer, KeeperRequest, Lifecycle, record_key, untagged
 from tritongym.core.worker.scrub import scrubbed_empty_cache
