@@ -455,11 +455,15 @@ def screen_in_keeper(pool, task: WorkerTask, timeout_s: float, gpu: str) -> Evid
 
 
 def prepare_ahead(pool, task: WorkerTask, timeout_s: float, gpu: str) -> threading.Thread | None:
-    """When no worker of `gpu` is ready and the problem's reference side was never built on `pool`, build it now in
-    the background (`TaskDriver.prepare_ahead`), once per problem at a time, while the task waits for a worker: the
-    thread doing it, or None."""
+    """On a pool that starts workers on demand (a one-candidate `eval`), when no worker of `gpu` is ready and the
+    problem's reference side was never built on `pool`, build it now in the background (`TaskDriver.prepare_ahead`),
+    once per problem at a time, while the task waits for its worker's start: the thread doing it, or None.  A pool
+    kept warm for a stream of work has its workers up before its tasks come, and there a task's own build, with its
+    cost in the task's budget and its out-of-memory retried alone, is left as it was."""
     key = reference_key(task)
     with pool._guard:
+        if not pool.options.start_on_demand:
+            return None
         if pool.ready.ready_on(gpu) or key in pool.peaks or key in pool.ahead:
             return None
         pool.ahead.add(key)
