@@ -446,12 +446,12 @@ class Keeper:
         timing.reference_before = self._time_lean_on_oom(record, task, rep)
         scrubbed_empty_cache(self.device)  # the timing's input sets and outputs back before the candidate's worker
         phases["time_reference"] = round(time.perf_counter() - began, 4)
-        phases.update(self._memory_held("after_timing"))
+        memory = self._memory_held("after_timing")  # seconds and sizes apart: `Evidence.phases`, `.memory_mb`
         compile_known = task.cached_compile_reference is not None or bool(data.get("compile_known"))
         if task.compile_reference and not compile_known:
             self._time_compiled(task, record, timing, phases)
         self._time_field(task, record, timing, phases)
-        return {"timing": timing.model_dump_json(), "phases": phases}
+        return {"timing": timing.model_dump_json(), "phases": phases, "memory_mb": memory}
 
     @staticmethod
     def _field_key(task: WorkerTask) -> str:
@@ -792,7 +792,7 @@ class Keeper:
     def _memory_held(self, when: str) -> dict[str, float]:
         """This keeper's GPU memory in MiB, allocated (live tensors) and reserved (its cache too), every record and
         task of it together: on an H100 the keeper of level 1's 96_HuberLoss held 48.77 GiB through its
-        candidate's run and the next problem's screen while its record said a few bytes; the results' phases
+        candidate's run and the next problem's screen while its record said a few bytes; the results' `memory_mb`
         (`keeper_{allocated,reserved}_mb_{when}`) say which request leaves what behind."""
         if not self.cuda:
             return {}

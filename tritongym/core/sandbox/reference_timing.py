@@ -57,6 +57,7 @@ class ReferenceTiming:
                 return answer
             self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
             self.reference_phases = {k: float(v) for k, v in answer.get("phases", {}).items()}
+            self.reference_memory_mb = {k: float(v) for k, v in answer.get("memory_mb", {}).items()}
             if check is not None:
                 check.timing, check.at = answer["timing"], time.monotonic()
             return None
@@ -104,7 +105,7 @@ class ReferenceTiming:
         if timing.field_reference_source == "measured":  # the field's convention: that task's to store, known here
             timing.field_reference_source = "cached"
         self._reference_timing(timing)
-        self.reference_phases = {"reference_check_shared": 1.0}
+        self.reference_flags = {"reference_check_shared": True}
         return True
 
     def _reference_timing(self, timing: TimingReport) -> None:

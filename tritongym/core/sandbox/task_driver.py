@@ -84,7 +84,9 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.started = time.monotonic()
         self.keeper: KeeperProcess | None = None
         self.prep: dict = {}
-        self.reference_phases: dict[str, float] = {}  # the keeper's reference timing (and torch.compile's)
+        self.reference_phases: dict[str, float] = {}  # seconds of the keeper's reference timing (torch.compile's)
+        self.reference_memory_mb: dict[str, float] = {}  # the keeper's memory after that timing
+        self.reference_flags: dict[str, bool] = {}  # whether another task's timing served (`reference_check_shared`)
         self.planned: list[TrialEvidence] = []
         self.reference_before = None
         self.timing: TimingReport | None = None
@@ -448,7 +450,7 @@ def screen_in_keeper(pool, task: WorkerTask, timeout_s: float, gpu: str) -> Evid
             alone = True
             continue
         if alone:
-            evidence.phases["ran_alone"] = 1.0
+            evidence.flags["ran_alone"] = True
         if not died:
             return evidence
     return evidence
