@@ -720,7 +720,7 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
                     driver._handle("RCHK", b"numbers")
                 grants, keeper_s = lock.exclusive_grants, driver.keeper_work_s + driver.keeper_queue_s
                 driver._handle("RCHK", b"")
-                assert driver.rechecked and driver.phase == "timing"
+                assert driver.drift_checked and driver.phase == "timing"
                 assert driver.holding == "exclusive" and lock.exclusive_grants == grants  # the worker's hold, kept
                 assert driver.keeper_work_s + driver.keeper_queue_s > keeper_s  # counted as keeper time
                 with pytest.raises(ValueError, match="RCHK after the reference's drift check was already done"):
@@ -728,7 +728,7 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
                 driver._release()  # the worker's UNLK
             grants = lock.exclusive_grants
             driver._handle("TIMD", timd)
-            assert driver.rechecked and driver.timing is not None and driver.timing.reference_after is None
+            assert driver.drift_checked and driver.timing is not None and driver.timing.reference_after is None
             assert lock.exclusive_grants == grants + (0 if early else 1)  # the fallback's hold of its own
             assert driver.holding is None
             with pytest.raises(ValueError, match="RCHK before the candidate was told TIME" if not early else "done"):
@@ -741,10 +741,10 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
 
 
 def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried(relu_problem, monkeypatch):
-    """A keeper answering `FAIL` to a request about the candidate's outputs (on the H100: `JTIM` out of memory
+    """A keeper answering `FAIL` to a request about the candidate's outputs (on the H100: `CMPT` out of memory
     beside a worker holding most of the GPU) is the keeper's failure: retried (alone, had it been memory), never
     "the worker sent a malformed frame", a crash charged to the candidate.  Here the keeper forgets the task
-    (`FREE`) right after preparing it, on the first attempt only, so its `JUDG` fails for real."""
+    (`FREE`) right after preparing it, on the first attempt only, so its `CMPR` fails for real."""
     from tritongym.core.sandbox import gpu_pool
 
     prepare = gpu_pool.TaskDriver._prepare
@@ -763,7 +763,7 @@ def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried
         evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
     finally:
         pool.close()
-    assert len(forgotten) == 1  # the first attempt's JUDG failed; the retry ran
+    assert len(forgotten) == 1  # the first attempt's CMPR failed; the retry ran
     assert evidence.error is None and evidence.stage == "done", evidence.error
 
 

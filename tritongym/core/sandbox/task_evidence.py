@@ -49,10 +49,10 @@ class EvidenceAssembly:
         evidence.timed_trials = self.timed_trials
         evidence.reference_torch_ops = self.prep.get("reference_torch_ops") or {}
         evidence.reference_torch_work = self.prep.get("reference_torch_work") or {}
-        if self.judged:
+        if self.compared:
             from tritongym.core.models import ProbeCall
 
-            evidence.probes = [ProbeCall.model_validate(p) for p in self.judged["probes"]]
+            evidence.probes = [ProbeCall.model_validate(p) for p in self.compared["probes"]]
         if self.report is not None:
             evidence.weights = WeightBinding.model_validate(self.report.get("weights") or {})
             if self.report.get("error") is not None and evidence.error is None:
