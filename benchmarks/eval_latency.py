@@ -118,7 +118,8 @@ def start_service(args, workdir: Path, env: dict) -> tuple[subprocess.Popen, Pat
 
 
 def summary(run: dict) -> dict:
-    """One run as the JSON keeps it: wall, exit code, status, the result's duration and phases, its verdict."""
+    """One run as the JSON keeps it: wall, exit code, status, the result's duration and what it measured (phases,
+    counts, flags, memory), its verdict."""
     result = run["result"]
     return {
         "wall_s": run["wall_s"],
@@ -128,6 +129,9 @@ def summary(run: dict) -> dict:
         "runtime_ms": result.get("runtime_ms"),
         "speedup": result.get("speedup"),
         "phases": result.get("phases", {}),
+        "counts": result.get("counts", {}),
+        "flags": result.get("flags", {}),
+        "memory_mb": result.get("memory_mb", {}),
         "verdict": verdict(result) if "status" in result else None,
         "timeline": run.get("timeline", []),
     }

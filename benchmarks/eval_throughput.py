@@ -86,10 +86,13 @@ def run_tritongym(
     if lock_s:
         print(f"({label}) GPU lock seconds: {lock_s}", flush=True)
     statuses = Counter(r.status.value for r in results)
-    phases: Counter = Counter()
+    phases: Counter = Counter()  # seconds
+    counts: Counter = Counter()  # events, and how many evaluations each flag was set for
     for r in results:
         if not r.cached:
             phases.update(r.phases)
+            counts.update(r.counts)
+            counts.update({name: 1 for name, flag in r.flags.items() if flag})
     return {
         "summary": {
             "candidates": len(results),
@@ -101,6 +104,7 @@ def run_tritongym(
             "cached": sum(r.cached for r in results),
             "worker_evaluations": sum(not r.cached for r in results),
             "phases_s": {k: round(v, 2) for k, v in phases.most_common()},  # summed over worker evaluations
+            "counts": dict(counts.most_common()),  # counts summed, flags as how many evaluations had them
             "gpu_lock_s": lock_s,
             "backend": evaluator.backend_name,
             "device": evaluator.device,

@@ -13,7 +13,7 @@ column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
 * where the host's CPUs went: the busy fraction of all cores over the column (`/proc/stat`), its peak over
   one-second samples, and the CPU seconds of this process (the pool's parent: every frame of every worker and
   keeper passes through it) against the column's wall time;
-* the phases of the results, summed over worker evaluations;
+* the phases of the results (seconds), summed over worker evaluations, and their counts and flags (`counts`);
 * every column screens its problems afresh (`screen.forget_held`: the process holds screens once computed, so a
   later column started with every screen known, and the first column paid for all of them);
 * the column's timeline (`core/timeline.py`, the pool's marks): when the first worker was ready, the first
@@ -141,10 +141,13 @@ def run_column(
                 evaluator.close()
                 os.environ.pop(timeline.ENV, None)
                 marks = timeline.read(marks_path)
-    phases: Counter = Counter()
+    phases: Counter = Counter()  # seconds
+    counts: Counter = Counter()  # events, and how many evaluations each flag was set for
     for r in results:
         if not r.cached:
-            phases.update({k: v for k, v in r.phases.items() if isinstance(v, (int, float))})
+            phases.update(r.phases)
+            counts.update(r.counts)
+            counts.update({name: 1 for name, flag in r.flags.items() if flag})
     return {
         "gpus": gpus,
         "candidates": len(results),
@@ -162,6 +165,7 @@ def run_column(
         "parent_cpu_s": round(load.parent_cpu_s, 1),
         "parent_cpu_per_wall": round(load.parent_cpu_s / wall_s, 3),
         "phases_s": {k: round(v, 2) for k, v in phases.most_common()},
+        "counts": dict(counts.most_common()),  # counts summed, flags as how many evaluations had them
         "timeline": timeline_summary(marks, begun, begun + setup_s, wall_s),
     }
 
@@ -250,7 +254,7 @@ def main() -> None:
             c["ratio_to_one_gpu"] = round(c["per_min"] / base["per_min"], 3) if base else None
             c["verdicts_equal"] = c["verdicts"] == report["columns"][0]["verdicts"]
         args.out.write_text(json.dumps(report, indent=1))
-        shown = {k: v for k, v in column.items() if k not in ("verdicts", "phases_s", "timeline")}
+        shown = {k: v for k, v in column.items() if k not in ("verdicts", "phases_s", "counts", "timeline")}
         shown["timeline"] = {k: v for k, v in column["timeline"].items() if k != "marks"}
         print(json.dumps(shown), flush=True)
     rows = [

@@ -2,7 +2,7 @@
 
 On a GPU the reference's outputs, gold and probes live in the GPU's reference keeper (another process and CUDA
 context); each candidate's outputs are lent to it through CUDA IPC handouts and judged there (issue 26 item 5).
-That costs, per evaluation: the handouts (`hand_out` for the trials and probes, `hand_out_timed` for the timed
+That costs, per evaluation: the handouts (`fill_handouts` for the trials and probes, `fill_handouts_timed` for the timed
 calls: allocation in the keeper, IPC open and copy in the worker) and the judging in the keeper (`pool_compare`,
 which the single-process worker did beside the candidate before; `keeper_work` is the keeper's own time over all
 of a task's requests, `keeper_queue` the rest of their time: waiting for the keeper to finish other tasks'
@@ -37,7 +37,7 @@ from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import suite_problems
 from tritongym.core.registry import Registry
 
-ISOLATION = ("hand_out", "hand_out_timed", "pool_compare")
+ISOLATION = ("fill_handouts", "fill_handouts_timed", "pool_compare")
 
 
 def main() -> None:
@@ -62,7 +62,8 @@ def main() -> None:
 
         def progress(result) -> None:  # a line per evaluation, so a call cut off by its limit still shows costs
             done.append(result)
-            shown = {k: round(result.phases.get(k, 0.0), 3) for k in ISOLATION + ("reference", "reference_cached")}
+            shown = {k: round(result.phases.get(k, 0.0), 3) for k in ISOLATION + ("reference",)}
+            shown["reference_cached"] = result.flags.get("reference_cached", False)
             print(f"[{len(done)}/{len(pairs)}] {result.problem_id} {result.status.value} {shown}", flush=True)
 
         try:
@@ -77,8 +78,8 @@ def main() -> None:
         summary[phase] = {"median_s": statistics.median(values), "total_s": sum(values)}
         rows.append([phase, f"{statistics.median(values) * 1000:.1f}", f"{sum(values):.2f}"])
     isolation = [sum(r.phases.get(k, 0.0) for k in ISOLATION) for r in results]
-    cached = [r for r in results if r.phases.get("reference_cached") == 1.0]
-    built = [r.phases.get("reference", 0.0) for r in results if r.phases.get("reference_cached") == 0.0]
+    cached = [r for r in results if r.flags.get("reference_cached") is True]
+    built = [r.phases.get("reference", 0.0) for r in results if r.flags.get("reference_cached") is False]
     statuses: dict[str, int] = {}
     for r in results:
         statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
@@ -96,7 +97,7 @@ def main() -> None:
         "reference_reused": len(cached),
         "reference_build_s_median": round(statistics.median(built), 4) if built else None,
         "reference_saved_s": round(len(cached) * (statistics.median(built) if built else 0.0), 2),
-        "peak_mb": {r.problem_id: r.phases.get("reference_peak_mb") for r in results},
+        "peak_mb": {r.problem_id: r.memory_mb.get("reference_peak_mb") for r in results},
         "backend": args.backend,
         "size": args.size,
         "repeats": args.repeats,

@@ -11,7 +11,7 @@ something about the problem or the pipeline, not about the missing Triton.
 
 Per problem: the status, the screen verdict (ok, degenerate and its passing controls, or the screen's
 error), the reference's peak GPU memory (`reference_peak_mb`, measured in the keeper; `host MB` in the table: its
-outputs parked in host memory, `phases.reference_host_mb`), its time
+outputs parked in host memory, `memory_mb.reference_host_mb`), its time
 (`ref_runtime_ms`), the wall seconds, the message when not ok, one forward's inputs, parameters and outputs
 weighed on torch's meta device (`forward_mb`, and `forward_fits_gpu`: whether that much fits the GPU at
 all), and `infrastructure_failure`: a timeout, a crash, out-of-memory text, or a backend error, as against
@@ -249,6 +249,7 @@ def empty_row(level: int, path: Path) -> dict:
         "reference_s": None,
         "failed_checks": [],
         "phases": {},
+        "memory_mb": {},
         "error_kind": None,
         "inputs_mb": None,
         "params_mb": None,
@@ -312,19 +313,20 @@ def sweep_one(
         status, message = "problem_error", str(exc)
         infrastructure = is_infrastructure(message)
         row["phases"] = {k: round(v, 4) for k, v in exc.phases.items()}
+        row["memory_mb"] = dict(exc.memory_mb)
     except Exception as exc:  # a bug in the pipeline is infrastructure too: the problem deserved a verdict
         status, message = "sweep_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         infrastructure = True
     row["screen"] = screen_fields(screen, screen_s if screen_s is not None else time.perf_counter() - began)
     if result is not None:
-        phases = dict(result.phases)
         row.update(
-            reference_peak_mb=phases.get("reference_peak_mb"),
+            reference_peak_mb=result.memory_mb.get("reference_peak_mb"),
             ref_runtime_ms=result.ref_runtime_ms,
             runtime_ms=result.runtime_ms,
-            reference_s=phases.get("reference"),
+            reference_s=result.phases.get("reference"),
             failed_checks=[c.name for c in result.checks if not c.passed],
-            phases={k: round(v, 4) for k, v in phases.items()},
+            phases={k: round(v, 4) for k, v in result.phases.items()},
+            memory_mb=dict(result.memory_mb),
             error_kind=result.error.kind if result.error else None,
         )
     row.update(
@@ -386,6 +388,12 @@ def write_json(path: Path, report: dict) -> None:
     os.replace(tmp, path)
 
 
+def host_mb(row: dict) -> float | None:
+    """The reference's outputs parked in host memory (MiB): in `memory_mb`, or in `phases` for a row written before
+    sizes had their own home (a resumed sweep keeps its earlier rows)."""
+    return (row.get("memory_mb") or {}).get("reference_host_mb", (row.get("phases") or {}).get("reference_host_mb"))
+
+
 def print_rows(rows: list[dict], title: str) -> None:
     headers = ["problem", "status", "screen", "fwd MB", "peak MB", "host MB", "ref ms", "ref side s", "wall s"]
     headers += ["infra", "message"]
@@ -402,7 +410,7 @@ def print_rows(rows: list[dict], title: str) -> None:
                 verdict,
                 fmt(r.get("forward_mb")),
                 fmt(r.get("reference_peak_mb")),
-                fmt((r.get("phases") or {}).get("reference_host_mb")),
+                fmt(host_mb(r)),
                 fmt(r.get("ref_runtime_ms")),
                 fmt(r.get("reference_s")),
                 fmt(r.get("seconds")),
@@ -425,7 +433,7 @@ def progress_line(done: int, total: int, row: dict, elapsed: float) -> str:
         f"screen={verdict}",
         f"fwd={fmt(row.get('forward_mb'))}MB",
         f"peak={fmt(row.get('reference_peak_mb'))}MB",
-        f"host={fmt((row.get('phases') or {}).get('reference_host_mb'))}MB",
+        f"host={fmt(host_mb(row))}MB",
         f"ref={fmt(row.get('ref_runtime_ms'))}ms",
         f"{row.get('seconds', 0):.1f}s",
     ]

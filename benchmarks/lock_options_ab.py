@@ -106,15 +106,15 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="lock-ab-") as tmp:
             summary = run_tritongym(setting, cands, config, Path(tmp) / "registry.db", [], None)["summary"]
         lock = next(iter(summary["gpu_lock_s"].values()), {})
-        report["runs"][setting] = {k: summary[k] for k in ("wall_s", "statuses", "phases_s", "gpu_lock_s")}
-        phases, ran = summary["phases_s"], summary["worker_evaluations"] or 1
+        report["runs"][setting] = {k: summary[k] for k in ("wall_s", "statuses", "phases_s", "counts", "gpu_lock_s")}
+        phases, counts, ran = summary["phases_s"], summary["counts"], summary["worker_evaluations"] or 1
         rows.append(
             [setting, fmt(summary["wall_s"]), json.dumps(summary["statuses"])]
             + [fmt(lock.get(state)) for state in ("exclusive", "draining", "shared", "idle")]
             # per evaluation: the worker's start before it (what spares hide), waits for the GPU lock and for a
             # worker; and how many ran again alone (out of memory beside others)
             + [fmt(phases.get(k, 0.0) / ran) for k in ("worker_startup", "gpu_lock_wait", "wait_worker")]
-            + [fmt(phases.get("ran_alone", 0.0)), fmt(phases.get("yields", 0.0) / ran)]
+            + [fmt(counts.get("ran_alone", 0)), fmt(counts.get("yields", 0) / ran)]
         )
         print(" | ".join(rows[-1]), flush=True)  # a cut-off run's log keeps the settings it finished
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,8 @@ import torch
 
 from tests.conftest import RELU_KERNEL, settled, task_for, waits_in
 from tritongym.core.errors import BackendUnavailable, ConfigError
+from tritongym.core.models import Evidence
+from tritongym.core.phases import not_seconds
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.sandbox.gpu_pool import GPULock, PoolOptions, WorkerPool
@@ -47,6 +49,11 @@ def test_solution_runs_and_outputs_are_compared_in_the_keeper(pool, relu_problem
     assert [t.late for t in evidence.trials] == [False, False, False, True]  # three trials, then the late one
     assert all(o.mismatched == 0 and o.device == o.ref_device for t in evidence.trials for o in t.outputs)
     assert any(rec.own for rec in evidence.trials[0].launches)
+    # what the worker, the driver and the keeper measured, each kind in its home: seconds only in `phases` (the
+    # driver's and the pool's writes into it are checked by no validator, so by this), the others beside them
+    assert not_seconds(evidence.phases) == [] and Evidence.model_validate_json(evidence.model_dump_json())
+    assert {"handout_requests", "yields"} <= set(evidence.counts) and "reference_cached" in evidence.flags
+    assert {"reference_host_mb", "reference_peak_mb"} <= set(evidence.memory_mb)
 
 
 def test_busy_seconds_count_each_gpus_task_time(pool, relu_problem):
@@ -164,12 +171,12 @@ def test_the_keeper_builds_a_problems_reference_once_for_all_its_candidates(pool
     wrong = silu_problem.solution.replace("return out", "return out + 1")
     second = pool.run(task_for(silu_problem, wrong, seeds=[7, 8]), timeout_s=120)
     third = pool.run(task_for(silu_problem, silu_problem.solution, seeds=[7, 8]), timeout_s=120)
-    assert first.phases["reference_cached"] == 0.0 and first.phases["reference"] > 0
-    assert second.phases["reference_cached"] == 1.0 and third.phases["reference_cached"] == 1.0
+    assert first.flags["reference_cached"] is False and first.phases["reference"] > 0
+    assert second.flags["reference_cached"] is True and third.flags["reference_cached"] is True
     assert all(o.mismatched == 0 for e in (first, third) for t in e.trials for o in t.outputs)
     assert all(o.mismatched > 0 for t in second.trials for o in t.outputs)
     other_seeds = pool.run(task_for(silu_problem, silu_problem.solution, seeds=[9, 10]), timeout_s=120)
-    assert other_seeds.phases["reference_cached"] == 0.0  # other seeds, other answers: built again
+    assert other_seeds.flags["reference_cached"] is False  # other seeds, other answers: built again
 
 
 def test_outputs_of_the_wrong_shape_or_kind_are_judged_from_their_description(pool, relu_problem):
@@ -713,7 +720,7 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
                     driver._handle("RCHK", b"numbers")
                 grants, keeper_s = lock.exclusive_grants, driver.keeper_work_s + driver.keeper_queue_s
                 driver._handle("RCHK", b"")
-                assert driver.rechecked and driver.phase == "timing"
+                assert driver.drift_checked and driver.phase == "timing"
                 assert driver.holding == "exclusive" and lock.exclusive_grants == grants  # the worker's hold, kept
                 assert driver.keeper_work_s + driver.keeper_queue_s > keeper_s  # counted as keeper time
                 with pytest.raises(ValueError, match="RCHK after the reference's drift check was already done"):
@@ -721,7 +728,7 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
                 driver._release()  # the worker's UNLK
             grants = lock.exclusive_grants
             driver._handle("TIMD", timd)
-            assert driver.rechecked and driver.timing is not None and driver.timing.reference_after is None
+            assert driver.drift_checked and driver.timing is not None and driver.timing.reference_after is None
             assert lock.exclusive_grants == grants + (0 if early else 1)  # the fallback's hold of its own
             assert driver.holding is None
             with pytest.raises(ValueError, match="RCHK before the candidate was told TIME" if not early else "done"):
@@ -734,10 +741,10 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
 
 
 def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried(relu_problem, monkeypatch):
-    """A keeper answering `FAIL` to a request about the candidate's outputs (on the H100: `JTIM` out of memory
+    """A keeper answering `FAIL` to a request about the candidate's outputs (on the H100: `CMPT` out of memory
     beside a worker holding most of the GPU) is the keeper's failure: retried (alone, had it been memory), never
     "the worker sent a malformed frame", a crash charged to the candidate.  Here the keeper forgets the task
-    (`FREE`) right after preparing it, on the first attempt only, so its `JUDG` fails for real."""
+    (`FREE`) right after preparing it, on the first attempt only, so its `CMPR` fails for real."""
     from tritongym.core.sandbox import gpu_pool
 
     prepare = gpu_pool.TaskDriver._prepare
@@ -756,7 +763,7 @@ def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried
         evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
     finally:
         pool.close()
-    assert len(forgotten) == 1  # the first attempt's JUDG failed; the retry ran
+    assert len(forgotten) == 1  # the first attempt's CMPR failed; the retry ran
     assert evidence.error is None and evidence.stage == "done", evidence.error
 
 
@@ -784,7 +791,7 @@ def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone
         evidence = pool.run(task_for(relu, hungry), timeout_s=120)
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
-        assert evidence.phases.get("ran_alone") == 1.0  # a batch's summed phases count such runs
+        assert evidence.flags.get("ran_alone") is True  # a batch's summed flags count such runs
         assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
         # out of memory alone too: the candidate's own failure, once retried
         marker.unlink()
@@ -822,7 +829,7 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         evidence = pool.run(task_for(relu, relu.solution).model_copy(update={"problem_source": source}), timeout_s=120)
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
-        assert evidence.phases.get("ran_alone") == 1.0  # a batch's summed phases count such runs
+        assert evidence.flags.get("ran_alone") is True  # a batch's summed flags count such runs
         assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
         # out of memory alone too: the problem's error, once retried
         always = source.replace(f"if x.device.type != 'meta' and not os.path.exists({str(marker)!r}):", "if True:")
@@ -989,7 +996,7 @@ def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_probl
         d = TaskDriver.__new__(TaskDriver)
         d.pool, d.worker, d.gpu, d.reference_key = pool, types.SimpleNamespace(gpu="0"), "0", "key"
         d.task = task_for(relu, None, timing=TimingOptions(shared_check_s=shared_s), **update)
-        d.deadline, d.lock_wait_s, d.reference_phases, d.timing, d.reference_before = 0.0, 0.0, {}, None, None
+        d.deadline, d.lock_wait_s, d.reference_flags, d.timing, d.reference_before = 0.0, 0.0, {}, None, None
         return d
 
     def taken(d, age_s=0.0, timing=report):
@@ -1002,7 +1009,7 @@ def test_the_reference_timed_before_one_candidate_serves_the_others_of_its_probl
     assert not d._shared_reference_check()  # nobody timed it yet
     taken(d)
     assert d._shared_reference_check()
-    assert d.reference_before == stats and d.reference_phases == {"reference_check_shared": 1.0}
+    assert d.reference_before == stats and d.reference_flags == {"reference_check_shared": True}
     assert d.timing.reference_cached == stats  # reconciled with the known timing, as its own check would be
 
     stale = driver()

@@ -163,7 +163,7 @@ def test_a_plugin_ghost_like_check_catches_a_decorative_kernel_and_passes_an_hon
 
 def test_the_pools_keeper_answers_the_trusted_half_and_bounds_the_candidates_answer(host):
     """The GPU path (the pool's worker, the reference keeper, the driver between them), run on the CPU pool: the
-    trusted half runs in the keeper, the candidate's answer reaches the evidence through the keeper's `JUDG`, and
+    trusted half runs in the keeper, the candidate's answer reaches the evidence through the keeper's `CMPR`, and
     only the declared probes run (here the plugin probe and `ghost`, so no mode, refresh or repeat call)."""
     from conftest import task_for
 

@@ -55,6 +55,47 @@ def test_migrates_forward_from_the_oldest_schema(tmp_path):
     assert db["problems"].get("k")["name"] == "kept"
 
 
+def test_a_row_stored_while_phases_held_counts_flags_and_sizes_loads_with_each_in_its_home(registry):
+    """Results stored before `phases` held seconds only (its counts, flags and MiB beside the seconds, under some
+    names renamed since) still load from the registry, each entry where today's results keep it."""
+    import json
+
+    kernel = Candidate(source="k = 'old row'\n")
+    eid = registry.store(_result(kernel), PROBLEM, kernel)
+    stored = json.loads(registry.db["evaluations"].get(eid)["result"])
+    for home in ("counts", "flags", "memory_mb"):
+        stored.pop(home)  # fields an old row does not have
+    stored["phases"] = {
+        "reference": 0.5,
+        "hand_out": 0.25,
+        "hand_outs": 12.0,
+        "yields": 3.0,
+        "reference_cached": 1.0,
+        "ran_alone": 0.0,
+        "reference_peak_mb": 40.5,
+        "keeper_reserved_mb_after_prep": 512.0,
+    }
+    registry.db["evaluations"].update(eid, {"result": json.dumps(stored)})
+    hit = registry.lookup(PROBLEM.key, kernel.kernel_id, "triton-cpu", "cpu", "1-test")
+    assert hit.phases == {"reference": 0.5, "fill_handouts": 0.25}
+    assert hit.counts == {"handout_requests": 12, "yields": 3}
+    assert hit.flags == {"reference_cached": True, "ran_alone": False}
+    assert hit.memory_mb == {"reference_peak_mb": 40.5, "keeper_reserved_mb_after_prep": 512.0}
+
+
+def test_phases_hold_seconds_only():
+    """A count, a flag or a size written into `phases` is refused where the evidence or the result is built, naming
+    the home it belongs in, so a batch's summed phases never add MiB to seconds."""
+    from pydantic import ValidationError
+
+    from tritongym.core.models import Evidence
+
+    for wrong in ("reference_host_mb", "keeper_allocated_mb_after_timing", "yields", "timing_error"):
+        with pytest.raises(ValidationError, match=wrong):
+            Evidence(phases={"reference": 1.0, wrong: 2.0})
+    assert Evidence(phases={"reference": 1.0}, counts={"yields": 2}).phases == {"reference": 1.0}
+
+
 def test_wal_mode_and_integrity(registry):
     assert registry.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert registry.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -157,4 +157,4 @@ def test_a_task_waiting_for_a_worker_has_its_reference_side_built_meanwhile(on_d
     assert all(b.reserved_mb == 0 for b in pool.memory.values())
     candidate = pool.run(task, timeout_s=120)
     assert candidate.error is None and candidate.stage == "done"
-    assert candidate.phases["reference_cached"] == 1.0 and candidate.phases["reference"] == 0.0
+    assert candidate.flags["reference_cached"] is True and candidate.phases["reference"] == 0.0

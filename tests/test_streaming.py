@@ -168,12 +168,12 @@ def test_a_keeper_that_parks_every_tensor_judges_the_same(pools, problem_name, c
     kept = plain.run(_task(problem, source), timeout_s=300)
     moved = parked.run(_task(problem, source), timeout_s=300)
     assert kept.error is None and moved.error is None, (kept.error, moved.error)
-    assert kept.phases["reference_host_mb"] == 0 and moved.phases["reference_host_mb"] > 0
+    assert kept.memory_mb["reference_host_mb"] == 0 and moved.memory_mb["reference_host_mb"] > 0
     assert _judged(moved, exact) == _judged(kept, exact)
     assert finding(moved), _judged(moved)[:2000]
-    # several hand-outs per task: one per call with outputs, each answered before the next call
+    # several handouts per task: one per call with outputs, each answered before the next call
     calls = len(moved.trials) + sum(1 for p in moved.probes if p.n_outputs)
-    assert moved.phases["hand_outs"] == calls and calls > 10
+    assert moved.counts["handout_requests"] == calls and calls > 10
     assert {"degenerate:zeros", "degenerate:other_seed_output"} <= {p.probe for p in moved.probes}
 
 
@@ -468,7 +468,7 @@ def test_a_records_parked_outputs_are_reserved_in_host_memory(monkeypatch):
         host.release(held)
         runner.join(timeout=120)  # a hang guard
         assert found[0].error is None and found[0].phases["gpu_memory_wait"] == 5.0, found[0].phases
-        assert list(pool.host_peaks.values()) == [found[0].phases["reference_host_mb"]] and host.reserved_mb == 0.0
+        assert list(pool.host_peaks.values()) == [found[0].memory_mb["reference_host_mb"]] and host.reserved_mb == 0.0
     finally:
         pool.close()
 

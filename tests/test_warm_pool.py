@@ -21,7 +21,7 @@ from tritongym.core.problems import SUITE_DIR
 
 SOLUTION = str(SUITE_DIR.parent / "solutions" / "relu.py")
 OPTIONS = ["--backend", "triton-cpu", "--size", "cpu", "--trials", "2", "--timeout", "60"]
-VOLATILE = {"created_at", "duration_s", "phases", "evaluation_id", "stored", "cached"}
+VOLATILE = {"created_at", "duration_s", "phases", "counts", "flags", "memory_mb", "evaluation_id", "stored", "cached"}
 TOKEN = "a-token-of-at-least-sixteen-chars"
 
 
@@ -48,7 +48,8 @@ def eval_json(registry: Path, *extra: str) -> tuple[int, dict]:
 
 
 def verdict(result: dict) -> dict:
-    """What must agree between two judgings of one candidate: everything but timestamps, ids, phases and the seed of
+    """What must agree between two judgings of one candidate: everything but timestamps, ids, what the run measured
+    (phases, counts, flags, memory) and the seed of
     the parameters' draw (secret and fresh per judging, like the trials' seeds)."""
     kept = {k: v for k, v in result.items() if k not in VOLATILE}
     if kept.get("weights"):

@@ -25,12 +25,16 @@ class ProblemNotFound(TritonGymError):
 class ProblemFormatError(TritonGymError):
     """A problem source is not in KernelBench format (Model, get_inputs, get_init_inputs), or its reference failed.
 
-    `phases`: what the evaluation measured before the reference failed (the keeper's memory among them), so a
-    caller such as `benchmarks/kernelbench_sweep.py` can say what was held when it did."""
+    `phases` (seconds) and `memory_mb` (the keeper's memory, the reference's peak): what the evaluation measured
+    before the reference failed, so a caller such as `benchmarks/kernelbench_sweep.py` can say what was held when it
+    did."""
 
-    def __init__(self, message: str = "", phases: dict[str, float] | None = None) -> None:
+    def __init__(
+        self, message: str = "", phases: dict[str, float] | None = None, memory_mb: dict[str, float] | None = None
+    ) -> None:
         super().__init__(message)
         self.phases = dict(phases or {})
+        self.memory_mb = dict(memory_mb or {})
 
 
 class CheckUnavailable(TritonGymError):

@@ -14,8 +14,9 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tritongym.core.phases import check_seconds, split_legacy
 from tritongym.core.source import kernel_id_of, normalise_source
 
 PROTOCOL_VERSION = "9"
@@ -489,7 +490,17 @@ class Evidence(_Model):
     reference_peak_mb: float | None = None
     stdout_tail: str = ""
     worker_s: float | None = None
-    phases: dict[str, float] = Field(default_factory=dict)  # seconds per stage, worker and pool side
+    # what the task measured besides the evidence, each kind in its own home (core/phases.py): seconds per stage
+    # (worker, driver and keeper side), counts, flags and sizes in MiB
+    phases: dict[str, float] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)
+    flags: dict[str, bool] = Field(default_factory=dict)
+    memory_mb: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("phases")
+    @classmethod
+    def _seconds_only(cls, phases: dict[str, float]) -> dict[str, float]:
+        return check_seconds(phases)
 
     def probe(self, name: str) -> ProbeCall | None:
         """The call of the probe named `name` (a plugin probe's, or a built-in's one call), None if it made none."""
@@ -566,8 +577,32 @@ class EvaluationResult(_Model):
     fingerprint: Fingerprint
     evaluation_id: int | None = None
     duration_s: float = 0.0
-    phases: dict[str, float] = Field(default_factory=dict, description="seconds spent per stage of the evaluation")
+    phases: dict[str, float] = Field(
+        default_factory=dict, description="seconds spent per stage of the evaluation, and nothing else (core/phases.py)"
+    )
+    counts: dict[str, int] = Field(
+        default_factory=dict, description="how many times something happened in the task (`phases.COUNTS`)"
+    )
+    flags: dict[str, bool] = Field(
+        default_factory=dict, description="whether something happened to the task (`phases.FLAGS`)"
+    )
+    memory_mb: dict[str, float] = Field(
+        default_factory=dict,
+        description="sizes in MiB: the reference's peak GPU memory and its outputs parked in host memory, the "
+        "keeper's own memory after a request (`keeper_{allocated,reserved,private_pool}_mb_{when}`)",
+    )
     created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_phases(cls, data: Any) -> Any:
+        """A result stored while `phases` held counts, flags and sizes too loads with each in its home."""
+        return split_legacy(data)
+
+    @field_validator("phases")
+    @classmethod
+    def _seconds_only(cls, phases: dict[str, float]) -> dict[str, float]:
+        return check_seconds(phases)
 
     @property
     def honest_and_correct(self) -> bool:

@@ -532,9 +532,13 @@ class Evaluator:
                 f"the reference of problem '{problem.name}' failed in the worker: "
                 f"{evidence.error.kind}: {evidence.error.message}{fits}",
                 phases=evidence.phases,
+                memory_mb=evidence.memory_mb,
             )
         fields = {
             "phases": evidence.phases,
+            "counts": evidence.counts,
+            "flags": evidence.flags,
+            "memory_mb": evidence.memory_mb,
             "fingerprint": evidence.fingerprint,
             "trials": sum(t.sizes is None and not t.late for t in evidence.trials),  # the main-shape trials
             "checks": static,

@@ -11,7 +11,7 @@ allocator finds no reference output in its own process, and cannot map one of th
 
 What is held when: a record is built one call at a time, keeps no input set (timing remakes
 a few from their seeds) and parks reference outputs from `parking.PARK_BYTES` up in host memory; a candidate's
-outputs are judged at the task's next request and their handouts freed (`_judge_pending`).
+outputs are compared at the task's next request and their handouts freed (`_compare_pending`).
 
 Records are kept per problem, shape sets, seeds and precision (least recently used first out), so the
 candidates of one problem (an RL batch's samples) share one computation of the reference's outputs, gold and
@@ -23,7 +23,7 @@ Requests are frames from the pool (`protocol.KeeperRequest`, handled by `HANDLER
 `OKAY` (JSON) or `DENY` (`{"stage", "error"}`): `PREP` (a task: build or reuse its record), `RTIM` (time the
 reference before the candidate), `DRFT` (the drift check after it, within the worker's exclusive timing hold),
 `LEND` (lend handouts for a group of outputs: the worker asks once per call as the call ends), `FILL` (the outputs
-themselves, on the CPU), `JUDG` / `JTIM` (compare a candidate's report / its timed calls), `FREE` (the task is
+themselves, on the CPU), `CMPR` / `CMPT` (compare a candidate's report / its timed calls), `FREE` (the task is
 over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
 """
 
@@ -350,7 +350,7 @@ class Keeper:
             "key": key,
             "handouts": {},
             "pending": [],
-            "judged": {},
+            "compared": {},
         }
         return {
             "planned": record.planned,
@@ -446,12 +446,12 @@ class Keeper:
         timing.reference_before = self._time_lean_on_oom(record, task, rep)
         scrubbed_empty_cache(self.device)  # the timing's input sets and outputs back before the candidate's worker
         phases["time_reference"] = round(time.perf_counter() - began, 4)
-        phases.update(self._memory_held("after_timing"))
+        memory = self._memory_held("after_timing")  # seconds and sizes apart: `Evidence.phases`, `.memory_mb`
         compile_known = task.cached_compile_reference is not None or bool(data.get("compile_known"))
         if task.compile_reference and not compile_known:
             self._time_compiled(task, record, timing, phases)
         self._time_field(task, record, timing, phases)
-        return {"timing": timing.model_dump_json(), "phases": phases}
+        return {"timing": timing.model_dump_json(), "phases": phases, "memory_mb": memory}
 
     @staticmethod
     def _field_key(task: WorkerTask) -> str:
@@ -513,7 +513,7 @@ class Keeper:
         scrubbed_empty_cache(self.device)  # out of the except block: the traceback's tensors are gone
         return timed(least=1)
 
-    def check_reference(self, payload: bytes) -> dict:
+    def drift_check(self, payload: bytes) -> dict:
         """The short paired re-timing after the candidate's timing: a slower reference says the candidate left
         work on the GPU that slows others down."""
         data = json.loads(payload)
@@ -571,7 +571,7 @@ class Keeper:
 
         data = json.loads(payload)
         state = self._state(data)
-        self._judge_pending(state)
+        self._compare_pending(state)
         record: ReferenceRecord = state["record"]
         lent = []
         for item in data["outputs"]:
@@ -648,9 +648,9 @@ class Keeper:
             lent.copy_(value)
         return {}
 
-    def _judge_pending(self, state: dict) -> None:
+    def _compare_pending(self, state: dict) -> None:
         """The outputs lent before this request (filled by now: the worker asks again only once its copies are
-        done) judged at once against the reference their group named (gold for a main trial before `JUDG`; a
+        done) compared at once against the reference their group named (gold for a main trial before `CMPR`; a
         degeneracy probe's also against the control's answer), and their handouts freed."""
         from tritongym.core.worker.handouts import Handout
 
@@ -659,7 +659,7 @@ class Keeper:
             lent = state["handouts"].pop(ident)
             out = lent.tensor if isinstance(lent, Handout) else lent
             t = int(where[1]) if where[0] == "trial" and not state.get("timed") else -1
-            golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `JUDG`
+            golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `CMPR`
             gold = golds[index] if index < len(golds) else None
             ref = record.refs_for(where, state["refs"])[index]
             # a trial's outputs, or a probe's on a main trial's inputs (`["probe", name, trial]`): that trial's table
@@ -669,27 +669,27 @@ class Keeper:
             answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []
             if index < len(answer) and _is_ref(answer[index]):
                 control = self._compared(index, out, answer[index], task.tolerances)
-            state["judged"][ident] = (where, index, comparison, control)
+            state["compared"][ident] = (where, index, comparison, control)
             if isinstance(lent, Handout):
                 lent.free()
             del out, lent
         state["pending"].clear()
 
     def _output(self, state: dict, entry, where: list, index: int):
-        """A report's entry as compared: a handout's judgement (named where it was lent), a stand-in of the
-        described shape (no memory: only its description is judged), or the name of a type that is no tensor."""
+        """A report's entry as compared: a handout's comparison (named where it was lent), a stand-in of the
+        described shape (no memory: only its description is compared), or the name of a type that is no tensor."""
         import torch
 
         if isinstance(entry, dict) and "handout" in entry:
-            judged = state["judged"].get(int(entry["handout"]))
-            if judged is None:
+            compared = state["compared"].get(int(entry["handout"]))
+            if compared is None:
                 raise ValueError(f"the report names handout {entry['handout']}, which was not lent")
-            if judged[:2] != (where, index):
+            if compared[:2] != (where, index):
                 raise ValueError(
                     f"the report names handout {entry['handout']} as output {index} of {where}; "
-                    f"it was lent for output {judged[1]} of {judged[0]}"
+                    f"it was lent for output {compared[1]} of {compared[0]}"
                 )
-            return _Judged(*judged[2:])
+            return _Compared(*compared[2:])
         if isinstance(entry, dict) and "stand_in" in entry:
             d = entry["stand_in"]
             stand_in = torch.empty(_shape(d["shape"]), dtype=_dtype(d["dtype"]), device="meta")
@@ -710,10 +710,10 @@ class Keeper:
         return compare_output(index, out, stored, tolerances, gold)
 
     def _compare(self, tolerances):
-        """A handout's judgement, or an unlent output (stand-in, type name) compared with its reference."""
+        """A handout's comparison, or an unlent output (stand-in, type name) compared with its reference."""
 
         def compare(i: int, out, stored, against_control: bool = False, gold=None):
-            if isinstance(out, _Judged):
+            if isinstance(out, _Compared):
                 return out.control if against_control else out.comparison
             if not _is_ref(stored):
                 return None
@@ -721,7 +721,7 @@ class Keeper:
 
         return compare
 
-    def judge(self, payload: bytes) -> dict:
+    def compare(self, payload: bytes) -> dict:
         """The candidate's report (outputs as handouts) compared with the record: per trial the output
         comparisons (with gold for the main trials), the probes, and the `precomputed` probe's prior answers."""
         from tritongym.core.worker.plugin_probes import probe_calls
@@ -729,7 +729,7 @@ class Keeper:
 
         task_id, report = _from_worker(payload)
         state = self._state({"task_id": task_id})
-        self._judge_pending(state)
+        self._compare_pending(state)
         task, record = state["task"], state["record"]
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
@@ -758,26 +758,26 @@ class Keeper:
         # its trusted half's answer from the record
         calls += probe_calls(report.get("plugin_answers"), task.probes, record.probe_answers)
         self._give_back(state)
-        state["timed"] = True  # outputs lent from now on are the timed calls': judged without gold, as before
+        state["timed"] = True  # outputs lent from now on are the timed calls': compared without gold, as before
         return {
             "trials": [[c.model_dump(mode="json") for c in cs] for cs in trials],
             "probes": [c.model_dump(mode="json") for c in calls],
         }
 
-    def judge_timed(self, payload: bytes) -> dict:
+    def compare_timed(self, payload: bytes) -> dict:
         data = frames.tensors_from_bytes(payload)
         state = self._state(data)
-        self._judge_pending(state)
+        self._compare_pending(state)
         task, record = state["task"], state["record"]
-        judged = []
+        compared = []
         for trial, n_outputs, entries in data["timed"]:
             compare = self._compare(record.tolerances_for(int(trial), task.tolerances))
             outs = [self._output(state, e, ["trial", int(trial)], i) for i, e in enumerate(entries)]
             found = [compare(i, o, r) for i, (o, r) in enumerate(zip(outs, record.ref_outputs[int(trial)]))]
             comparisons = [c for c in found if c is not None]
-            judged.append([int(trial), int(n_outputs), [c.model_dump(mode="json") for c in comparisons]])
+            compared.append([int(trial), int(n_outputs), [c.model_dump(mode="json") for c in comparisons]])
         self._give_back(state)
-        return {"timed": judged}
+        return {"timed": compared}
 
     def _give_back(self, state: dict) -> None:
         from tritongym.core.worker.handouts import Handout
@@ -787,12 +787,12 @@ class Keeper:
                 lent.free()
         state["handouts"].clear()
         state["pending"].clear()
-        state["judged"].clear()
+        state["compared"].clear()
 
     def _memory_held(self, when: str) -> dict[str, float]:
         """This keeper's GPU memory in MiB, allocated (live tensors) and reserved (its cache too), every record and
         task of it together: on an H100 the keeper of level 1's 96_HuberLoss held 48.77 GiB through its
-        candidate's run and the next problem's screen while its record said a few bytes; the results' phases
+        candidate's run and the next problem's screen while its record said a few bytes; the results' `memory_mb`
         (`keeper_{allocated,reserved}_mb_{when}`) say which request leaves what behind."""
         if not self.cuda:
             return {}
@@ -846,7 +846,7 @@ class Keeper:
             self.records.popitem(last=False)
 
 
-class _Judged:
+class _Compared:
     """A lent output's comparisons: with its reference and (or None) with the control's answer."""
 
     def __init__(self, comparison: OutputComparison, control: OutputComparison | None) -> None:
@@ -883,11 +883,11 @@ HANDLERS = {
     KeeperRequest.SIZE: Keeper.size,
     KeeperRequest.PREPARE: Keeper.prep,
     KeeperRequest.TIME_REFERENCE: Keeper.time_reference,
-    KeeperRequest.DRIFT_CHECK: Keeper.check_reference,
+    KeeperRequest.DRIFT_CHECK: Keeper.drift_check,
     KeeperRequest.LEND: Keeper.lend,
     KeeperRequest.FILL: Keeper.receive,
-    KeeperRequest.JUDGE: Keeper.judge,
-    KeeperRequest.JUDGE_TIMED: Keeper.judge_timed,
+    KeeperRequest.COMPARE: Keeper.compare,
+    KeeperRequest.COMPARE_TIMED: Keeper.compare_timed,
     KeeperRequest.FREE: Keeper.free,
     KeeperRequest.SCREEN: keeper_screen.screen,
 }

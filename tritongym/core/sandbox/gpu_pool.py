@@ -64,7 +64,7 @@ from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, Keepe
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
 from tritongym.core.sandbox.sandbox import sweep_once
 from tritongym.core.sandbox.task_driver import TaskDriver, prepare_ahead, screen_in_keeper
-from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY_PHASES
+from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY
 from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import FromWorker, Lifecycle, ToWorker, record_key
@@ -78,7 +78,7 @@ __all__ = [  # the pool's public names, wherever along its seams they now live
     "HOST_PARKING_SHARE",
     "KEEPER_CACHE_SHARE",
     "KEEPER_HOST_CACHE_SHARE",
-    "KEEPER_MEMORY_PHASES",
+    "KEEPER_MEMORY",
     "GPULock",
     "KeeperProcess",
     "KeeperRefused",
@@ -474,8 +474,8 @@ class WorkerPool:
             if attempt == 1 and not alone and self._out_of_memory_beside_others(task, evidence):
                 alone = True  # once more with the GPU alone; out of memory alone, the failure stands
                 continue
-            if alone:  # counted, so that a batch's summed phases say how often its work ran alone
-                evidence.phases["ran_alone"] = 1.0
+            if alone:  # a flag: summed over a batch, how many of its tasks ran alone
+                evidence.flags["ran_alone"] = True
             if not died:
                 return evidence
             if attempt == 1 and evidence.error is not None:

@@ -332,7 +332,7 @@ class KeeperUnavailable(Exception):
 
 
 class KeeperRefused(KeeperUnavailable):
-    """The keeper answered `DENY` to a request about a candidate's outputs (`LEND`, `FILL`, `JUDG`, `JTIM`): its
+    """The keeper answered `DENY` to a request about a candidate's outputs (`LEND`, `FILL`, `CMPR`, `CMPT`): its
     own failure (out of GPU memory beside a large worker, for one), never the candidate's.  It used to read as
     "the worker sent a malformed frame", a crash charged to the candidate; it is retried as a dead keeper is
     (with the GPU alone when it ran out of memory)."""

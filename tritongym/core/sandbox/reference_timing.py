@@ -57,6 +57,7 @@ class ReferenceTiming:
                 return answer
             self._reference_timing(TimingReport.model_validate_json(answer["timing"]))
             self.reference_phases = {k: float(v) for k, v in answer.get("phases", {}).items()}
+            self.reference_memory_mb = {k: float(v) for k, v in answer.get("memory_mb", {}).items()}
             if check is not None:
                 check.timing, check.at = answer["timing"], time.monotonic()
             return None
@@ -104,7 +105,7 @@ class ReferenceTiming:
         if timing.field_reference_source == "measured":  # the field's convention: that task's to store, known here
             timing.field_reference_source = "cached"
         self._reference_timing(timing)
-        self.reference_phases = {"reference_check_shared": 1.0}
+        self.reference_flags = {"reference_check_shared": True}
         return True
 
     def _reference_timing(self, timing: TimingReport) -> None:
@@ -136,7 +137,7 @@ class ReferenceTiming:
         if timing.bandwidth_gbps:
             self.pool.bandwidth.setdefault(self.gpu, timing.bandwidth_gbps)
 
-    def _recheck_in_hold(self, payload: bytes) -> None:
+    def _drift_check_in_hold(self, payload: bytes) -> None:
         """The worker's `RCHK`: the reference's drift check (`DRFT`) inside the worker's exclusive timing hold,
         answered `RCHD` (empty: the worker never sees the reference's numbers).  Only a correct candidate told
         `TIME` may ask, once, while it holds the GPU exclusively; anything else is a malformed frame (the worker is
@@ -145,30 +146,30 @@ class ReferenceTiming:
             raise ValueError("RCHK carries no payload")
         if not self.told_time:
             raise ValueError("RCHK before the candidate was told TIME")
-        if self.rechecked:
+        if self.drift_checked:
             raise ValueError("RCHK after the reference's drift check was already done for this task")
         if self.holding != "exclusive":
             raise ValueError("RCHK without holding the GPU exclusively (it belongs inside the timing hold)")
-        self.rechecked = True
+        self.drift_checked = True
         self.phase = "the reference's drift check"
-        self.reference_after = self._recheck(exclusive=None)  # the worker's exclusive hold
+        self.reference_after = self._drift_check(exclusive=None)  # the worker's exclusive hold
         self.phase = "timing"
         self.worker.send(ToWorker.CHECKED)
 
-    RECHECK_ABOVE = 1.1
+    DRIFT_RETRY_ABOVE = 1.1
     """A drift check that finds the reference this much slower than before the candidate is taken once more,
-    settled (`Keeper.check_reference`'s `settle`), and the faster of the two kept: the H100 sweep accused three
+    settled (`Keeper.drift_check`'s `settle`), and the faster of the two kept: the H100 sweep accused three
     honest kernels (2.5-3.5x) while the GPU's memory was nearly full; work a candidate leaves running is still
     running for the second look."""
 
-    def _recheck(self, exclusive: bool | None) -> TimingStats | None:
-        """The keeper's `RCHK` (`Keeper.check_reference`): the reference re-timed briefly; None if it failed."""
+    def _drift_check(self, exclusive: bool | None) -> TimingStats | None:
+        """The keeper's drift check (`DRFT`, `Keeper.drift_check`): the reference re-timed; None if it failed."""
         ok, after = self._ask(KeeperRequest.DRIFT_CHECK, encode(DriftCheckRequest(task_id=self.task_id)), exclusive)
         if not ok:
             return None
         stats = TimingStats.model_validate_json(after["reference_after"])
         before = self.reference_before
-        if before is not None and before.median_ms > 0 and stats.median_ms > self.RECHECK_ABOVE * before.median_ms:
+        if before is not None and before.median_ms > 0 and stats.median_ms > self.DRIFT_RETRY_ABOVE * before.median_ms:
             settled = DriftCheckRequest(task_id=self.task_id, settle=True)
             ok, again = self._ask(KeeperRequest.DRIFT_CHECK, encode(settled), exclusive)
             if ok:

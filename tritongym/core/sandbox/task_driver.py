@@ -46,11 +46,11 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
     Order of one evaluation: the keeper builds (or finds) the reference's side (`PREP`, GPU shared) and times
     the reference (`RTIM`, GPU exclusive); then the candidate's worker gets the task, lends its outputs to
     the keeper (`HOUT`/`HAND`, relayed as `LEND`, copied by CUDA IPC; on the CPU `HDAT`, relayed unopened as `FILL`)
-    and sends its report (`CAND`), which the keeper judges (`JUDG`); if every trial matched (`judge_every_trial`,
+    and sends its report (`CAND`), which the keeper compares (`CMPR`); if every trial matched (`judge_every_trial`,
     the Evaluator's rule), the worker times the candidate and, still holding the GPU exclusively, asks for the
     reference's drift check (`RCHK`, relayed as `DRFT`, answered `RCHD` once the keeper re-timed the reference
     briefly: one exclusive hold for both, so no second drain of the GPU's sharers); then it lends the timed calls'
-    outputs (`TIMD`, judged by `JTIM`).  A worker that did not ask gets the check after `TIMD`, under an exclusive
+    outputs (`TIMD`, compared by `CMPT`).  A worker that did not ask gets the check after `TIMD`, under an exclusive
     hold of its own."""
 
     BUDGET_PER_REFERENCE_S = 6.0
@@ -84,18 +84,20 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.started = time.monotonic()
         self.keeper: KeeperProcess | None = None
         self.prep: dict = {}
-        self.reference_phases: dict[str, float] = {}  # the keeper's reference timing (and torch.compile's)
+        self.reference_phases: dict[str, float] = {}  # seconds of the keeper's reference timing (torch.compile's)
+        self.reference_memory_mb: dict[str, float] = {}  # the keeper's memory after that timing
+        self.reference_flags: dict[str, bool] = {}  # whether another task's timing served (`reference_check_shared`)
         self.planned: list[TrialEvidence] = []
         self.reference_before = None
         self.timing: TimingReport | None = None
         self.candidate_seen = False
         self.told_time = False  # the candidate was judged correct and told TIME
-        self.rechecked = False  # the reference's drift check was asked of the keeper (at most once per task)
+        self.drift_checked = False  # the reference's drift check was asked of the keeper (at most once per task)
         self.reference_after: TimingStats | None = None  # its answer, until TIMD
         self.report: dict | None = None
         self.trials: list[TrialEvidence] = []
         self.timed_trials: list[TrialEvidence] = []
-        self.judged: dict = {}
+        self.compared: dict = {}
         self.pr: float | None = None
         self.profile: list[ProfileEntry] = []
         self.compare_s = 0.0
@@ -357,7 +359,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         if len(self.report["trials"]) > len(self.planned):
             raise ValueError("CAND reports more trials than were planned")
         # the keeper reads the report as the worker sent it; this process reads it for the evidence
-        self.judged = judged = self._ask_or_refused(KeeperRequest.JUDGE, tagged(self.task_id, payload))
+        self.compared = judged = self._ask_or_refused(KeeperRequest.COMPARE, tagged(self.task_id, payload))
         self.trials = [
             self._trial(t, sent, comparisons)
             for t, (sent, comparisons) in enumerate(zip(self.report["trials"], judged["trials"]))
@@ -371,7 +373,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             self.worker.send(ToWorker.TIME if correct else ToWorker.STOP)
 
     def _on_check_in_hold(self, payload: bytes) -> None:
-        self._recheck_in_hold(payload)
+        self._drift_check_in_hold(payload)
 
     def _on_timed(self, payload: bytes) -> None:
         if not self.candidate_seen:
@@ -402,15 +404,15 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             )
             timed = []
         request = frames.tensors_to_bytes({"task_id": self.task_id, "timed": timed})
-        judged = self._ask_or_refused(KeeperRequest.JUDGE_TIMED, request)
+        judged = self._ask_or_refused(KeeperRequest.COMPARE_TIMED, request)
         for trial, n_outputs, comparisons in judged["timed"]:
             sent = {"n_outputs": n_outputs, "launches": [], "mutated": []}
             self.timed_trials.append(self._trial(trial, sent, comparisons))
         timing.timed_outputs_checked = len(self.timed_trials)
-        if not self.rechecked:  # a worker that did not ask inside its timing hold: a hold of the check's own
-            self.rechecked = True
+        if not self.drift_checked:  # a worker that did not ask inside its timing hold: a hold of the check's own
+            self.drift_checked = True
             self.phase = "the reference's drift check"
-            self.reference_after = self._recheck(exclusive=True)
+            self.reference_after = self._drift_check(exclusive=True)
         timing.reference_after = self.reference_after
         self.timing = timing
 
@@ -448,7 +450,7 @@ def screen_in_keeper(pool, task: WorkerTask, timeout_s: float, gpu: str) -> Evid
             alone = True
             continue
         if alone:
-            evidence.phases["ran_alone"] = 1.0
+            evidence.flags["ran_alone"] = True
         if not died:
             return evidence
     return evidence

@@ -13,7 +13,7 @@ from tritongym.core.models import (
     WeightBinding,
 )
 
-KEEPER_MEMORY_PHASES = ("keeper_allocated_mb_", "keeper_reserved_mb_", "keeper_private_pool_mb_")
+KEEPER_MEMORY = ("keeper_allocated_mb_", "keeper_reserved_mb_", "keeper_private_pool_mb_")
 
 
 class EvidenceAssembly:
@@ -49,10 +49,10 @@ class EvidenceAssembly:
         evidence.timed_trials = self.timed_trials
         evidence.reference_torch_ops = self.prep.get("reference_torch_ops") or {}
         evidence.reference_torch_work = self.prep.get("reference_torch_work") or {}
-        if self.judged:
+        if self.compared:
             from tritongym.core.models import ProbeCall
 
-            evidence.probes = [ProbeCall.model_validate(p) for p in self.judged["probes"]]
+            evidence.probes = [ProbeCall.model_validate(p) for p in self.compared["probes"]]
         if self.report is not None:
             evidence.weights = WeightBinding.model_validate(self.report.get("weights") or {})
             if self.report.get("error") is not None and evidence.error is None:
@@ -74,18 +74,21 @@ class EvidenceAssembly:
         return evidence
 
     def _phases(self, evidence: Evidence) -> None:
-        """What the keeper reported about the reference's side."""
+        """What the keeper reported about the reference's side: its seconds, whether its record was cached, and
+        memory (the reference's peak, its outputs parked in host memory, the keeper's own after each request)."""
         if self.prep:
             evidence.phases["reference"] = 0.0 if self.prep.get("cached") else float(self.prep.get("compute_s", 0.0))
-            evidence.phases["reference_cached"] = 1.0 if self.prep.get("cached") else 0.0
-            evidence.phases["reference_host_mb"] = float(self.prep.get("record_host_mb") or 0.0)  # parked outputs
+            evidence.flags["reference_cached"] = bool(self.prep.get("cached"))
+            evidence.memory_mb["reference_host_mb"] = float(self.prep.get("record_host_mb") or 0.0)
             evidence.reference_peak_mb = self.prep.get("peak_mb")
             if evidence.reference_peak_mb is not None:
-                evidence.phases["reference_peak_mb"] = float(evidence.reference_peak_mb)
+                evidence.memory_mb["reference_peak_mb"] = float(evidence.reference_peak_mb)
             for key, mb in self.prep.items():
-                if key.startswith(KEEPER_MEMORY_PHASES):  # the keeper's own memory
-                    evidence.phases[key] = float(mb)
+                if key.startswith(KEEPER_MEMORY):
+                    evidence.memory_mb[key] = float(mb)
         evidence.phases.update(self.reference_phases)
+        evidence.memory_mb.update(self.reference_memory_mb)
+        evidence.flags.update(self.reference_flags)
 
     def _problem(self, failed: dict, started: float) -> Evidence:
         """The reference's side failed in the keeper: the problem's error (or the keeper's), not the candidate's."""

@@ -118,7 +118,7 @@ class Channel:
                 self._give_back()
 
     def yield_hold(self) -> None:
-        """Between two correctness calls (the last one synchronised and handed out): step aside for a waiting timing
+        """Between two correctness calls (the last one synchronised, in handouts): step aside for a waiting timing
         (`YILD`: the parent gives the shared hold back and grants it again once that timing has had the GPU,
         `GPULock.step_aside`), so it waits for one call of this worker rather than all of its calls.  Nothing of this
         process runs on the GPU meanwhile.  Always with `yield_between_calls`; with `yield_to_waiting_timings` only
@@ -234,7 +234,7 @@ class GPUWorker:
         else:
             self.fingerprint = local_fingerprint()
         self.tasks = 0
-        self.hand_outs = 0  # HOUT requests of the task in hand (one per call once streaming)
+        self.handout_requests = 0  # HOUT requests of the task in hand (one per call once streaming)
 
     def ready_info(self) -> dict:
         return {
@@ -316,7 +316,7 @@ class GPUWorker:
         if self.cuda and task.gpu_memory_fraction:
             torch.cuda.set_per_process_memory_fraction(task.gpu_memory_fraction, self.device)
         keep: dict = {}
-        self.hand_outs = 0
+        self.handout_requests = 0
 
         def pristine(trial: int) -> list:
             return source.trial(trial) if trial < source.n_main else extra[trial - source.n_main].fresh_inputs()
@@ -324,7 +324,7 @@ class GPUWorker:
         def on_outputs(where: list, record: dict) -> None:
             """One call done (and synchronised): its outputs to the keeper at once, then dropped here; a trial's
             inputs after the call compared with a pristine set made again from its seed."""
-            self.hand_out([(where, record["outputs"])])
+            self.fill_handouts([(where, record["outputs"])])
             if where[0] == "trial":
                 _account_trial(record, pristine(int(where[1])))
             self.channel.yield_hold()
@@ -347,7 +347,7 @@ class GPUWorker:
             lap("candidate")
             failed = report["error"] is not None
             try:
-                # what streaming left (a call whose hand-out failed): accounted and handed out as one group now
+                # what streaming left (a call whose handout failed): accounted, copied into handouts as one group
                 if self.cuda:
                     trusted.synchronize()  # device-wide: work a candidate left on a side stream is finished
                 for t, sent in enumerate(report["trials"]):
@@ -355,16 +355,16 @@ class GPUWorker:
                         _account_trial(sent, pristine(t))
                 groups = [(["trial", t], sent["outputs"]) for t, sent in enumerate(report["trials"])]
                 groups += [(["probe", p["probe"], p["trial"]], p["outputs"]) for p in report["probes"]]
-                self.hand_out(groups)
+                self.fill_handouts(groups)
             except Exception as exc:  # an asynchronous CUDA error of the candidate's kernels surfaces here
                 if not failed:
                     raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
                 # the call that failed already named where (a fault at a shape set, after the main trials were
-                # handed out and judged): its error is the finding, and CAND still goes, so the parent judges the
-                # main trials (`verdict.crashed_at_shape_set`) instead of seeing only this later symptom
-            evidence.phases["hand_outs"] = float(self.hand_outs)
-            evidence.phases["yields"] = float(self.channel.yields)
-            lap("hand_out")
+                # copied into handouts and judged): its error is the finding, and CAND still goes, so the parent
+                # judges the main trials (`verdict.crashed_at_shape_set`) instead of seeing only this later symptom
+            evidence.counts["handout_requests"] = self.handout_requests
+            evidence.counts["yields"] = self.channel.yields
+            lap("fill_handouts")
         self.channel.send(FromWorker.CANDIDATE, frames.tensors_to_bytes(report))
         lap("send_candidate")
         evidence.stage = report["stage"]
@@ -410,7 +410,7 @@ class GPUWorker:
             if _note_environment_changes(evidence, keep):
                 # the candidate changed torch, Triton or the timers and the timing broke: the change is the
                 # finding (the environment check names it), not the error it caused
-                evidence.phases["timing_error"] = 1.0
+                evidence.flags["timing_error"] = True
                 evidence.stage = "done"
                 return
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
@@ -429,8 +429,8 @@ class GPUWorker:
         del last
         try:
             with self.channel.gpu(exclusive=False):
-                self.hand_out([(["trial", trial], flat) for trial, flat in timed_outputs])
-            lap("hand_out_timed")
+                self.fill_handouts([(["trial", trial], flat) for trial, flat in timed_outputs])
+            lap("fill_handouts_timed")
         except Exception as exc:
             raise StageError("run", error_info(exc, self.recorder.candidate_file)) from None
         payload = {
@@ -444,11 +444,11 @@ class GPUWorker:
         evidence.stage = "done"
 
     LARGE_HAND_OUT = 1 << 30
-    """Bytes of outputs from which a hand-out first gives this process's cached but unused blocks back: the keeper
+    """Bytes of outputs from which a handout first gives this process's cached but unused blocks back: the keeper
     allocates as many for the handouts, outside any cache, and a full-size level-1 norm (8 GiB in, 8 GiB out)
     found too little of the GPU free for them while this worker kept its temporaries cached (on an H100)."""
 
-    def hand_out(self, groups: list[tuple[list, list]]) -> None:
+    def fill_handouts(self, groups: list[tuple[list, list]]) -> None:
         """Each group's outputs (a list, changed in place) into the keeper's handouts (`handouts.py`).
 
         The pool lends a handout per output whose shape and dtype match the reference's; every output
@@ -479,7 +479,7 @@ class GPUWorker:
             self.LARGE_HAND_OUT
         ):
             torch.cuda.empty_cache()  # what this process cached but no longer uses, back before the keeper allocates
-        self.hand_outs += 1
+        self.handout_requests += 1
         self.channel.send(FromWorker.ASK_HANDOUTS, encode(HandoutAsk(outputs=asked)))
         _, answer = self.channel.expect(ToWorker.HANDOUTS)
         lent = HandoutsLent.model_validate_json(answer).lent

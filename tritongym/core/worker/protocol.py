@@ -77,8 +77,8 @@ class KeeperRequest(StrEnum):
     DRIFT_CHECK = "DRFT"  # `DriftCheckRequest`: re-time the reference briefly after the candidate's timing
     LEND = "LEND"  # `LendRequest`: handouts for a group of the candidate's outputs (relays `ASK_HANDOUTS`)
     FILL = "FILL"  # `tagged` worker bytes of `HANDOUT_BYTES`: the outputs' values, on the CPU
-    JUDGE = "JUDG"  # `tagged` worker bytes of `CANDIDATE`: compare the candidate's report
-    JUDGE_TIMED = "JTIM"  # tensors {"task_id", "timed"}: compare the timed calls' outputs
+    COMPARE = "CMPR"  # `tagged` worker bytes of `CANDIDATE`: compare the candidate's report
+    COMPARE_TIMED = "CMPT"  # tensors {"task_id", "timed"}: compare the timed calls' outputs
     FREE = "FREE"  # `TaskRequest`: the task is over; give back what it held
     SCREEN = "SCRN"  # `ScreenRequest`: a problem's negative-control screen (`keeper/screen.py`)
 
@@ -150,7 +150,7 @@ class KeeperRefusal(_Payload):
 
 MALFORMED = "malformed"
 """A `KeeperRefusal`'s stage when what the keeper could not read is a worker's payload the pool relayed unopened
-(`FILL`, `JUDG`): the worker's malformed frame, charged to the candidate as the pool's own decoding would have."""
+(`FILL`, `CMPR`): the worker's malformed frame, charged to the candidate as the pool's own decoding would have."""
 
 
 def encode(model: BaseModel) -> bytes:

@@ -1,7 +1,7 @@
 """One byte of memory the pool shares with its workers: "a timing on this GPU waits for the sharers".
 
 Why: a timing waits for every worker that holds the GPU shared to give its hold back, and a worker's shared
-hold spans its whole correctness phase (dozens of calls, probes and hand-outs): in an RL batch on an H100 the
+hold spans its whole correctness phase (dozens of calls, probes and handouts): in an RL batch on an H100 the
 GPU lock was "draining" 69 of 120 s.  Giving the hold back after every call (`yield_between_calls`)
 bounds a drain by one call, but costs two round trips to the pool per call, timing or not, and lost its A/B
 on an H100.  With this flag a worker looks at one byte after each call and gives its hold back only when a
