@@ -332,6 +332,8 @@ def test_on_a_gpu_the_trainer_declares_its_memory_to_the_judge_it_shares_and_ste
     assert 0 < row["judge/cuda:0/capacity_mb"]
 
 
+# slow tier (50 s): a training run; the fast tier's is test_every_step_splits_its_time_and_the_cpu_reports_...
+@pytest.mark.slow
 def test_the_training_benchmark_runs_end_to_end_on_the_cpu(tmp_path):
     """`benchmarks/train_gpu.py --device cpu` with a tiny model: SFT, one RL step, the JSON and its time split."""
     import json

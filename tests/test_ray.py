@@ -69,6 +69,8 @@ def test_ray_verdicts_equal_the_in_process_ones(ray_cluster):
     assert got == expected
 
 
+# slow tier: the fast tier's Ray evaluation is test_ray_verdicts_equal_the_in_process_ones and the CLI's eval
+@pytest.mark.slow
 def test_lanes_on_threads_share_one_ray_executor(ray_cluster):
     """`tritongym serve` runs several lanes (threads, each its own Evaluator view) over one executor: every
     batch completes, the routing counters come back to zero, and busy time is counted per actor."""
@@ -97,6 +99,8 @@ def test_lanes_on_threads_share_one_ray_executor(ray_cluster):
         assert len(busy) == 2 and all(seconds > 0 for seconds in busy.values()), busy  # both actors worked
 
 
+# slow tier: the fast tier's Ray evaluation is test_ray_verdicts_equal_the_in_process_ones and the CLI's eval
+@pytest.mark.slow
 def test_a_killed_actor_s_task_is_retried_on_the_other(ray_cluster, tmp_path):
     """Actor 0 is killed while it runs a task: that task runs again on actor 1 and the batch completes."""
     relu = load_problem("relu")
@@ -136,6 +140,8 @@ def test_cli_eval_runs_through_ray(ray_cluster, tmp_path):
     assert ray.is_initialized()  # not ours to shut down
 
 
+# slow tier: the fast tier's Ray evaluation is test_ray_verdicts_equal_the_in_process_ones and the CLI's eval
+@pytest.mark.slow
 def test_cli_tune_runs_its_variants_through_ray(ray_cluster, tmp_path):
     """`tritongym tune --ray local`: every variant judged on the actors, every record kept by this process."""
     candidate = tmp_path / "relu.py"
@@ -259,6 +265,8 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
     return not _alive(pid)
 
 
+# slow tier: the fast tier's Ray evaluation is test_ray_verdicts_equal_the_in_process_ones and the CLI's eval
+@pytest.mark.slow
 def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_stored(ray_cluster, tmp_path):
     """Both actors killed under the task (from outside, as a lost node would end them): the infrastructure's
     failure, raised as the backend's error, never a `crashed` stored against the kernel (it was).  Each actor's

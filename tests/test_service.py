@@ -761,6 +761,9 @@ def test_the_client_cli_names_a_problem_as_eval_does(server, tmp_path):
     assert run_cli("best", f"{source}#cli_relu", env=env).returncode == 0
 
 
+# slow tier (22 s): a Ray cluster of its own; the fast tier serves on the local pool (this module) and
+# evaluates on Ray in test_ray.py
+@pytest.mark.slow
 def test_a_served_process_evaluates_on_ray_actors(tmp_path):
     """`tritongym serve --ray local`: the service starts its own Ray, its two lanes hand the sandboxes to two
     actors, and the service alone writes the registry; /metrics counts busy time per actor."""

@@ -64,6 +64,9 @@ def _status(pid: int) -> dict[str, float]:
     return found
 
 
+# slow tier (107 s on two shared CPUs): a dozen 48 MiB calls through the interpreter; the fast tier's
+# memory-peak test is test_a_screen_holds_one_input_transform_at_a_time, on the same problem
+@pytest.mark.slow
 def test_the_worker_holds_about_one_call_at_a_time():
     """A problem whose one forward holds 48 MiB in and 48 MiB out, evaluated with three trials, a shape set, the
     late trial and every probe (a dozen calls): the worker's resident memory grows by a few sets, not by every
@@ -337,6 +340,9 @@ def admission_clock(monkeypatch) -> list[float]:
     return clock
 
 
+# slow tier (94 s): the 48 MiB problem judged in full after the wait; the fast tier's admission waits are
+# test_pool's test_gpu_memory_is_admitted_from_measured_need and test_gpu_sharing's overflow test
+@pytest.mark.slow
 def test_a_task_waits_for_gpu_memory_before_its_reference_is_built(monkeypatch):
     """Issue 27 item 1: the keeper's build of a new problem's reference reserves memory before it starts (it
     ran beside other work with nothing reserved and the H100 ran out); the wait is not the candidate's time,
@@ -473,6 +479,9 @@ def test_a_records_parked_outputs_are_reserved_in_host_memory(monkeypatch):
         pool.close()
 
 
+# slow tier (242 s): the 300 MiB the factor must lift past the 1024 MiB floor is screened in full after the
+# wait; the fast tier's screen is test_a_screen_holds_one_input_transform_at_a_time
+@pytest.mark.slow
 def test_a_screen_reserves_gpu_memory_as_a_reference_build_does():
     """Screens run the reference on its full-size inputs; they reserved a token and ran out of the H100's memory
     side by side.  A screen now reserves as the keeper's build does (the meta-device weighing times

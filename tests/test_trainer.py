@@ -145,6 +145,8 @@ def test_weights_reach_the_engine_after_each_step(tiny_dir, tmp_path, parses_plu
         parts.close()
 
 
+# slow tier (71 s): twelve steps; the fast tier trains end to end in test_full_loop_stores_every_turn_...
+@pytest.mark.slow
 def test_reward_rises_with_a_cheap_deterministic_reward(tiny_dir, tmp_path, parses_plugin):
     """A one-token bandit: after the ```python prefill the model writes one token, rewarded 1 when the code
     parses.  The policy gradient must raise the parse rate well above where it starts."""
@@ -176,6 +178,8 @@ def test_reward_rises_with_a_cheap_deterministic_reward(tiny_dir, tmp_path, pars
     assert last > first + 0.3 and last >= 0.75, rewards  # seen: about 0.4 -> 0.9-1.0 over 12 steps
 
 
+# slow tier (46 s): two `accelerate launch` processes; the fast tier trains one in test_full_loop_...
+@pytest.mark.slow
 def test_data_parallel_step_equals_one_process(tiny_dir, tmp_path):
     """The same global batch, trained by one process and by two under `accelerate launch`: same loss, same
     gradient norm, same updated weights.  (On a CPU, accelerate's `--cpu --num_processes 2` starts one
@@ -240,6 +244,8 @@ micro_batch = 2
     return path
 
 
+# slow tier (63 s): the CLI's rollouts and train on the loop test_full_loop_... runs in-process (fast)
+@pytest.mark.slow
 def test_cli_rollouts_and_train(tiny_dir, tmp_path):
     config = _write_config(tmp_path / "run.toml", tiny_dir, tmp_path / "out")
     db = str(tmp_path / "registry.db")
