@@ -47,9 +47,12 @@ def by_id(ids: list[tuple[str, bool]]) -> list[tuple[Case, bool]]:
     return [(known[(ident, honest)], honest) for ident, honest in ids]
 
 
-def verdict(result: EvaluationResult) -> tuple:
-    """What judging decided: the status and the failed checks (name, stage); not the numbers the draw changes."""
-    return result.status, sorted((v.name, v.stage) for v in result.checks if not v.passed)
+def verdict(result: EvaluationResult, case: Case) -> tuple:
+    """What judging decided: the status and, of the checks the case exists for, which failed (name, stage); not the
+    numbers the draw changes, nor the other checks a hack keyed on addresses trips only when the allocator hands a
+    probe's inputs an address it saw before (`pointer_cache` fails `modes` in one run and not the next, alone too)."""
+    named = {e.check for e in case.expect if e.check is not None}
+    return result.status, sorted((v.name, v.stage) for v in result.checks if not v.passed and v.name in named)
 
 
 def assert_expected(case: Case, honest: bool, result: EvaluationResult, host) -> None:
@@ -86,7 +89,7 @@ def assert_same_verdicts(cases: list[tuple[Case, bool]], mixed: list, alone: lis
         assert_expected(case, honest, together, host)
         assert_expected(case, honest, by_itself, host)
         # a case with two legitimate outcomes (memory that may or may not hold the answer) may take either each time
-        if len(case.expect) <= 1 and verdict(together) != verdict(by_itself):
+        if len(case.expect) <= 1 and verdict(together, case) != verdict(by_itself, case):
             differ.append(f"{case.id}: mixed {explain(together)}\n  alone {explain(by_itself)}")
     assert not differ, "verdicts in the mixed batch differ from alone:\n" + "\n".join(differ)
 
