@@ -152,3 +152,35 @@ def settled(budget, timeout_s: float = 30.0):
     while budget.holders and time.monotonic() < deadline:
         time.sleep(0.05)
     return budget
+
+
+@pytest.fixture
+def evidence_of(monkeypatch):
+    """The evidence each evaluation was judged on, caught on its way into the judging (the real path otherwise)."""
+    seen = []
+    judge = Evaluator._judge
+
+    def spy(self, candidate, problem, evidence, *rest):
+        seen.append(evidence)
+        return judge(self, candidate, problem, evidence, *rest)
+
+    monkeypatch.setattr(Evaluator, "_judge", spy)
+    return seen
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def process_gone(pid: int, within_s: float = 10.0) -> bool:
+    """Whether the process has ended within `within_s` seconds (polled: its end is another process's doing)."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not process_alive(pid)

@@ -16,13 +16,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.conftest import task_for
+from tests.conftest import process_alive, process_gone, task_for
 from tritongym.core.sandbox import owned
 from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 
@@ -72,21 +71,6 @@ sys.stdin.read()
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _gone(pid: int, within_s: float = 10.0) -> bool:
-    """Whether the process has ended (the lifeline's thread SIGKILLs it as soon as it reads end-of-file)."""
-    deadline = time.monotonic() + within_s
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _alive(pid)
-
-
 @pytest.fixture
 def runtime_dir(tmp_path, monkeypatch):
     """Records of started processes apart from other tests' (the owner started here inherits it)."""
@@ -131,10 +115,10 @@ def _check_a_killed_pool_leaves_nothing(gpu: str, how: str, tmp_path: Path, runt
             assert records[str(folder)]["owner"] == owner.pid and folder.is_dir()
             assert folder.name.startswith(f"tritongym-{owner.pid}-{kind}-")  # findable by name too
         # a clean-up in another process (a service's start) leaves a live owner's processes alone
-        assert owned.sweep().killed == [] and all(_alive(pid) for pid in processes)
+        assert owned.sweep().killed == [] and all(process_alive(pid) for pid in processes)
         owner.kill()  # kill -9: no `finally`, no atexit
         owner.wait()
-        left = {pid: kind for pid, (kind, _) in processes.items() if not _gone(pid)}
+        left = {pid: kind for pid, (kind, _) in processes.items() if not process_gone(pid)}
         assert not left, f"still running after their pool's process was killed (busy: {said['busy']}): {left}"
         assert all(folder.is_dir() for _, folder in processes.values())  # until a clean-up
         swept = owned.sweep()

@@ -118,20 +118,6 @@ def host(tmp_path, monkeypatch):
     return PluginHost(extra_plugins=[__name__], load_entry_points=False)
 
 
-@pytest.fixture
-def evidence_of(monkeypatch):
-    """The evidence each evaluation was judged on, caught on its way into the judging (the real path otherwise)."""
-    seen = []
-    judge = Evaluator._judge
-
-    def spy(self, candidate, problem, evidence, *rest):
-        seen.append(evidence)
-        return judge(self, candidate, problem, evidence, *rest)
-
-    monkeypatch.setattr(Evaluator, "_judge", spy)
-    return seen
-
-
 HACK = Path(__file__).parent / "hacks" / "candidates" / "passthrough_method_relu.py"
 
 

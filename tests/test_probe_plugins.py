@@ -201,20 +201,6 @@ def host(tmp_path, monkeypatch):
     return PluginHost(extra_plugins=[__name__], load_entry_points=False)
 
 
-@pytest.fixture
-def evidence_of(monkeypatch):
-    """The evidence each evaluation was judged on, caught on its way into the judging (the real path otherwise)."""
-    seen = []
-    judge = Evaluator._judge
-
-    def spy(self, candidate, problem, evidence, *rest):
-        seen.append(evidence)
-        return judge(self, candidate, problem, evidence, *rest)
-
-    monkeypatch.setattr(Evaluator, "_judge", spy)
-    return seen
-
-
 def test_probes_are_registered_and_listed(host):
     registered = {(r.kind, r.name): r for r in host.all()}
     assert registered[("probe", "output-stats")].plugin == __name__

@@ -18,7 +18,7 @@ import ray
 import torch
 from typer.testing import CliRunner
 
-from tests.conftest import RELU_KERNEL
+from tests.conftest import RELU_KERNEL, process_alive, process_gone
 from tritongym.cli.app import app
 from tritongym.core.config import EvalConfig, load_config
 from tritongym.core.errors import BackendUnavailable, ConfigError
@@ -251,20 +251,6 @@ def _said(fifo: Path) -> int:
         return int(f.read())
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _gone(pid: int, within_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _alive(pid)
-
-
 # slow tier: the fast tier's Ray evaluation is test_ray_verdicts_equal_the_in_process_ones and the CLI's eval
 @pytest.mark.slow
 def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_stored(ray_cluster, tmp_path):
@@ -292,7 +278,7 @@ def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_store
             evaluator.evaluate_many([(source, load_problem("relu"))])
         killer.join(60)
     assert sorted(actor for actor, _ in killed) == [0, 1] and executor.retried == 1
-    assert all(_gone(candidate) for _, candidate in killed)  # died with its actor
+    assert all(process_gone(candidate) for _, candidate in killed)  # died with its actor
     assert registry.db.execute("select count(*) from evaluations").fetchone()[0] == 0
     registry.close()
 
@@ -322,7 +308,7 @@ def test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone(ray_
         try:
             with served.client(token=None) as service:
                 assert service.health().status == "healthy"  # its start, and its clean-up, have run
-            assert _alive(sandboxes[0]) and _alive(candidate)
+            assert process_alive(sandboxes[0]) and process_alive(candidate)
         finally:
             served.stop_gracefully()
         with open(release, "w") as f:

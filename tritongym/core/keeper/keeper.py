@@ -42,7 +42,7 @@ from tritongym.core.keeper import screen as keeper_screen
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
-from tritongym.core.worker import frames, lifeline
+from tritongym.core.worker import frames
 from tritongym.core.worker.parking import Parked, fetch, park_all, split_bytes
 from tritongym.core.worker.protocol import MALFORMED, KeeperAnswer, KeeperRequest, Lifecycle, record_key, untagged
 from tritongym.core.worker.scrub import scrubbed_empty_cache
@@ -896,16 +896,9 @@ HANDLERS = {
 
 def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
     """Warm up, say `REDY` (or `FAIL`), then answer requests until told to exit; never returns."""
-    # dies with the pool's process (`worker/lifeline.py`): started by it, or forked by its zygote, whose lifeline
-    # thread a fork does not copy
-    lifeline.hold()
-    from tritongym.core.worker.stages import apply_limits
+    from tritongym.core.worker.stages import enter_pool_process
 
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    os.close(log_fd)
-    apply_limits(WorkerTask(problem_name="", problem_source="", file_mb=int(os.environ.get("TRITONGYM_FILE_MB", "64"))))
+    enter_pool_process(log_path)
     try:
         keeper = Keeper(device_name)
     except BaseException as exc:  # noqa: BLE001 - a keeper that cannot start says why, then exits

@@ -37,7 +37,7 @@ import time
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import plain_output, same_value, timing_inputs
 from tritongym.core.models import Evidence, TimingReport
-from tritongym.core.worker import frames, lifeline
+from tritongym.core.worker import frames
 from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.probes import environment_changes
@@ -51,7 +51,7 @@ from tritongym.core.worker.protocol import (
     encode,
 )
 from tritongym.core.worker.scrub import poison_free_memory, scrubbed_empty_cache
-from tritongym.core.worker.stages import StageError, apply_limits, error_info, failures_recorded
+from tritongym.core.worker.stages import StageError, enter_pool_process, error_info, failures_recorded
 from tritongym.core.worker.task_runner import (
     build_reference,
     configure_precision,
@@ -529,16 +529,8 @@ def _note_environment_changes(evidence: Evidence, keep: dict) -> bool:
 
 def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: float) -> None:
     """Warm up, say `REDY` (or `FAIL`), then run tasks until told to exit; never returns."""
-    # dies with the pool's process (`worker/lifeline.py`): started by it, or forked by its zygote, whose lifeline
-    # thread a fork does not copy; called in its own session, so the whole group goes, the candidate's children too
-    lifeline.hold()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    os.close(log_fd)
+    enter_pool_process(log_path)  # called in its own session: the whole group goes, the candidate's children too
     channel = Channel(in_fd, out_fd)
-    limits = WorkerTask(problem_name="", problem_source="", file_mb=int(os.environ.get("TRITONGYM_FILE_MB", "64")))
-    apply_limits(limits)  # no address-space limit: CUDA's virtual reservations need it (the pool watches RSS)
     try:
         worker = GPUWorker(channel, device_name)
     except BaseException as exc:  # noqa: BLE001 - a worker that cannot start says why, then exits

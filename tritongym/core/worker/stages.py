@@ -113,3 +113,18 @@ def exit_text(who: str, returncode: int) -> str:
         sig = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
         return f"{who} was killed by {sig}{_SIGNAL_HINTS.get(sig, '')}"
     return f"{who} exited with code {returncode} before reporting a result"
+
+
+def enter_pool_process(log_path: str) -> None:
+    """What a GPU pool's worker or keeper does first in `serve`: hold the lifeline (it dies with the pool's process:
+    started by it, or forked by its zygote, whose lifeline thread a fork does not copy), write its output to its log,
+    and take the sandbox's limits (no address-space limit: CUDA's virtual reservations need it; RSS is watched)."""
+    from tritongym.core.worker import lifeline
+    from tritongym.core.worker_task import WorkerTask
+
+    lifeline.hold()
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    apply_limits(WorkerTask(problem_name="", problem_source="", file_mb=int(os.environ.get("TRITONGYM_FILE_MB", "64"))))
