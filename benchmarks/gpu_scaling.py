@@ -102,45 +102,45 @@ def _self_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_column(
-    gpus: list[int] | None, cands: list[tuple[str, str, str]], size: str, backend: str, plugins: list[str]
-) -> dict:
-    """One column: a fresh Evaluator and registry over `gpus`, every candidate in one `evaluate_many`."""
-    options = {"gpus": gpus} if gpus is not None else {}
-    config = EvalConfig(backend=backend, size=size, backend_options=options)
-    problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
-    screen.forget_held()  # each column screens its problems afresh: held ones made a later column's start free
-    with tempfile.TemporaryDirectory() as tmp:
-        marks_path = Path(tmp) / "column.timeline"
-        os.environ[timeline.ENV] = str(marks_path)
-        begun = time.time()
-        started = time.perf_counter()
-        host = PluginHost(extra_plugins=plugins, load_entry_points=False)
-        evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=host)
-        setup_s = time.perf_counter() - started
-        label = ",".join(map(str, gpus)) if gpus is not None else "cpu"
-        done = [0]
+def _delta(after, before):
+    """`after` less `before`, key by key through nested dicts: the pool's cumulative counters over one batch."""
+    if isinstance(after, dict):
+        before = before if isinstance(before, dict) else {}
+        return {k: _delta(v, before.get(k)) for k, v in after.items()}
+    return round(after - (before or 0), 3)
 
-        def progress(_result) -> None:
-            done[0] += 1
-            if done[0] % 16 == 0 or done[0] == len(cands):
-                print(f"[{label}] {done[0]}/{len(cands)} in {time.perf_counter() - clock:.1f} s", flush=True)
 
-        pairs = [(Candidate(source=src), problems[name]) for name, _, src in cands]
-        with HostLoad() as load:
-            clock = time.perf_counter()
-            try:
-                results = evaluator.evaluate_many(pairs, on_result=progress)
-                wall_s = time.perf_counter() - clock
-            finally:
-                backend_obj = evaluator.backend
-                lock_s = getattr(backend_obj, "lock_seconds", dict)()
-                drained = getattr(backend_obj, "drained_by", dict)()
-                pool = getattr(backend_obj, "_pool", None)
-                grants = pool.exclusive_grants() if pool is not None else {}
-                evaluator.close()
-                os.environ.pop(timeline.ENV, None)
-                marks = timeline.read(marks_path)
+def _pool_counters(evaluator) -> dict:
+    backend_obj = evaluator.backend
+    pool = getattr(backend_obj, "_pool", None)
+    return {
+        "gpu_lock_s": getattr(backend_obj, "lock_seconds", dict)(),
+        "drained_by": getattr(backend_obj, "drained_by", dict)(),
+        "exclusive_grants": pool.exclusive_grants() if pool is not None else {},
+    }
+
+
+def _batch(evaluator, pairs: list, label: str) -> dict:
+    """One `evaluate_many` of `pairs` on `evaluator`: its results, wall seconds, host load and the pool's
+    counters over it."""
+    done = [0]
+
+    def progress(_result) -> None:
+        done[0] += 1
+        if done[0] % 16 == 0 or done[0] == len(pairs):
+            print(f"[{label}] {done[0]}/{len(pairs)} in {time.perf_counter() - clock:.1f} s", flush=True)
+
+    before = _pool_counters(evaluator)
+    with HostLoad() as load:
+        clock = time.perf_counter()
+        results = evaluator.evaluate_many(pairs, on_result=progress)
+        wall_s = time.perf_counter() - clock
+    after = _pool_counters(evaluator)
+    return {"results": results, "wall_s": wall_s, "load": load, **{k: _delta(after[k], before[k]) for k in after}}
+
+
+def _summary(batch: dict) -> dict:
+    results, wall_s, load = batch["results"], batch["wall_s"], batch["load"]
     phases: Counter = Counter()  # seconds
     counts: Counter = Counter()  # events, and how many evaluations each flag was set for
     for r in results:
@@ -149,16 +149,15 @@ def run_column(
             counts.update(r.counts)
             counts.update({name: 1 for name, flag in r.flags.items() if flag})
     return {
-        "gpus": gpus,
         "candidates": len(results),
-        "setup_s": round(setup_s, 2),
+        "cached": sum(1 for r in results if r.cached),
         "wall_s": round(wall_s, 2),
         "per_min": round(len(results) / wall_s * 60, 2),
         "statuses": dict(Counter(r.status.value for r in results)),
         "verdicts": [r.status.value for r in results],
-        "gpu_lock_s": lock_s,
-        "drained_by": drained,
-        "exclusive_grants": grants,
+        "gpu_lock_s": batch["gpu_lock_s"],
+        "drained_by": batch["drained_by"],
+        "exclusive_grants": batch["exclusive_grants"],
         "host_cpus": os.cpu_count(),
         "host_busy_fraction": None if load.busy_fraction is None else round(load.busy_fraction, 3),
         "host_busy_peak": round(max(load.samples), 3) if load.samples else None,
@@ -166,8 +165,53 @@ def run_column(
         "parent_cpu_per_wall": round(load.parent_cpu_s / wall_s, 3),
         "phases_s": {k: round(v, 2) for k, v in phases.most_common()},
         "counts": dict(counts.most_common()),  # counts summed, flags as how many evaluations had them
-        "timeline": timeline_summary(marks, begun, begun + setup_s, wall_s),
     }
+
+
+def run_column(
+    gpus: list[int] | None,
+    cands: list[tuple[str, str, str]],
+    size: str,
+    backend: str,
+    plugins: list[str],
+    steady: int = 0,
+) -> dict:
+    """One column: a fresh Evaluator and registry over `gpus`, every candidate in one `evaluate_many` (cold: the
+    pool, its keepers, every screen and reference record started from nothing); then `steady` more batches of the
+    same candidates on the same evaluator with the cache off, as an RL run's later steps judge new samples of
+    problems it has seen (pool warm, screens held, records kept), each judged afresh."""
+    options = {"gpus": gpus} if gpus is not None else {}
+    config = EvalConfig(backend=backend, size=size, backend_options=options)
+    problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
+    screen.forget_held()  # each column screens its problems afresh: held ones made a later column's start free
+    label = ",".join(map(str, gpus)) if gpus is not None else "cpu"
+    with tempfile.TemporaryDirectory() as tmp:
+        marks_path = Path(tmp) / "column.timeline"
+        os.environ[timeline.ENV] = str(marks_path)
+        begun = time.time()
+        started = time.perf_counter()
+        host = PluginHost(extra_plugins=plugins, load_entry_points=False)
+        evaluator = Evaluator(config, registry=Registry(Path(tmp) / "registry.db"), host=host)
+        setup_s = time.perf_counter() - started
+        pairs = [(Candidate(source=src), problems[name]) for name, _, src in cands]
+        steady_batches = []
+        try:
+            cold = _batch(evaluator, pairs, label)
+            marks = timeline.read(marks_path)
+            evaluator.config = evaluator.config.model_copy(update={"use_cache": False})
+            for k in range(steady):
+                steady_batches.append(_summary(_batch(evaluator, pairs, f"{label} steady {k + 1}")))
+        finally:
+            evaluator.close()
+            os.environ.pop(timeline.ENV, None)
+    column = {"gpus": gpus, "setup_s": round(setup_s, 2), **_summary(cold)}
+    column["timeline"] = timeline_summary(marks, begun, begun + setup_s, cold["wall_s"])
+    if steady_batches:
+        column["steady"] = steady_batches
+        column["steady_per_min"] = round(
+            sum(b["candidates"] for b in steady_batches) / sum(b["wall_s"] for b in steady_batches) * 60, 2
+        )
+    return column
 
 
 def timeline_summary(marks: list[dict], begun: float, clock: float, wall_s: float) -> dict:
@@ -218,6 +262,13 @@ def main() -> None:
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: triton-cpu, one column")
     parser.add_argument("--limit", type=int, default=None, help="only the first N candidates (interleaved)")
     parser.add_argument("--plugin", action="append", default=[], help="extra tritongym plugin module or file")
+    parser.add_argument(
+        "--steady",
+        type=int,
+        default=0,
+        help="after each column's cold batch, judge the same candidates this many times more on its warm pool, "
+        "cache off (an RL run's later steps): `steady_per_min` and its ratio to one GPU's",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "gpu_scaling.json")
     args = parser.parse_args()
 
@@ -244,7 +295,7 @@ def main() -> None:
         report["visible_gpus"] = torch.cuda.device_count()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for gpus in order:
-        column = run_column(gpus, cands, size, backend, args.plugin)
+        column = run_column(gpus, cands, size, backend, args.plugin, args.steady)
         report["columns"].append(column)
         first = {}
         for c in report["columns"]:
@@ -252,9 +303,13 @@ def main() -> None:
         base = first.get(1)
         for c in report["columns"]:
             c["ratio_to_one_gpu"] = round(c["per_min"] / base["per_min"], 3) if base else None
+            if base and c.get("steady_per_min") and base.get("steady_per_min"):
+                c["steady_ratio_to_one_gpu"] = round(c["steady_per_min"] / base["steady_per_min"], 3)
+                c["steady_verdicts_equal"] = all(b["verdicts"] == c["verdicts"] for b in c["steady"])
             c["verdicts_equal"] = c["verdicts"] == report["columns"][0]["verdicts"]
         args.out.write_text(json.dumps(report, indent=1))
-        shown = {k: v for k, v in column.items() if k not in ("verdicts", "phases_s", "counts", "timeline")}
+        hidden = ("verdicts", "phases_s", "counts", "timeline", "steady")
+        shown = {k: v for k, v in column.items() if k not in hidden}
         shown["timeline"] = {k: v for k, v in column["timeline"].items() if k != "marks"}
         print(json.dumps(shown), flush=True)
     rows = [
@@ -263,7 +318,9 @@ def main() -> None:
             fmt(c["wall_s"]),
             fmt(c["per_min"]),
             fmt(c["ratio_to_one_gpu"]),
-            str(c["verdicts_equal"]),
+            fmt(c.get("steady_per_min")),
+            fmt(c.get("steady_ratio_to_one_gpu")),
+            str(c["verdicts_equal"] and c.get("steady_verdicts_equal", True)),
             fmt(c["host_busy_fraction"], 2),
             fmt(c["parent_cpu_per_wall"], 2),
             "; ".join(
@@ -275,7 +332,18 @@ def main() -> None:
     ]
     print_table(
         "RL-like batch over the GPUs of one host",
-        ["GPUs", "wall s", "per min", "x one GPU", "same verdicts", "host busy", "parent CPU/wall", "GPU lock"],
+        [
+            "GPUs",
+            "wall s",
+            "per min",
+            "x one GPU",
+            "steady/min",
+            "steady x",
+            "same verdicts",
+            "host busy",
+            "parent CPU/wall",
+            "GPU lock",
+        ],
         rows,
     )
     print(f"wrote {args.out}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -14,6 +15,20 @@ from tritongym.core.plugins import PluginHost, reset_host
 from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.worker_task import WorkerTask
+
+
+def _one_gpu_per_xdist_worker() -> None:
+    """`TRITONGYM_TEST_SPREAD_GPUS=0,1,2,3 pytest -n 4 -m gpu ...` on a machine of several GPUs: each xdist worker
+    sees one GPU of the list (`CUDA_VISIBLE_DEVICES`, set before anything here starts CUDA), so the GPU tests run
+    side by side, a file per GPU, instead of one after another on GPU 0 (about 20 minutes, more than a device call
+    may take).  Unset, or outside xdist, every visible GPU stays visible (the tests that want two GPUs)."""
+    spread = [g.strip() for g in os.environ.get("TRITONGYM_TEST_SPREAD_GPUS", "").split(",") if g.strip()]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if spread and worker.startswith("gw"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = spread[int(worker[2:]) % len(spread)]
+
+
+_one_gpu_per_xdist_worker()
 
 
 @pytest.fixture(autouse=True)

@@ -40,3 +40,34 @@ def test_no_file_is_written_without_the_variable_and_junk_lines_are_skipped(tmp_
     path.write_text('{"t": 2.0, "event": "b"}\nnot json\n[1, 2]\n{"event": "no time"}\n{"t": 1.0, "event": "a"}\n')
     assert [m["event"] for m in timeline.read(path)] == ["a", "b"]
     assert timeline.read(tmp_path / "missing") == []
+
+
+_POOL_WITHOUT_TORCH = """
+import os, sys, time
+from tritongym.core.sandbox.gpu_pool import WorkerPool
+from tritongym.core.sandbox.pool_options import PoolOptions
+assert "torch" not in sys.modules, "importing the pool imported torch"
+pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, start_on_demand=True))
+deadline = time.monotonic() + 60
+marks = os.environ["TRITONGYM_TIMELINE"]
+while "parent_torch_imported" not in open(marks).read() and time.monotonic() < deadline:
+    time.sleep(0.05)  # waits on the file's state; the deadline is a hang guard
+pool.close()
+print("imported" if hasattr(sys.modules.get("torch"), "load") else "not imported")
+"""
+
+
+def test_a_pool_imports_torch_for_its_reports_while_its_processes_start(tmp_path):
+    """The parent decodes every worker's report with `torch.load`; a CLI `eval` that had not imported torch paid
+    for it on its first report, after the worker was ready (3-3.5 s on an H200).  A pool started in a process
+    without torch imports it in the background, no task asked, and marks when it is done."""
+    import os
+    import subprocess
+    import sys
+
+    marks = tmp_path / "marks"
+    env = {**os.environ, timeline.ENV: str(marks)}
+    done = subprocess.run([sys.executable, "-c", _POOL_WITHOUT_TORCH], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "imported", done.stdout + done.stderr
+    events = [m["event"] for m in timeline.read(marks)]
+    assert "parent_torch_imported" in events and events.index("pool_start") < events.index("parent_torch_imported")
