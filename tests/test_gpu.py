@@ -401,21 +401,22 @@ def test_the_field_convention_times_a_fp32_matmul_slower_than_its_own_class(tmp_
 
 
 def free_blocks_poisoned() -> list[tuple[int, bool]]:
-    """Each free block of this process's caching allocator on the current GPU, read: (its bytes, whether every byte
-    is 0xFF).  Every block is taken first (largest first, so each request gets a block of its own size, as
-    `poison_free_memory` takes them), then read: the comparisons' temporaries cannot land in a block still to read."""
+    """Each free block of this process's caching allocator on the current GPU, read where it lies (its address, as
+    `poison_free_memory` writes it) into host memory: (its bytes, whether every byte is 0xFF).  Read by address, not
+    by allocating its size: an allocation gets back only blocks of the current stream, and any device temporary of
+    the reading could land in a block still to read."""
+    from tritongym.core.worker.handouts import wrap
+
+    torch.cuda.synchronize()
     index = torch.cuda.current_device()
-    sizes = [
-        block["size"]
+    blocks = [
+        (int(block["address"]), int(block["size"]))
         for segment in torch.cuda.memory_snapshot()
-        if segment.get("device", index) == index
+        if segment.get("device", index) == index and not segment.get("is_expandable")
         for block in segment.get("blocks", [])
         if block.get("state") == "inactive" and block.get("size", 0) > 0
     ]
-    taken = [torch.empty(size, dtype=torch.uint8, device="cuda") for size in sorted(sizes, reverse=True)]
-    read = [(t.numel(), bool(t.eq(0xFF).all())) for t in taken]
-    del taken
-    return read
+    return [(size, bool((wrap(address, size, torch.uint8, [size]).cpu() == 0xFF).all())) for address, size in blocks]
 
 
 def test_memory_given_back_by_the_keeper_holds_no_answer(tmp_path, monkeypatch):

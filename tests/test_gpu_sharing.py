@@ -305,21 +305,24 @@ def test_every_step_splits_its_time_and_the_cpu_reports_no_gpu_memory(tmp_path):
 
 @pytest.mark.gpu
 def test_on_a_gpu_the_trainer_declares_its_memory_to_the_judge_it_shares_and_steps_measure_it(tmp_path):
-    """One step on GPU 0, policy and judge together: the trainer's estimate reaches the pool before the first worker,
-    the step measures the trainer's memory per phase, and the pool's budget for GPU 0 holds the declaration."""
+    """One step on one GPU (the first visible, by its index as [placement] names it), policy and judge together: the
+    trainer's estimate reaches the pool before the first worker, the step measures the trainer's memory per phase,
+    and the pool's budget for that GPU holds the declaration."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     pytest.importorskip("transformers")
     from tritongym import api
+    from tritongym.core.learn.placement import visible_gpus
 
+    gpu = visible_gpus()[0]
     config = tiny_relu_run(
         tmp_path,
         "gpu",
         sampling={"max_tokens": 4, "seed": 0},
         rollout={"problems": ["relu"], "samples": 2, "prompts_per_step": 1, "overlap": True},
         eval={"backend": "triton-cuda", "trials": 1, "backend_options": {"workers_per_gpu": 2}},
-        placement={"policy_gpu": 0, "judge_gpus": [0]},
+        placement={"policy_gpu": gpu, "judge_gpus": [gpu]},
     )
     rows: list[dict] = []
     api.train(config, registry=False, on_step=rows.append)
@@ -328,8 +331,8 @@ def test_on_a_gpu_the_trainer_declares_its_memory_to_the_judge_it_shares_and_ste
     for part in ("generate", "update", "push"):
         assert row[f"memory/{part}_mb"] > 0, part
     assert row["memory/declared_mb"] >= row["memory/estimate_mb"] > 0
-    assert row["judge/cuda:0/outside_mb"] == row["memory/declared_mb"]
-    assert 0 < row["judge/cuda:0/capacity_mb"]
+    assert row[f"judge/cuda:{gpu}/outside_mb"] == row["memory/declared_mb"]
+    assert 0 < row[f"judge/cuda:{gpu}/capacity_mb"]
 
 
 # slow tier (50 s): a training run; the fast tier's is test_every_step_splits_its_time_and_the_cpu_reports_...

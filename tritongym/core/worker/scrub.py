@@ -23,21 +23,38 @@ from tritongym.core.measure import trusted
 
 
 def poison_free_memory(device) -> None:
-    """Fill the caching allocator's free blocks on `device` with 0xFF bytes, then wait for the fill."""
+    """Fill the caching allocator's free blocks on `device` with 0xFF bytes where they lie, then wait for the fill.
+
+    Each free block is written through its own address (`handouts.wrap`: a tensor over raw memory, no allocation),
+    so every one is reached: a block cached for another stream, a graph's private pool, a large-pool remainder
+    smaller than the small pool's limit.  Allocating each free block's size instead (as this did) gets back only
+    blocks of the current stream and pool: on an H100 a block a side stream had freed stayed unpoisoned
+    (`test_gpu::test_memory_given_back_by_the_keeper_holds_no_answer`), and a request is new memory, not the block,
+    wherever none of its size is free.  Segments of expandable segments (`expandable_segments:True`) may have
+    unmapped pages behind their free blocks: those are reached by allocation as before."""
     import torch
+
+    from tritongym.core.worker.handouts import wrap
 
     index = device.index if device.index is not None else torch.cuda.current_device()
     held = []
     try:
-        for segment in torch.cuda.memory_snapshot():
-            if segment.get("device", index) != index:
-                continue
-            for block in segment.get("blocks", []):
-                if block.get("state") == "inactive" and block.get("size", 0) > 0:
-                    held.append(torch.empty(block["size"], dtype=torch.uint8, device=device).fill_(0xFF))
-        trusted.synchronize(device)
+        with torch.cuda.device(index):
+            trusted.synchronize(device)  # every stream's work done: nothing still reads or writes a free block
+            for segment in torch.cuda.memory_snapshot():
+                if segment.get("device", index) != index:
+                    continue
+                for block in segment.get("blocks", []):
+                    size = int(block.get("size", 0))
+                    if block.get("state") != "inactive" or size <= 0:
+                        continue
+                    if segment.get("is_expandable"):
+                        held.append(torch.empty(size, dtype=torch.uint8, device=device).fill_(0xFF))
+                    else:
+                        wrap(int(block["address"]), size, torch.uint8, [size]).fill_(0xFF)
+            trusted.synchronize(device)
     except RuntimeError:
-        pass  # out of memory while poisoning: what was filled stays filled
+        pass  # out of memory while poisoning an expandable segment: what was filled stays filled
     finally:
         del held
 
