@@ -452,7 +452,7 @@ def test_memory_given_back_by_the_keeper_holds_no_answer(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "empty_cache", reading_empty_cache)
     monkeypatch.setenv("TRITONGYM_PARK_BYTES", str(1 << 40))  # the outputs stay on the device, in the record
     monkeypatch.chdir(tmp_path)
-    keeper = Keeper("cuda")
+    keeper = Keeper(f"cuda:{torch.cuda.current_device()}")  # as the pool names it
     relu = load_problem("relu", "gpu")
 
     def task(seeds: list[int]) -> str:
