@@ -36,6 +36,9 @@ Prints a table and writes JSON (default benchmarks/results/profiler_warmup.json)
 `--concurrent N ...` (issue 40) starts N workers at once from one stand-in zygote (context, then the kernel-free
 set-up, as the pool starts its workers and spares) and reports each part's median and maximum: whether a start
 is slower when many run together (a one-kernel `eval` on an H200 started 16 processes and waited 12.9 s).
+`--concurrent-gpus 1 4` runs each count on one GPU and spread over four (`--variants` alone skips the variants):
+
+    python benchmarks/profiler_warmup.py --variants --concurrent 1 12 48 --concurrent-gpus 1 4
 """
 
 from __future__ import annotations
@@ -173,14 +176,14 @@ def run(variant: str) -> dict:
     return merged
 
 
-def _starter(write_fd: int, index: int) -> None:
-    """One fresh worker's start as the pool runs it today: the CUDA context, then a kernel-free profiler set-up;
-    one JSON line keyed by `index`."""
+def _starter(write_fd: int, index: int, gpus: int = 1) -> None:
+    """One fresh worker's start as the pool runs it today: the CUDA context (on GPU `index % gpus`), then a
+    kernel-free profiler set-up; one JSON line keyed by `index`."""
     import torch
     from torch.profiler import ProfilerActivity
 
     began = time.perf_counter()
-    torch.cuda.set_device(0)
+    torch.cuda.set_device(index % gpus)
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     times = {"context_s": time.perf_counter() - began}
@@ -189,9 +192,12 @@ def _starter(write_fd: int, index: int) -> None:
     os.write(write_fd, json.dumps({str(index): times}).encode() + b"\n")
 
 
-def concurrent(n: int) -> dict:
+def concurrent(n: int, gpus: int = 1) -> dict:
     """`n` workers started at once from one stand-in zygote, as a pool starts its workers and spares: whether a
-    start's parts (context, profiler set-up) grow when many run together (CPU or driver contention)."""
+    start's parts (context, profiler set-up) grow when many run together (CPU or driver contention).  `gpus`
+    spreads them over that many GPUs (starter i on GPU i % gpus): on four H100s a worker's context took 3.4 s
+    against 0.8 s on one GPU's (`gpu_scaling-h100x4-steady.json`), and whether the driver serialises contexts
+    host-wide or per GPU decides what can help (12 at once on one GPU against 48 over four says which)."""
     r, w = os.pipe()
     parent = os.fork()
     if parent == 0:
@@ -203,7 +209,7 @@ def concurrent(n: int) -> dict:
             for index in range(n):
                 child = os.fork()
                 if child == 0:
-                    _starter(w, index)
+                    _starter(w, index, gpus)
                     os._exit(0)
                 children.append(child)
             for child in children:
@@ -215,7 +221,7 @@ def concurrent(n: int) -> dict:
     starts = [merged[str(i)] for i in range(n) if str(i) in merged]
     if len(starts) != n:
         raise SystemExit(f"concurrent {n}: {n - len(starts)} children sent nothing (no CUDA?)")
-    out: dict = {"n": n, "wall_s": merged["wall_s"]}
+    out: dict = {"n": n, "gpus": gpus, "wall_s": merged["wall_s"]}
     for key in ("context_s", "warm_enter_s", "warm_exit_s", "start_s"):
         values = sorted(t[key] for t in starts)
         out[key] = {"median": statistics.median(values), "max": values[-1]}
@@ -320,7 +326,9 @@ def interference() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), help="which variants, in order")
+    parser.add_argument(
+        "--variants", nargs="*", default=list(VARIANTS), help="which variants, in order (none: `--variants` alone)"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "profiler_warmup.json")
     parser.add_argument("--interference", action="store_true", help="also time a matmul beside a kernel-free set-up")
     parser.add_argument(
@@ -330,15 +338,22 @@ def main() -> None:
         default=[],
         help="also start this many workers at once (e.g. 1 4 12): context and set-up seconds under contention",
     )
+    parser.add_argument(
+        "--concurrent-gpus",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="spread each --concurrent run over this many GPUs, each count in turn (e.g. 1 4)",
+    )
     args = parser.parse_args()
     report: dict = {"runs": {}}
     if args.concurrent:
-        report["concurrent"] = [concurrent(n) for n in args.concurrent]
+        report["concurrent"] = [concurrent(n, g) for g in args.concurrent_gpus for n in args.concurrent]
         print_table(
             "workers started at once from one zygote: context, then a kernel-free profiler set-up (median / max s)",
-            ["at once", "wall s", "context", "set-up enter", "set-up exit", "whole start"],
+            ["at once", "GPUs", "wall s", "context", "set-up enter", "set-up exit", "whole start"],
             [
-                [str(c["n"]), fmt(c["wall_s"])]
+                [str(c["n"]), str(c["gpus"]), fmt(c["wall_s"])]
                 + [f"{fmt(c[k]['median'])} / {fmt(c[k]['max'])}" for k in ("context_s", "warm_enter_s", "warm_exit_s")]
                 + [f"{fmt(c['start_s']['median'])} / {fmt(c['start_s']['max'])}"]
                 for c in report["concurrent"]
