@@ -13,7 +13,8 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
     python benchmarks/lock_options_ab.py --settings locked unlocked yield unlocked+yield
 
 `workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8), `spares=N` its
-`spare_workers_per_gpu` (warm workers on standby, so a task never waits for a fresh one to start).
+`spare_workers_per_gpu` (warm workers on standby, so a task never waits for a fresh one to start), `starts=N` its
+`starts_at_once` (workers starting at one time on the host: `unlocked+starts=8`).
 `shared=S` sets `shared_check_s` (how recent another task's timing of the reference before its candidate may be to
 serve this one; `shared=0`: every task takes an exclusive hold to time it itself).
 `window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
@@ -50,13 +51,18 @@ OPTIONS = {"unlocked": "unlock_compiles", "yield": "yield_between_calls", "handb
 
 
 SECONDS = {"window": "timing_window_s", "shared": "shared_check_s"}  # `name=S` parts: timing options in seconds
-COUNTS = {"workers": "workers_per_gpu", "spares": "spare_workers_per_gpu"}  # `name=N` parts: backend options
+COUNTS = {
+    "workers": "workers_per_gpu",
+    "spares": "spare_workers_per_gpu",
+    "starts": "starts_at_once",
+}  # `name=N` parts: backend options
 WORDS = {"profiler": "profiler_warm_up"}  # `name=word` parts: backend options by name (`profiler=startup`)
 
 
 def backend_options(setting: str) -> dict:
     """The triton-cuda backend's options for a setting: `locked`, `unlocked`, `yield` and `name=value` parts
-    (`window=S`, `shared=S`, `workers=N`, `spares=N`) joined by `+`; each named switch on, the others off."""
+    (`window=S`, `shared=S`, `workers=N`, `spares=N`, `starts=N`) joined by `+`; each named switch on, the others
+    off."""
     switches, timing, backend = set(), {}, {}
     for part in set(setting.split("+")) - {"locked"}:
         name, eq, value = part.partition("=")

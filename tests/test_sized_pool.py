@@ -158,3 +158,39 @@ def test_a_task_waiting_for_a_worker_has_its_reference_side_built_meanwhile(on_d
     candidate = pool.run(task, timeout_s=120)
     assert candidate.error is None and candidate.stage == "done"
     assert candidate.flags["reference_cached"] is True and candidate.phases["reference"] == 0.0
+
+
+def _most_starting_at_once(marks: list[dict]) -> int:
+    starting, most = 0, 0
+    for m in marks:
+        if m["event"] == "worker_start":
+            starting += 1
+            most = max(most, starting)
+        elif m["event"] == "worker_ready":
+            starting -= 1
+    return most
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+def test_starts_at_once_limits_the_workers_starting_together(tmp_path, monkeypatch, limit):
+    """`PoolOptions.starts_at_once`: with a limit, a pool's workers start a few at a time (on four H100s, 48 starting
+    together made each CUDA context 3.4 s and the first worker ready at 26 s); without one, all together (the
+    control: the marks do show starts overlapping)."""
+    import time
+
+    from tritongym.core import timeline
+
+    marks_path = tmp_path / "marks"
+    monkeypatch.setenv(timeline.ENV, str(marks_path))
+    pool = WorkerPool(
+        PoolOptions(gpus=["cpu"], workers_per_gpu=3, keepers_per_gpu=1, memory_mb=4096, starts_at_once=limit)
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while sum(m["event"] == "worker_ready" for m in timeline.read(marks_path)) < 3:
+            assert time.monotonic() < deadline, timeline.read(marks_path)  # a hang guard; the wait is on the marks
+            time.sleep(0.05)
+    finally:
+        pool.close()
+    most = _most_starting_at_once(timeline.read(marks_path))
+    assert most == 1 if limit == 1 else most > 1

@@ -190,8 +190,8 @@ class TaskMemory:
     WORKER_SLACK_MB = 1024.0
     """Allocator room a worker gets beyond twice its reference's forward, whatever the problem: Triton's own
     benchmarking buffer (256 MiB for an autotuned kernel), the poisoning of free blocks before the candidate
-    runs (`scrub.poison_free_memory` of an expandable segment's blocks: a copy of each, briefly), fragmentation.  Without it the smallest
-    problems' workers were capped at 1 GiB, ran out of memory on an H100 and were each run again
+    runs (`scrub.poison_free_memory` of an expandable segment's blocks: a copy of each, briefly), fragmentation.
+    Without it the smallest problems' workers were capped at 1 GiB, ran out of memory on an H100 and were each run again
     with the GPU alone: an RL batch of 64 took 188 s instead of 120 s."""
 
     REFERENCE_NEED_FACTOR = 4.0

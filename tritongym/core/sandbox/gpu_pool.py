@@ -120,6 +120,7 @@ class WorkerPool:
         # workers being started now, tasks waiting for a worker, and every start asked for (what an on-demand pool
         # counts to start one worker per task, no more: `expect`, `_start_for_waiting`)
         self._starting = 0
+        self._start_slots = threading.Semaphore(options.starts_at_once) if options.starts_at_once else None
         self._waiting = 0
         self.workers_started = 0
         self._next_gpu = itertools.cycle(options.gpus)
@@ -161,7 +162,9 @@ class WorkerPool:
         for gpu in options.gpus:
             for k in range(self.keepers_per_gpu):
                 threading.Thread(target=self._warm_keeper, args=(gpu, k), daemon=True).start()
-            for _ in range(0 if options.start_on_demand else options.workers_per_gpu + options.spare_workers_per_gpu):
+        # the GPUs in turn, so that with starts limited (`starts_at_once`) every GPU gets its first workers first
+        for _ in range(0 if options.start_on_demand else options.workers_per_gpu + options.spare_workers_per_gpu):
+            for gpu in options.gpus:
                 self._spawn(gpu)
 
     # --- the reference keepers ---------------------------------------------------------------------------
@@ -257,7 +260,11 @@ class WorkerPool:
 
     def _start_counted(self, gpu: str) -> None:
         try:
-            self._start_worker(gpu)
+            if self._start_slots is None:
+                self._start_worker(gpu)
+            else:
+                with self._start_slots:  # `PoolOptions.starts_at_once`: the host's starts, a few at a time
+                    self._start_worker(gpu)
         finally:  # after `_offer`: a worker is never uncounted between starting and ready
             with self._guard:
                 self._starting -= 1

@@ -24,6 +24,10 @@ class PoolOptions:
     # perhaps its problem's screen) starts what that work needs and nothing after it.  Off: `workers_per_gpu` plus
     # `spare_workers_per_gpu` workers per GPU start at once and each one retired is replaced
     start_on_demand: bool = False
+    # workers starting (fork, CUDA context, CUPTI's set-up) at one time on this host, None for no limit: on four
+    # H100s a worker's context took 3.4 s with 48 starting at once against 0.8 s with 12, and a cold batch's first
+    # worker was ready at 26 s; with a limit the first ones are ready sooner (measure the rate: DEVELOPERS.md)
+    starts_at_once: int | None = None
     max_tasks: int = 1
     memory_mb: int | None = 16384
     start_timeout_s: float = 180.0

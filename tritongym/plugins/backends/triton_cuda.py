@@ -80,6 +80,13 @@ class TritonCUDABackend(Backend):
             "takes a task: holding no GPU lock, by a session that launches no kernel (unlocked), or running a "
             "kernel under a shared GPU hold that timings wait for (startup)",
         )
+        starts_at_once: int | None = Field(
+            default=None,
+            ge=1,
+            le=256,
+            description="workers starting at one time on this host (fork, CUDA context, profiler set-up); None = "
+            "no limit (every worker and spare of every GPU at once)",
+        )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
         )
@@ -145,6 +152,7 @@ class TritonCUDABackend(Backend):
                     PoolOptions(
                         **self.pool_shape(gpus),
                         max_tasks=self.options.max_tasks_per_worker,
+                        starts_at_once=self.options.starts_at_once,
                         profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
                         outside_mb=dict(self._outside),
