@@ -85,8 +85,8 @@ def test_hang_is_a_timeout_and_the_pool_goes_on(pool, relu_problem):
     assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
 
 
-SLOW_CALL_S = 0.2
-FLOOR_S = 2  # the configured floor: the candidate's calls alone (a dozen, each SLOW_CALL_S) outlast it
+SLOW_CALL_S = 0.1
+FLOOR_S = 1  # the configured floor: the candidate's calls alone (a dozen, each SLOW_CALL_S) outlast it
 
 
 def test_the_time_budget_grows_with_what_the_reference_costs(pool, relu_problem):
