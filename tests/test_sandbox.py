@@ -90,12 +90,12 @@ def test_a_worker_killed_from_outside_runs_again_and_twice_is_no_verdict(relu_pr
             device="cpu",
         )
 
-    once = run_in_sandbox(task(_killed_first(tmp_path / "killed")), SandboxLimits(timeout_s=60), env)
+    once = run_in_sandbox(task(_killed_first(tmp_path / "killed")), SandboxLimits(timeout_s=60), env, zygote=True)
     assert once.error is None and once.stage == "done", once.error
     always = "import os as _os, signal as _signal\n_os.kill(_os.getpid(), _signal.SIGKILL)\n" + RELU_KERNEL
-    twice = run_in_sandbox(task(always), SandboxLimits(timeout_s=60), env)
+    twice = run_in_sandbox(task(always), SandboxLimits(timeout_s=60), env, zygote=True)
     assert twice.stage == "setup" and twice.error.kind == "InfrastructureFailure", twice.error
     assert "SIGKILL" in twice.error.message and "not a verdict" in twice.error.message
     own = "import ctypes as _c\n_c.string_at(0)\n" + RELU_KERNEL  # its own segfault stays its own crash
-    crashed = run_in_sandbox(task(own), SandboxLimits(timeout_s=60), env)
+    crashed = run_in_sandbox(task(own), SandboxLimits(timeout_s=60), env, zygote=True)
     assert crashed.error.kind == "WorkerCrashed" and "SIGSEGV" in crashed.error.message
