@@ -215,18 +215,18 @@ def test_monte_carlo_gradient_estimates_on_a_bandit():
         for i, a in enumerate(arms.tolist())
     ]
     batch = TurnBatch.from_rows(rows)
-    grads = torch.stack([_grad_log_pi(a) for a in arms.tolist()])
+    grads = torch.stack([_grad_log_pi(a) for a in range(len(LOGITS))])[arms]  # each pull's: its arm's row
     truth = _true_gradient()
+    per_row = {}
     for name, options, factor in [("rloo", {}, 1.0), ("grpo", {"normalize_std": False}, (n - 1) / n)]:
-        per_sample = estimator(name, **options).estimate(batch).per_row[:, None] * grads
+        per_row[name] = estimator(name, **options).estimate(batch).per_row
+        per_sample = per_row[name][:, None] * grads
         per_group = per_sample.reshape(groups, n, 3).mean(1)
         mean = per_group.mean(0)
         stderr = per_group.std(0) / math.sqrt(groups)
         assert bool(torch.all((mean - factor * truth).abs() < 4 * stderr + 1e-12)), (name, mean, factor * truth)
     # and the two differ by the predicted factor, not by noise: GRPO is RLOO scaled by (n-1)/n per group
-    rloo = estimator("rloo").estimate(batch).per_row
-    grpo = estimator("grpo", normalize_std=False).estimate(batch).per_row
-    torch.testing.assert_close(grpo, (n - 1) / n * rloo)
+    torch.testing.assert_close(per_row["grpo"], (n - 1) / n * per_row["rloo"])
 
 
 # --- tokens ---------------------------------------------------------------------------------------------
