@@ -138,7 +138,7 @@ def test_the_sweeps_own_limit_records_the_problem(sweep, tmp_path):
     is dropped).  On the CPU nothing is stopped (the interpreter's sandbox ends at its own timeout); on a GPU
     the evaluator's workers and keeper are, so the next problem starts on fresh ones."""
     kb = _write(tmp_path / "kb", {"7_Slow": SLOW})
-    argv = ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "8"]
+    argv = ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "4"]
     report = sweep.main([*argv, "--problem-limit-s", "2", "--out", str(tmp_path / "sweep.json")])
     (slow,) = report["rows"]
     assert slow["status"] == "sweep_limit" and slow["infrastructure_failure"] and "--problem-limit-s" in slow["message"]

@@ -79,7 +79,7 @@ def test_dead_worker_is_retried_once_then_crashed(pool, relu_problem):
 
 
 def test_hang_is_a_timeout_and_the_pool_goes_on(pool, relu_problem):
-    evidence = pool.run(task_for(relu_problem, "while True:\n    pass\n"), timeout_s=8)
+    evidence = pool.run(task_for(relu_problem, "while True:\n    pass\n"), timeout_s=3)
     assert evidence.error.kind == "Timeout"
     assert "did not finish import and correctness trials within its time budget" in evidence.error.message
     assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None

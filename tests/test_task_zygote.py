@@ -108,7 +108,7 @@ class ModelNew(torch.nn.Module):
             pass
 """
     start = time.monotonic()
-    evidence = run_in_sandbox(task_for(load_problem("relu"), stray), SandboxLimits(timeout_s=8), ENV, zygote=True)
+    evidence = run_in_sandbox(task_for(load_problem("relu"), stray), SandboxLimits(timeout_s=4), ENV, zygote=True)
     assert evidence.error.kind == "Timeout" and time.monotonic() - start < 60
     daemon = int(pid_file.read_text())
     deadline = time.monotonic() + 10
