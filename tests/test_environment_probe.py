@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent(
     """
     import functools, json, sys
@@ -44,6 +46,10 @@ def changes(kind: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# slow tier (16 s: two fresh interpreters, one importing torch._dynamo): the fast tier runs the environment probe
+# end to end on a candidate that patches torch (tests/hacks/test_hacks.py's patch_synchronize[runtime]) and on
+# honest kernels that must pass it (tests/hacks/test_honest.py)
+@pytest.mark.slow
 def test_torch_dynamos_wrapper_is_no_change_and_a_candidates_wrapper_is():
     assert changes("dynamo") == []
     assert "torch.manual_seed was replaced" in changes("candidate")

@@ -131,7 +131,10 @@ def _check_a_killed_pool_leaves_nothing(gpu: str, how: str, tmp_path: Path, runt
         owner.wait()
 
 
-@pytest.mark.parametrize("how", ["zygote", "spawned"])
+# spawned in the slow tier (8 s: a fresh interpreter per worker and keeper); the fast tier's [zygote] case is the
+# CPU pool's own way, and test_pool.py's test_workers_are_forked_warm_from_the_zygote_or_spawned_without_it
+# spawns workers in the fast tier
+@pytest.mark.parametrize("how", ["zygote", pytest.param("spawned", marks=pytest.mark.slow)])
 def test_a_pools_zygote_workers_and_keepers_are_recorded_and_die_with_its_process(how, tmp_path, runtime_dir):
     """Forked by the zygote (the pid from its answer) or spawned directly: each is recorded with the pool's
     process as its owner, left alone by another process's clean-up while that owner lives, and killed by the

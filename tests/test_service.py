@@ -734,6 +734,9 @@ def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, t
     assert unreachable.returncode == 3 and "cannot reach" in unreachable.stderr
 
 
+# slow tier (7 s: seven CLI processes): the fast tier's client CLI end to end is
+# test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes
+@pytest.mark.slow
 def test_the_client_cli_names_a_problem_as_eval_does(server, tmp_path):
     """`client submit --problem` takes what `eval --problem` takes: a .py file or SOURCE#NAME here is read and its
     reference sent with the candidate (the service has no copy); `client best FILE` finds the kernel under the
