@@ -261,6 +261,10 @@ def tiny_relu_run(tmp_path, size: str, **sections) -> RunConfig:
     return RunConfig.model_validate({**base, **sections})
 
 
+# slow tier (8.5 s: a training run of its own): the fast tier trains end to end in test_trainer.py's
+# test_full_loop_stores_every_turn_checkpoints_and_resumes, and shares the GPU with the trainer in
+# test_a_worker_that_would_overflow_beside_the_trainer_waits_and_is_admitted_once_it_fits
+@pytest.mark.slow
 def test_every_step_splits_its_time_and_the_cpu_reports_no_gpu_memory(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")

@@ -115,6 +115,10 @@ def test_every_problem_gets_a_row_with_its_screen_and_status(sweep, tmp_path):
     assert merged["summary"]["wall_s"] == pytest.approx(run["wall_s"] + 100.0, abs=0.2)
 
 
+# slow tier (12 s: a screen and an evaluation each run out a timeout): the fast tier sweeps end to end in
+# test_every_problem_gets_a_row_with_its_screen_and_status, records an infrastructure failure in
+# test_the_sweeps_own_limit_records_the_problem and retries rows in test_a_resumed_sweep_runs_again_the_rows_...
+@pytest.mark.slow
 def test_a_reference_past_its_time_is_an_infrastructure_failure(sweep, tmp_path):
     kb = _write(tmp_path / "kb", {"7_Slow": SLOW})
     argv = ["--backend", "triton-cpu", "--kernelbench", str(kb), "--levels", "1", "--timeout-s", "3"]

@@ -283,6 +283,10 @@ def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_store
     registry.close()
 
 
+# slow tier (9 s: a service started beside a real Ray actor): the fast tier starts one beside a process named as a
+# Ray actor is in test_service.py's test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone, and
+# evaluates on Ray in test_ray_verdicts_equal_the_in_process_ones
+@pytest.mark.slow
 def test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone(ray_cluster, tmp_path):
     """A `tritongym serve` started while a Ray actor's sandbox runs a candidate: its start-up clean-up
     (`service/sandboxes.py`) once killed that sandbox (its parent, `ray::BackendActor.measure`, named no python),

@@ -350,6 +350,9 @@ def _states(registry: Path) -> dict[str, str]:
         return dict(db.execute("SELECT id, state FROM service_tasks"))
 
 
+# slow tier (9 s: two servers and four evaluations): the fast tier kills a server with SIGKILL and its next start
+# resumes the task in test_after_kill_9_the_sandbox_dies_with_the_server_and_the_next_start_resumes_its_task
+@pytest.mark.slow
 def test_a_killed_server_loses_no_accepted_task(tmp_path):
     served = Served(tmp_path, "--lanes", "1")
     sources = [relu_block(b) for b in (128, 256, 512, 2048)]

@@ -121,6 +121,9 @@ def dead_pid() -> int:
     return done.pid
 
 
+# slow tier (7 s: two evals in processes of their own): the fast tier's warm-pool eval end to end is
+# test_eval_hands_over_to_a_warm_pool_and_the_verdict_equals_a_cold_one
+@pytest.mark.slow
 def test_eval_runs_cold_past_stale_and_unfitting_announcements_and_removes_the_stale(runtime, tmp_path):
     registry = tmp_path / "registry.db"
     terms = terms_of_this_eval(registry)
