@@ -75,7 +75,7 @@ def loop_config(tiny_dir: Path, out: Path, **changes) -> RunConfig:
 
 
 def test_full_loop_stores_every_turn_checkpoints_and_resumes(tiny_dir, tmp_path):
-    config = loop_config(tiny_dir, tmp_path / "run")
+    config = loop_config(tiny_dir, tmp_path / "run", sampling__max_tokens=6)
     registry = Registry(tmp_path / "registry.db")
     summary = api.train(config, registry=registry)
 
