@@ -41,7 +41,9 @@ def relu_with(code: str) -> str:
 
 
 def relu_block(block: int) -> str:
-    """The honest kernel at another block size: the same computation, another kernel id."""
+    """The honest kernel at another block size: the same computation, another kernel id.  The interpreter runs
+    a program at a time, so a small block is slow on the CPU (BLOCK=32: a third of a second a call); 512 and up
+    cost little."""
     return RELU_KERNEL.replace("BLOCK=1024", f"BLOCK={block}").replace("cdiv(n, 1024)", f"cdiv(n, {block})")
 
 
@@ -185,7 +187,7 @@ def test_many_candidates_in_one_submission_come_back_in_order(server):
             [
                 {"source": relu_block(512), "problem": "relu"},
                 {"source": relu_with("return x * 2"), "problem": "relu"},  # wrong: an incorrect verdict
-                {"source": relu_block(32), "problem_source": RELU_REFERENCE, "problem_name": "my-relu"},
+                {"source": relu_block(4096), "problem_source": RELU_REFERENCE, "problem_name": "my-relu"},
             ],
             timeout_s=120,
         )
@@ -398,7 +400,7 @@ def test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start
     first.start()
     from tritongym.service.protocol import Submission
 
-    views = first.submit([first.prepare(Submission(source=relu_block(b), problem="relu")) for b in (128, 256, 512)])
+    views = first.submit([first.prepare(Submission(source=relu_block(b), problem="relu")) for b in (2048, 4096, 8192)])
     ids = [v.id for v in views]
     deadline = time.monotonic() + 60
     while first.view(ids[0]).state == TaskState.queued and time.monotonic() < deadline:
@@ -712,7 +714,7 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, tmp_path):
     env = {"TRITONGYM_SERVICE_URL": server.url, "TRITONGYM_SERVICE_TOKEN": TOKEN}
     good, bad = tmp_path / "good.py", tmp_path / "bad.py"
-    good.write_text(relu_block(64))
+    good.write_text(relu_block(2048))
     bad.write_text(relu_with("return x + 1"))
 
     ok = run_cli("submit", str(good), "-p", "relu", env=env)
@@ -746,7 +748,7 @@ def test_the_client_cli_names_a_problem_as_eval_does(server, tmp_path):
     name the file gives it.  The old `--problem-file` still works, with a note, and is gone from --help."""
     env = {"TRITONGYM_SERVICE_URL": server.url, "TRITONGYM_SERVICE_TOKEN": TOKEN}
     kernel, source = tmp_path / "k.py", tmp_path / "kb"
-    kernel.write_text(relu_block(128))
+    kernel.write_text(relu_block(8192))
     source.mkdir()
     # a computation of its own: the registry keys problems by their normalised source, so a copy of relu (or one
     # with a comment more) would be stored as relu
