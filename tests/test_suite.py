@@ -8,7 +8,6 @@ from tritongym import api
 from tritongym.core.config import EvalConfig
 from tritongym.core.models import Status
 
-
 # one bundled solution of each kind of kernel: elementwise, a row reduction, a `tl.dot`, a norm with weights
 # and a convolution (with its own `nn.Conv2d` weights)
 KINDS_OF_SOLUTION = ("relu", "softmax", "matmul", "layer_norm", "conv2d")
