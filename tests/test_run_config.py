@@ -4,8 +4,6 @@ message that names what to change; and `--set` overrides reach the config."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -81,14 +79,13 @@ def test_missing_model_directory_says_what_to_pass(tmp_path):
 def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text(GOOD.format(out=tmp_path / "out", tiny=tmp_path / "tiny"))
+    from typer.testing import CliRunner
+
+    from tritongym.cli.app import app  # what `python -m tritongym` runs (`cli.app.main`), in this process
+
     for args in (["--set", "rollout.prompts_per_step=5"], ["--set", "optim"], ["--set", "engine.name=nope"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "tritongym", "train", str(path), "--json", *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        done = CliRunner().invoke(app, ["train", str(path), "--json", *args])
+        assert done.exit_code == 2, (args, done.output, done.exception)
         error = json.loads(done.stdout)
         assert error["exit_code"] == 2 and error["error"], error
     assert not (tmp_path / "tiny").exists() and not (tmp_path / "out").exists()
