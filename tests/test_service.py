@@ -705,10 +705,16 @@ def test_the_kernelgym_request_and_response(server):
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {**os.environ, "TRITONGYM_LOAD_PLUGINS": "", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "tritongym", "client", *args], capture_output=True, text=True, env=full, timeout=180
-    )
+    """`tritongym client ARGS` through the CLI app in this process (what `python -m tritongym` runs), with `env`
+    set for the call: the client imports no torch, so a fresh interpreter per call would only add its start."""
+    from typer.testing import CliRunner
+
+    from tritongym.cli.app import app
+
+    done = CliRunner().invoke(app, ["client", *args], env={"TRITONGYM_LOAD_PLUGINS": "", **(env or {})})
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    return subprocess.CompletedProcess(["tritongym", "client", *args], done.exit_code, done.stdout, done.stderr)
 
 
 def test_the_client_cli_submits_waits_and_reports_with_eval_exit_codes(server, tmp_path):
