@@ -328,6 +328,10 @@ def test_a_training_step_with_hrd_gives_plan_and_code_tokens_their_own_advantage
         parts.close()
 
 
+# slow tier (7 to 11 s: a training run of its own): the fast tier trains end to end in
+# test_full_loop_stores_every_turn_checkpoints_and_resumes, and test_hrd.py checks hrd's advantages and the
+# learning signal that carries them (test_the_learning_signal_carries_hrds_token_advantages)
+@pytest.mark.slow
 def test_train_with_hrd_on_the_tiny_model(tiny_dir, tmp_path, parses_plugin):
     """One real RL step (rollouts through the transformers engine, the gym, the registry) with `hrd` chosen."""
     config = loop_config(
