@@ -309,23 +309,7 @@ class WorkerPool:
         worker = Worker(gpu, self.options, self.zygote, env)
         with self._guard:
             self._live.add(worker)
-        deadline = time.monotonic() + self.options.start_timeout_s
-        held = False
-        while True:  # the warm-up takes the GPU lock shared for its GPU work
-            frame = worker.next_frame(deadline - time.monotonic())
-            if frame is not None and frame[0] == FromWorker.SHARE and not held:
-                self.locks[gpu].acquire(exclusive=False, holder="worker_start")
-                held = worker.send(ToWorker.GRANTED)
-                if not held:
-                    self.locks[gpu].release(exclusive=False, holder="worker_start")
-                continue
-            if frame is not None and frame[0] == FromWorker.UNLOCK and held:
-                self.locks[gpu].release(exclusive=False, holder="worker_start")
-                held = False
-                continue
-            break
-        if held:
-            self.locks[gpu].release(exclusive=False, holder="worker_start")
+        frame = _warm_up(worker, self.locks[gpu], time.monotonic() + self.options.start_timeout_s)
         if frame is not None and frame[0] == Lifecycle.READY:
             worker.info = json.loads(frame[1])
             self.info = self.info or worker.info
@@ -505,6 +489,29 @@ class WorkerPool:
         if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
             return True
         return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
+
+
+def _warm_up(worker: Worker, lock: GPULock, deadline: float) -> tuple | None:
+    """A starting worker's frames until its first that is not about the GPU lock (`READY`, `FAIL`, ...; None past
+    `deadline`): its warm-up takes the lock shared for its GPU work (`SHAR` ... `UNLK`), and what it holds when the
+    start ends is released."""
+    held = False
+    while True:
+        frame = worker.next_frame(deadline - time.monotonic())
+        if frame is not None and frame[0] == FromWorker.SHARE and not held:
+            lock.acquire(exclusive=False, holder="worker_start")
+            held = worker.send(ToWorker.GRANTED)
+            if not held:
+                lock.release(exclusive=False, holder="worker_start")
+            continue
+        if frame is not None and frame[0] == FromWorker.UNLOCK and held:
+            lock.release(exclusive=False, holder="worker_start")
+            held = False
+            continue
+        break
+    if held:
+        lock.release(exclusive=False, holder="worker_start")
+    return frame
 
 
 def _import_torch_meanwhile() -> None:
