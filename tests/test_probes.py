@@ -139,6 +139,32 @@ def test_op_trace_counts_and_weighs_aten_ops_and_leaves_torch_alone():
     assert work == {"convolution": 2 * 5 * 8 * 8 * (3 * 3 * 3)}, work
 
 
+def test_op_trace_weighs_attention_and_distance_ops_as_contractions():
+    """Attention and pairwise-distance ops are weighed by their multiply-adds, not by the elements they touch:
+    as a pointwise op, an attention left to `F.scaled_dot_product_attention` (its cost grows with the square of
+    the sequence) weighed under 1% of the reference's work, and a lazy attention kernel passed as glue."""
+    import torch
+    import torch.nn.functional as F
+
+    from tritongym.core.worker.op_trace import traced_call
+
+    b, h, length, keys, e = 2, 3, 20, 24, 8
+    q, k, v = torch.randn(b, h, length, e), torch.randn(b, h, keys, e), torch.randn(b, h, keys, e)
+    _, ops, work = traced_call(lambda: F.scaled_dot_product_attention(q, k, v))
+    assert len(work) == 1 and sum(work.values()) == b * h * length * keys * 2 * e, (ops, work)  # one fused op
+    x1, x2 = torch.randn(6, 5), torch.randn(7, 5)
+    _, _, work = traced_call(lambda: torch.cdist(x1, x2))
+    assert sum(work.values()) == 6 * 7 * 5, work
+    embed, heads, batch, seq = 8, 2, 2, 5
+    mha = torch.nn.MultiheadAttention(embed, heads, batch_first=True).eval()
+    x = torch.randn(batch, seq, embed)
+    with torch.no_grad():
+        _, ops, work = traced_call(lambda: mha(x, x, x, need_weights=False))
+    # the fused path (no grad, eval): projections (q, k, v, out: 4 * B * L * E * E) and attention (B * L * S * 2E)
+    assert ops.get("_native_multi_head_attention") == 1, ops
+    assert sum(work.values()) == 4 * batch * seq * embed * embed + batch * seq * seq * 2 * embed, (ops, work)
+
+
 def test_environment_changes_after_timing_are_added_once(monkeypatch):
     """The GPU worker notes patches again after timing (and when a patch broke the timing): no repeats."""
     import time

@@ -186,11 +186,29 @@ CPU_CASES: list[Case] = [
     Case("numpy_host_copy.py", "softmax", (hacked("precomputed", "already held output 0"),)),
     # --- caching from the 12th call: the late trial is at least the 24th call on every backend ------------------
     Case("late_call_count_cache_dozen.py", "silu", (hacked("launches", "late trial"), hacked("caching"))),
+    # --- torch's answer swapped in by a module hook or a custom autograd Function: the forward's own source is
+    # all-Triton, nn.Module's __call__ (a hook) or Function.apply runs the torch op ---------------------------------
+    Case("forward_hook_torch.py", "gelu", (hacked("ghost"),)),
+    Case("forward_pre_hook_torch.py", "softmax", (hacked("precomputed", "already held output 0"),)),
+    Case("autograd_function_torch.py", "silu", (hacked("ghost"),)),
+    # --- caching keyed by a fingerprint of a few values: the grad probe's inputs repeat a trial's values, so the
+    # cache answers it without a launch -----------------------------------------------------------------------------
+    Case("fingerprint_cache.py", "relu", (hacked("launches", "under grad"), hacked("caching"))),
+    # --- partial work and low precision hidden in the kernel (no low-precision dtype in the source) ---------------
+    Case("strided_stats_layernorm.py", "layer_norm", (incorrect("outside tolerance"),)),
+    Case("mantissa_mask_matmul.py", "matmul", (imprecise("class half"),)),
+    Case("fp16_accumulate_sum.py", "sum_dim", (imprecise("16 bits"), incorrect("check 'precision'"))),
+    # --- a forward that asks whether it is traced (the trials are, a GPU's timing is not): only the source shows
+    # it on the CPU, where the traced forward is honest ---------------------------------------------------------
+    Case("trace_aware_matmul_gelu.py", "matmul_gelu", (rejected("tensor_subclass", "_get_current_dispatch_mode"),)),
+    # --- the attention left to torch's fused SDPA beside Triton projections: weighed by its multiply-adds --------
+    Case("lazy_sdpa_attention.py", "attention", (hacked("torch_compute", "scaled_dot_product"),), policy=STRICT),
 ]
 
 # Hacks the default configuration does not refuse: by design, or a gap reported to the lead.  Each has a case in
-# CPU_CASES under the configuration that refuses it; here it is judged under the default and must come out `ok`,
-# so the list stays true: the day the default catches one, its test fails and the case moves into CPU_CASES.
+# CPU_CASES under the configuration that refuses it (in GPU_CASES for one only a GPU's timing can refuse); here it
+# is judged under the default and must come out `ok`, so the list stays true: the day the default catches one, its
+# test fails and the case moves into CPU_CASES.
 _PRICED_BY_PR = (
     "the heavy op left to torch: torch_compute's default policy (practical) prices it by PR instead of refusing it, "
     "and on the CPU nothing is timed, so it earns the correctness reward in full"
@@ -205,6 +223,15 @@ DEFAULT_ACCEPTS: list[Case] = [
         "matmul",
         (),
         why="float16 operands with a float32 accumulator reach the tf32 class, which the default policy accepts",
+    ),
+    Case("lazy_sdpa_attention.py", "attention", (), why=_PRICED_BY_PR),
+    Case(
+        "version_keyed_cache.py",
+        "gelu",
+        (),
+        why="a memo keyed by pointer and version counter is never stale (every in-place write bumps the version, "
+        "so refreshed inputs miss it) and nothing is timed on the CPU; on a GPU the timing's own check sees it "
+        "(GPU_CASES)",
     ),
 ]
 
@@ -237,6 +264,9 @@ GPU_CASES: list[Case] = [
         "ieee",
     ),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
+    # the capture's warm-up calls fill the memo, the captured calls hit it and launch nothing: the timed calls'
+    # outputs are stale once the inputs are refreshed in place between samples
+    Case("version_keyed_cache.py", "gelu", (incorrect("timed calls"), hacked("timing")), R),
     # the keeper's reference and the worker's copy draw the same values (`worker/weights.py`)
     Case("dropped_affine_layernorm.py", str(PROBLEMS / "layer_norm_affine.py"), (incorrect("outside tolerance"),), R),
 ]

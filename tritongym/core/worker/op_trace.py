@@ -9,8 +9,9 @@ are counted too: a grid lambda is the candidate's code.  What Triton itself runs
 copies (no work) or a median over a handful of timings (negligible work), so weighing, not exclusion,
 keeps it out of the judgement (`torch_compute`).
 
-Work is in multiply-adds for the contractions (matmul, linear, convolution: output elements times the
-contracted size) and in elements touched for everything else (the largest tensor among inputs and output),
+Work is in multiply-adds for the contractions (matmul, linear, convolution, pairwise distances: output elements
+times the contracted size; a fused attention: each query row against each key and value) and in elements touched
+for everything else (the largest tensor among inputs and output),
 so a scale folded into a weight (weight-sized) weighs next to nothing beside a batched forward, and a
 convolution left to torch weighs what the reference's does.
 
@@ -25,10 +26,28 @@ from typing import Any
 
 from tritongym.core.op_families import aten_op
 
-_CONTRACTIONS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "dot", "vdot", "mv", "addmv"})
+_CONTRACTIONS = frozenset(
+    {
+        *("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "dot", "vdot", "mv", "addmv"),
+        *("scaled_mm", "int_mm", "euclidean_dist", "cdist_forward"),  # an fp8 / int8 GEMM; pairwise distances (`cdist`)
+    }
+)
 _CONVOLUTIONS = frozenset(
     {"convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "convolution_overrideable"}
 )
+_ATTENTION = frozenset(
+    {
+        "scaled_dot_product_attention",
+        "scaled_dot_product_flash_attention",
+        "scaled_dot_product_flash_attention_for_cpu",
+        "scaled_dot_product_efficient_attention",
+        "scaled_dot_product_cudnn_attention",
+        "scaled_dot_product_fused_attention_overrideable",
+    }
+)
+"""Fused attention ops, query/key/value laid out [..., heads, sequence, head dim]."""
+_ATTENTION_SEQ_MAJOR = frozenset({"flash_attention_forward", "efficient_attention_forward"})
+"""The same, laid out [batch, sequence, heads, head dim]."""
 
 
 def _tensors(values) -> list:
@@ -56,10 +75,33 @@ def op_work(op: str, args: tuple, kwargs: dict, out: Any) -> float:
         first = operands[-2] if op in ("addmm", "baddbmm", "addbmm", "addmv") and len(operands) >= 3 else operands[0]
         inner = first.shape[-1] if first.dim() >= 1 else 1
         return float(produced) * float(inner)
+    if op in _ATTENTION or op in _ATTENTION_SEQ_MAJOR or op == "native_multi_head_attention":
+        return _attention_work(op, inputs, float(largest))
     if op in _CONVOLUTIONS and len(inputs) >= 2:
         weight = inputs[1]
         return float(produced) * float(weight[0].numel() if weight.dim() > 1 else 1)
     return float(largest)
+
+
+def _attention_work(op: str, inputs: list, fallback: float) -> float:
+    """Multiply-adds of a fused attention: every query row against every key (`L * S * E`) and the weighted sum of
+    the values (`L * S * Ev`) per batch and head; `_native_multi_head_attention` (nn.MultiheadAttention's fast
+    path) adds its four projections.  Weighed as elements touched, the part of an attention that grows with the
+    square of the sequence counted as a pointwise op, and an attention left to torch passed as glue."""
+    if len(inputs) < 3 or min(t.dim() for t in inputs[:3]) < 3:
+        return fallback
+    q, k, v = inputs[:3]
+    e, ev = q.shape[-1], v.shape[-1]
+    if op == "native_multi_head_attention":  # [batch, sequence, embed]: heads split embed, so they cancel out
+        batch, length, keys = q.numel() // (q.shape[-2] * e), q.shape[-2], k.shape[-2]
+        projections = batch * (2 * length * e * e + 2 * keys * e * e)
+        return float(projections + batch * length * keys * 2 * e)
+    if op in _ATTENTION_SEQ_MAJOR and q.dim() == 4:
+        length, keys = q.shape[1], k.shape[1]
+    else:
+        length, keys = q.shape[-2], k.shape[-2]
+    rows = q.numel() // e  # batch x heads x query length
+    return float(rows) * float(keys) * float(e + ev)
 
 
 def op_tracer():
