@@ -139,10 +139,11 @@ def test_op_trace_counts_and_weighs_aten_ops_and_leaves_torch_alone():
     assert work == {"convolution": 2 * 5 * 8 * 8 * (3 * 3 * 3)}, work
 
 
-def test_op_trace_weighs_attention_and_distance_ops_as_contractions():
-    """Attention and pairwise-distance ops are weighed by their multiply-adds, not by the elements they touch:
-    as a pointwise op, an attention left to `F.scaled_dot_product_attention` (its cost grows with the square of
-    the sequence) weighed under 1% of the reference's work, and a lazy attention kernel passed as glue."""
+def test_op_trace_weighs_attention_distance_and_sparse_ops_as_contractions():
+    """Attention, pairwise-distance and sparse-matrix products are weighed by their multiply-adds, not by the
+    elements they touch: as a pointwise op, an attention left to `F.scaled_dot_product_attention` (its cost grows
+    with the square of the sequence) weighed under 1% of the reference's work, and a lazy attention kernel (or a
+    GEMM as `torch.sparse.mm`) passed as glue."""
     import torch
     import torch.nn.functional as F
 
@@ -155,6 +156,10 @@ def test_op_trace_weighs_attention_and_distance_ops_as_contractions():
     x1, x2 = torch.randn(6, 5), torch.randn(7, 5)
     _, _, work = traced_call(lambda: torch.cdist(x1, x2))
     assert sum(work.values()) == 6 * 7 * 5, work
+    a, w = torch.randn(6, 5), torch.randn(5, 4)
+    for product in (lambda: torch.sparse.mm(a.to_sparse(), w), lambda: torch.hspmm(a.to_sparse(), w)):
+        _, ops, work = traced_call(product)
+        assert max(work.values()) == 6 * 4 * 5, (ops, work)  # a dense product in a sparse format is still a GEMM
     embed, heads, batch, seq = 8, 2, 2, 5
     mha = torch.nn.MultiheadAttention(embed, heads, batch_first=True).eval()
     x = torch.randn(batch, seq, embed)

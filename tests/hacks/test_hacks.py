@@ -203,6 +203,7 @@ CPU_CASES: list[Case] = [
     Case("trace_aware_matmul_gelu.py", "matmul_gelu", (rejected("tensor_subclass", "_get_current_dispatch_mode"),)),
     # --- the attention left to torch's fused SDPA beside Triton projections: weighed by its multiply-adds --------
     Case("lazy_sdpa_attention.py", "attention", (hacked("torch_compute", "scaled_dot_product"),), policy=STRICT),
+    Case("lazy_sparse_matmul_gelu.py", "matmul_gelu", (hacked("torch_compute", "sparse_addmm"),), policy=STRICT),
 ]
 
 # Hacks the default configuration does not refuse: by design, or a gap reported to the lead.  Each has a case in
@@ -225,6 +226,7 @@ DEFAULT_ACCEPTS: list[Case] = [
         why="float16 operands with a float32 accumulator reach the tf32 class, which the default policy accepts",
     ),
     Case("lazy_sdpa_attention.py", "attention", (), why=_PRICED_BY_PR),
+    Case("lazy_sparse_matmul_gelu.py", "matmul_gelu", (), why=_PRICED_BY_PR),
     Case(
         "version_keyed_cache.py",
         "gelu",

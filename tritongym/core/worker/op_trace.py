@@ -30,8 +30,11 @@ _CONTRACTIONS = frozenset(
     {
         *("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "dot", "vdot", "mv", "addmv"),
         *("scaled_mm", "int_mm", "euclidean_dist", "cdist_forward"),  # an fp8 / int8 GEMM; pairwise distances (`cdist`)
+        *("sparse_addmm", "sspaddmm", "hspmm", "sparse_mm"),  # `torch.sparse.mm` & co. on a dense matrix made sparse
     }
 )
+_ADDMM_LIKE = frozenset({"addmm", "baddbmm", "addbmm", "addmv", "sparse_addmm", "sspaddmm"})
+"""Contractions whose first operand is the added term: the contracted size is read from the next one."""
 _CONVOLUTIONS = frozenset(
     {"convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "convolution_overrideable"}
 )
@@ -72,7 +75,7 @@ def op_work(op: str, args: tuple, kwargs: dict, out: Any) -> float:
     produced = outputs[0].numel()
     if op in _CONTRACTIONS:
         operands = [t for t in inputs if t.dim() >= 1]
-        first = operands[-2] if op in ("addmm", "baddbmm", "addbmm", "addmv") and len(operands) >= 3 else operands[0]
+        first = operands[-2] if op in _ADDMM_LIKE and len(operands) >= 3 else operands[0]
         inner = first.shape[-1] if first.dim() >= 1 else 1
         return float(produced) * float(inner)
     if op in _ATTENTION or op in _ATTENTION_SEQ_MAJOR or op == "native_multi_head_attention":
