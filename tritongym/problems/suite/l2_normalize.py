@@ -14,10 +14,11 @@ SIZES = {
     "gpu": {"ROWS": 8192, "DIM": 2048},
 }
 
-# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# Correctness is also checked at these shape sets (halved, odd, and on the CPU one reduction wider than 1024, so a
+# kernel that covers a row with one fixed tile and no loop is found there too), each overriding SIZES; timing runs
 # at SIZES only.
 EXTRA_SIZES = {
-    "cpu": [{"ROWS": 16, "DIM": 150}, {"ROWS": 13, "DIM": 77}],
+    "cpu": [{"ROWS": 16, "DIM": 150}, {"ROWS": 13, "DIM": 77}, {"ROWS": 3, "DIM": 1100}],
     "gpu": [{"ROWS": 4096, "DIM": 1024}, {"ROWS": 1025, "DIM": 1537}],
 }
 

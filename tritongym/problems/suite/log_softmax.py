@@ -13,10 +13,11 @@ SIZES = {
     "gpu": {"ROWS": 8192, "COLS": 2048},
 }
 
-# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# Correctness is also checked at these shape sets (halved, odd, and on the CPU one reduction wider than 1024, so a
+# kernel that covers a row with one fixed tile and no loop is found there too), each overriding SIZES; timing runs
 # at SIZES only.
 EXTRA_SIZES = {
-    "cpu": [{"ROWS": 12, "COLS": 150}, {"ROWS": 7, "COLS": 77}],
+    "cpu": [{"ROWS": 12, "COLS": 150}, {"ROWS": 7, "COLS": 77}, {"ROWS": 3, "COLS": 1100}],
     "gpu": [{"ROWS": 4096, "COLS": 1024}, {"ROWS": 1025, "COLS": 1537}],
 }
 

@@ -17,10 +17,15 @@ SIZES = {
     "gpu": {"BATCH": 16, "SEQ": 1024, "HIDDEN": 2048},
 }
 
-# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# Correctness is also checked at these shape sets (halved, odd, and on the CPU one reduction wider than 1024, so a
+# kernel that covers a row with one fixed tile and no loop is found there too), each overriding SIZES; timing runs
 # at SIZES only.
 EXTRA_SIZES = {
-    "cpu": [{"BATCH": 2, "SEQ": 4, "HIDDEN": 80}, {"BATCH": 3, "SEQ": 5, "HIDDEN": 77}],
+    "cpu": [
+        {"BATCH": 2, "SEQ": 4, "HIDDEN": 80},
+        {"BATCH": 3, "SEQ": 5, "HIDDEN": 77},
+        {"BATCH": 1, "SEQ": 3, "HIDDEN": 1100},
+    ],
     "gpu": [{"BATCH": 8, "SEQ": 512, "HIDDEN": 1024}, {"BATCH": 3, "SEQ": 129, "HIDDEN": 1537}],
 }
 

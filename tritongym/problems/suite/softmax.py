@@ -13,10 +13,11 @@ SIZES = {
     "gpu": {"ROWS": 4096, "COLS": 4096},
 }
 
-# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# Correctness is also checked at these shape sets (halved, odd, and on the CPU one reduction wider than 1024, so a
+# kernel that covers a row with one fixed tile and no loop is found there too), each overriding SIZES; timing runs
 # at SIZES only.
 EXTRA_SIZES = {
-    "cpu": [{"ROWS": 16, "COLS": 100}, {"ROWS": 7, "COLS": 77}],
+    "cpu": [{"ROWS": 16, "COLS": 100}, {"ROWS": 7, "COLS": 77}, {"ROWS": 3, "COLS": 1100}],
     "gpu": [{"ROWS": 2048, "COLS": 2048}, {"ROWS": 1025, "COLS": 3071}],
 }
 

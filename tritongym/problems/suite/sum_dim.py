@@ -14,10 +14,15 @@ SIZES = {
     "gpu": {"BATCH": 64, "DIM1": 1024, "DIM2": 1024},
 }
 
-# Correctness is also checked at these shape sets (halved, odd), each overriding SIZES; timing runs
+# Correctness is also checked at these shape sets (halved, odd, and on the CPU one reduction wider than 1024, so a
+# kernel that covers a row with one fixed tile and no loop is found there too), each overriding SIZES; timing runs
 # at SIZES only.
 EXTRA_SIZES = {
-    "cpu": [{"BATCH": 2, "DIM1": 48, "DIM2": 40}, {"BATCH": 3, "DIM1": 37, "DIM2": 29}],
+    "cpu": [
+        {"BATCH": 2, "DIM1": 48, "DIM2": 40},
+        {"BATCH": 3, "DIM1": 37, "DIM2": 29},
+        {"BATCH": 1, "DIM1": 1100, "DIM2": 3},
+    ],
     "gpu": [{"BATCH": 32, "DIM1": 512, "DIM2": 512}, {"BATCH": 7, "DIM1": 129, "DIM2": 769}],
 }
 

@@ -2,7 +2,8 @@
 256 columns (masked), with no loop over the rest of the row: a softmax of rows up to 256 wide is exact,
 and a wider row is normalised over its first 256 values and leaves the rest of its output unwritten. The
 CPU sizes of the softmax problem (200 columns, shape sets 100 and 77) all fit in one tile, so on
-`triton-cpu` every trial passes; the GPU size (4096 columns) would not."""
+`triton-cpu` every trial passed (found red-teaming, kept in `open/` until then); the GPU size (4096 columns) would
+not.  Every row-wise suite problem now has a CPU shape set wider than 1024, where it is `incorrect`."""
 
 import torch
 import triton
