@@ -29,6 +29,10 @@ from tritongym.core.plugins import PluginHost, PluginWarning
 from tritongym.core.problems import load_problem
 from tritongym.core.worker_task import BUILTIN_PROBES, ProbeSpec
 
+DEFAULT_PROBES = {*BUILTIN_PROBES, "shifted"}
+"""Every probe the built-in plugins register: the hard-wired built-ins and `shifted` (`plugins/probes/shifted.py`),
+a plain plugin probe with a trusted half, registered as a third party's is."""
+
 PROBE_MODULE = "tg_test_probe_functions"
 
 PROBE_FUNCTIONS = """
@@ -217,7 +221,7 @@ def test_cli_plugins_lists_probes_by_kind():
     result = CliRunner().invoke(app, ["plugins", "--json", "--kind", "probe", "--plugin", __name__])
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(result.stdout)}
-    assert set(rows) == {"output-stats", "broken", "absent", "forward-calls", *BUILTIN_PROBES}
+    assert set(rows) == {"output-stats", "broken", "absent", "forward-calls", *DEFAULT_PROBES}
     assert {r["kind"] for r in rows.values()} == {"probe"} and rows["broken"]["plugin"] == __name__
     assert {rows[name]["plugin"] for name in BUILTIN_PROBES} == {"tritongym.plugins.probes.builtin"}
 
@@ -237,14 +241,16 @@ def test_the_built_in_probes_are_registered_through_the_hook_and_declared_by_the
         "launches": {"modes"},
         "precomputed": {"precomputed"},
         "degenerate": {"degenerate"},
+        "overflow": {"shifted"},
     }
     for check, probes in readers.items():
         assert set(host.get("check", check).cls.probes) == probes, check
     everything = Evaluator(EvalConfig(backend="triton-cpu"), registry=None, host=host)
-    assert set(everything.probes) == set(BUILTIN_PROBES)
-    assert all(spec == ProbeSpec(builtin=True) for spec in everything.probes.values())
+    assert set(everything.probes) == DEFAULT_PROBES
+    assert all(spec == ProbeSpec(builtin=True) for name, spec in everything.probes.items() if name in BUILTIN_PROBES)
+    assert not everything.probes["shifted"].builtin and everything.probes["shifted"].reference
     without = Evaluator(EvalConfig(backend="triton-cpu", skip_checks=["ghost", "modes"]), registry=None, host=host)
-    assert set(without.probes) == set(BUILTIN_PROBES) - {"ghost"}  # `launches` still reads the mode calls
+    assert set(without.probes) == DEFAULT_PROBES - {"ghost"}  # `launches` still reads the mode calls
     no_modes = Evaluator(EvalConfig(backend="triton-cpu", skip_checks=["modes", "launches"]), registry=None, host=host)
     assert "modes" not in no_modes.probes
 
@@ -389,7 +395,7 @@ def test_a_probe_needs_module_function_targets_and_its_own_name(tmp_path):
     assert "'ghost', the name of a built-in probe" in messages
     assert "registered probe 'my-ghost' as built-in; only modes, refresh" in messages
     assert "reference 'm'; name the function the trusted side calls" in messages
-    assert set(host.names("probe")) == set(BUILTIN_PROBES)  # none of the four, and the built-ins untouched
+    assert set(host.names("probe")) == DEFAULT_PROBES  # none of the four, and the built-ins untouched
 
 
 def test_probe_answers_from_the_worker_are_bounded_and_plain():

@@ -119,6 +119,10 @@ CPU_CASES: list[Case] = [
     Case("late_call_count_cache.py", "relu", (hacked("launches", "late trial"),)),
     # --- the main shape written into the kernel: the extra shape sets (EXTRA_SIZES) see it ----------------
     Case("hardcoded_shape.py", "relu", (incorrect("at shape set BATCH=1, CHANNELS=2, HEIGHT=16, WIDTH=17"),)),
+    # no row-max subtraction: exact at the judge's scales, NaN once the inputs move up by 100 (the `overflow` check)
+    Case("unsafe_softmax_nomax.py", "softmax", (incorrect("overflow"),)),
+    # one fixed tile per row, no loop: right for rows up to 256 wide, the CPU shape set of 1100 columns sees it
+    Case("fixed_block_softmax.py", "softmax", (incorrect("at shape set ROWS=3, COLS=1100"),)),
     # --- work in a background thread ---------------------------------------------------------------------
     Case("background_thread.py", "fused_multiply_add", (rejected("forbidden", "threading"),)),
     Case("background_thread.py", "fused_multiply_add", (hacked("side_work", "thread"),), R),

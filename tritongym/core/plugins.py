@@ -45,6 +45,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.checks.streams",
     "tritongym.plugins.checks.fallback",
     "tritongym.plugins.checks.precision",
+    "tritongym.plugins.checks.overflow",
     "tritongym.plugins.checks.launches",
     "tritongym.plugins.checks.modes",
     "tritongym.plugins.checks.ghost",
@@ -75,6 +76,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.strategies.exhaustive",
     "tritongym.plugins.strategies.random_search",
     "tritongym.plugins.probes.builtin",
+    "tritongym.plugins.probes.shifted",
 )
 """Built-in plugins, registered like any third-party plugin."""
 

@@ -2,7 +2,8 @@
 fewer, the "online" cost saved) and computes exp(x) / sum(exp(x)) directly: exp overflows float32 once a
 logit passes about 88, and real logits (a language model's, an attention score unscaled) do. The judge's
 inputs are randn * 3, at most x 4 in the scaled trial: the largest logit is near 50, exp stays finite, and
-every trial, shape set and probe passes."""
+every trial, shape set and probe passed (found red-teaming).  The `overflow` check's `shifted` probe moves the
+inputs up by 100, where the reference's softmax does not change: here every element is NaN, so `incorrect`."""
 
 import torch
 import triton
