@@ -54,6 +54,26 @@ def tiny_dir(tmp_path_factory) -> Path:
     return build_tiny_model(TinyModelSpec(directory=tmp_path_factory.mktemp("models") / "tiny"))
 
 
+@pytest.fixture(scope="module")
+def short_prompts(tmp_path_factory) -> dict[str, str]:
+    """A system line and a task of the problem's name and reference code, no example: `loop_config` changes
+    that name them.  The bundled templates and example make a prompt of about 1500 of the tiny tokenizer's
+    tokens, and the tiny model's cost is that prompt's attention, in every generation and every update; what
+    the bundled templates put in a prompt is test_interaction.py's (its first prompt's reference, example and
+    contract)."""
+    folder = tmp_path_factory.mktemp("templates")
+    (folder / "system.md").write_text("You write Triton kernels.\n")
+    (folder / "task.md").write_text(
+        "Turn $turn of $max_turns: $problem_name in Triton.\n```python\n$reference_code\n```\n"
+    )
+    (folder / "example.md").write_text("")
+    return {
+        "interaction__system_template": str(folder / "system.md"),
+        "interaction__task_template": str(folder / "task.md"),
+        "interaction__example_file": str(folder / "example.md"),
+    }
+
+
 def loop_config(tiny_dir: Path, out: Path, **changes) -> RunConfig:
     data = {
         "name": "loop",
@@ -74,8 +94,8 @@ def loop_config(tiny_dir: Path, out: Path, **changes) -> RunConfig:
     return RunConfig.model_validate(data)
 
 
-def test_full_loop_stores_every_turn_checkpoints_and_resumes(tiny_dir, tmp_path):
-    config = loop_config(tiny_dir, tmp_path / "run", sampling__max_tokens=6)
+def test_full_loop_stores_every_turn_checkpoints_and_resumes(tiny_dir, tmp_path, short_prompts):
+    config = loop_config(tiny_dir, tmp_path / "run", sampling__max_tokens=6, **short_prompts)
     registry = Registry(tmp_path / "registry.db")
     summary = api.train(config, registry=registry)
 
