@@ -31,6 +31,21 @@ def _one_gpu_per_xdist_worker() -> None:
 _one_gpu_per_xdist_worker()
 
 
+def _one_torch_thread_per_xdist_worker() -> None:
+    """Under pytest-xdist (`make test`: `-n auto`, a process per CPU) each worker's torch runs one thread, and so
+    do the processes it starts (they inherit the environment): with torch's default of a thread per CPU, every
+    worker's tiny-model generation and update ran as many threads as there are CPUs beside the other workers,
+    and its OpenMP threads spin while they wait for each other, so a worker beside another went slower than one
+    thread (test_tts's full run: 42 s with two threads, 32 s with one, one CPU busy with other work).  Set before
+    anything here imports torch; an `OMP_NUM_THREADS` of one's own is kept."""
+    if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+_one_torch_thread_per_xdist_worker()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_plugins(monkeypatch):
     monkeypatch.setenv("TRITONGYM_LOAD_PLUGINS", "")
