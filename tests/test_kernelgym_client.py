@@ -14,8 +14,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -75,14 +73,19 @@ def ray_with_standins():
 
 
 def _eval(tmp_path: Path, source: str, trials: int) -> dict:
-    """`tritongym eval`'s verdict for a candidate on the suite's relu, on triton-cpu."""
+    """`tritongym eval`'s verdict for a candidate on the suite's relu, on triton-cpu: the CLI app in this process
+    (typer's runner; `python -m tritongym` runs the same app), not a fresh interpreter importing torch and Triton
+    for each; the verdict is what is compared, not the process."""
+    from typer.testing import CliRunner
+
+    from tritongym.cli.app import app
+
     path = tmp_path / f"candidate-{abs(hash(source))}.py"
     path.write_text(source)
-    command = [sys.executable, "-m", "tritongym", "eval", str(path), "-p", "relu", "--backend", "triton-cpu"]
-    command += ["--trials", str(trials), "--json", "--registry", str(tmp_path / "eval.db")]
-    env = {**os.environ, "TRITONGYM_LOAD_PLUGINS": ""}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+    args = ["eval", str(path), "-p", "relu", "--backend", "triton-cpu"]
+    args += ["--trials", str(trials), "--json", "--registry", str(tmp_path / "eval.db")]
+    done = CliRunner().invoke(app, args)  # the autouse fixture has set TRITONGYM_LOAD_PLUGINS= for this test
+    assert done.exit_code in (0, 1), (done.output, done.exception)
     return json.loads(done.stdout)
 
 
