@@ -36,8 +36,9 @@ def _one_torch_thread_per_xdist_worker() -> None:
     do the processes it starts (they inherit the environment): with torch's default of a thread per CPU, every
     worker's tiny-model generation and update ran as many threads as there are CPUs beside the other workers,
     and its OpenMP threads spin while they wait for each other, so a worker beside another went slower than one
-    thread (test_tts's full run: 42 s with two threads, 32 s with one, one CPU busy with other work).  Set before
-    anything here imports torch; an `OMP_NUM_THREADS` of one's own is kept."""
+    thread (test_estimators, test_tts, test_sft and test_rollouts on two workers and two CPUs: 38 s and 65 CPU
+    seconds with two threads each, 34 s and 56 with one).  Set before anything here imports torch; an
+    `OMP_NUM_THREADS` of one's own is kept."""
     if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         os.environ.setdefault("MKL_NUM_THREADS", "1")
