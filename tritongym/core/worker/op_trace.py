@@ -99,10 +99,7 @@ def _attention_work(op: str, inputs: list, fallback: float) -> float:
         batch, length, keys = q.numel() // (q.shape[-2] * e), q.shape[-2], k.shape[-2]
         projections = batch * (2 * length * e * e + 2 * keys * e * e)
         return float(projections + batch * length * keys * 2 * e)
-    if op in _ATTENTION_SEQ_MAJOR and q.dim() == 4:
-        length, keys = q.shape[1], k.shape[1]
-    else:
-        length, keys = q.shape[-2], k.shape[-2]
+    keys = k.shape[1] if op in _ATTENTION_SEQ_MAJOR and k.dim() == 4 else k.shape[-2]
     rows = q.numel() // e  # batch x heads x query length
     return float(rows) * float(keys) * float(e + ev)
 

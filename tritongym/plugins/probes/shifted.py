@@ -21,6 +21,9 @@ from tritongym.core.interfaces import Probe
 SHIFT = 100.0
 """exp(100) overflows float32 (its largest finite exp argument is about 88.7), and 100 is exact in float16 too."""
 
+LARGEST_BYTES = 1 << 30
+"""Reference outputs larger than this together are not judged (two more copies would be held in the keeper)."""
+
 INVARIANT_RTOL = 1e-2
 """How far (relative to the output's largest magnitude) the reference's shifted answer may move and still count as
 unchanged: moving a float32 input of order 1 by 100 rounds it to about 1e-5."""
@@ -66,9 +69,6 @@ def reference_side(model, inputs: list) -> dict:
         moved = _outputs(model(*_shifted(inputs)))
         invariant = [_unchanged(b, m) for b, m in zip(base, moved)]
     return {"invariant": invariant, "outputs": len(moved)}
-
-
-LARGEST_BYTES = 1 << 30
 
 
 def _unchanged(base, moved) -> bool:
