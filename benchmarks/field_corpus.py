@@ -90,6 +90,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="sandboxes at once (default: 4, cpu count on CPU)")
     parser.add_argument("--timeout-s", type=int, default=300)
     parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/field_corpus-BACKEND.json)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="add to the repeats already in --out (same backend, size and kernels) until --repeats are done",
+    )
     args = parser.parse_args()
     size = args.size or ("gpu" if args.backend == "triton-cuda" else "cpu")
     workers = args.workers or (4 if args.backend == "triton-cuda" else max(1, os.cpu_count() or 1))
@@ -97,9 +102,12 @@ def main() -> None:
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"field_corpus-{args.backend}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     runs: dict[str, list[dict]] = {k["name"]: [] for k in kernels}
-    started = time.perf_counter()
-    device = None
-    for repeat in range(args.repeats):
+    device, done, earlier_s = None, 0, 0.0
+    if args.resume and out.exists():
+        runs, device, done, earlier_s = resumed(out, kernels, args.backend, size)
+        print(f"resuming {out}: {done} repeats done on {device}", flush=True)
+    started = time.perf_counter() - earlier_s
+    for repeat in range(done, args.repeats):
         results = judge(kernels, args.backend, size, workers, args.timeout_s)
         for name, result in results.items():
             runs[name].append(row(result))
@@ -109,6 +117,18 @@ def main() -> None:
         print(f"repeat {repeat + 1}/{args.repeats} done at {payload['wall_s']} s", flush=True)
     print_table(kernels, runs)
     print(f"wrote {out}")
+
+
+def resumed(out: Path, kernels: list[dict], backend: str, size: str) -> tuple[dict, str, int, float]:
+    """The repeats an earlier run (another call on the device machine, say) wrote to `out`: a run that judged other
+    kernels, another backend or size is not the same measurement, so it is refused rather than mixed in."""
+    earlier = json.loads(out.read_text())
+    names = [k["name"] for k in kernels]
+    if earlier["backend"] != backend or earlier["size"] != size or sorted(earlier["runs"]) != sorted(names):
+        raise SystemExit(f"--resume: {out} holds another run (backend, size or kernels differ); give another --out")
+    if len({len(rows) for rows in earlier["runs"].values()}) > 1:
+        raise SystemExit(f"--resume: {out} holds an unfinished repeat; give another --out")
+    return earlier["runs"], earlier["device"], earlier["repeats_done"], earlier["wall_s"]
 
 
 def summary(kernels, runs, args, size, device, repeats_done, wall_s) -> dict:

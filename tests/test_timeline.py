@@ -24,8 +24,9 @@ def test_marks_from_several_processes_are_whole_lines_read_back_in_time_order(tm
         child.start()
     for child in children:
         child.join(60)
-    lines = path.read_text().splitlines()
-    assert len(lines) == 151 and all(json.loads(line)["event"] in ("first", "child") for line in lines)
+    # every line whole JSON; a daemon thread an earlier test of this xdist worker left may add a mark of its own
+    events = [json.loads(line)["event"] for line in path.read_text().splitlines()]
+    assert events.count("first") == 1 and events.count("child") == 150
     marks = timeline.read(path)
     assert [m["t"] for m in marks] == sorted(m["t"] for m in marks)
     assert marks[0]["event"] == "first" and marks[0]["note"] == "a"
