@@ -37,7 +37,10 @@ demo: $(STAMP)
 # tests marked `slow` (more of the same kind: many sandboxed evaluations, full-size problems, longer training runs),
 # `make test-all` both.
 PYTEST_WORKERS ?= auto
-PYTEST_TIER := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+# Bytecode is written even where the environment says not to (this project's machines set PYTHONDONTWRITEBYTECODE):
+# otherwise every process a test starts (CLI runs, zygotes, services) compiles tritongym's 39k lines again, and
+# each xdist worker rewrites every test module's asserts again.
+PYTEST_TIER := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: $(STAMP)
 	$(PYTEST_TIER) -m "not slow"
