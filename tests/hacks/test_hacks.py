@@ -263,8 +263,9 @@ GPU_CASES: list[Case] = [
     ),
     Case("patch_via_helper.py", "relu", (hacked("environment", "synchronize"),), R),
     # the capture's warm-up calls fill the memo, the captured calls hit it and launch nothing: the timed calls'
-    # outputs are stale once the inputs are refreshed in place between samples
-    Case("version_keyed_cache.py", "gelu", (incorrect("timed calls"), hacked("timing")), R),
+    # outputs are stale once the inputs are refreshed in place between samples; on an H200 the late trial's fresh
+    # inputs (at addresses the memo had seen, version 0 again) hit the memo first: nothing launched
+    Case("version_keyed_cache.py", "gelu", (incorrect("timed calls"), hacked("timing"), hacked("launches")), R),
     # the keeper's reference and the worker's copy draw the same values (`worker/weights.py`)
     Case("dropped_affine_layernorm.py", str(PROBLEMS / "layer_norm_affine.py"), (incorrect("outside tolerance"),), R),
 ]
