@@ -3,7 +3,8 @@ or equivalent by an independent witness, then judged by tritongym; the kill rate
 overall and per fault class, and the false-rejection rate on the kernels as written.
 
     python benchmarks/mutation.py --backend triton-cpu --size cpu --limit 40
-    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus
+    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus --batch \
+        --witness-jobs 8 --witness-cache .witness
 
 **Subjects** (correct kernels): the suite's solutions, the honest idioms of `tests/hacks/honest/` (paired with
 their problems as `tests/hacks/test_honest.py` lists them, read with `ast`), and with `--corpus DIR` a field
@@ -32,6 +33,20 @@ default configuration (`--backend`, `--size`), kernel by kernel; killed = any st
 JSON in `benchmarks/results/mutation-<backend>.json` (`--out`), rewritten after each kernel (`complete` says
 whether the run finished).  `--witness-cache DIR` keeps the witness's labels (by kernel, problem, mutant
 source and witness settings): a second run after a change to the judge only judges.
+
+**On GPUs** subject by subject is slow (a minute or two per kernel on an H100: one witness subprocess, then a
+batch of two or three kernels that leaves the pool's other workers idle).  `--witness-jobs J` runs J witness
+subprocesses at once, each pinned (`CUDA_VISIBLE_DEVICES`) to one of the parent's GPUs in turn; `--batch`
+witnesses every subject first (the report is written then, mutants labelled and `status` ""), then judges every
+kernel in one `evaluate_many` per precision policy, which the pool spreads over all its GPUs.  On a 2-GPU or
+4-GPU machine, 300 mutants:
+
+    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus --limit 300 \
+        --batch --witness-jobs 8 --witness-seeds 5 --witness-cache .witness
+
+Where one device call cannot hold both phases, the first call adds `--witness-only` (it stops once the cache
+holds every label) and the second, the same command without it, witnesses nothing and only judges.  `--shard
+I/N` (one process per GPU, each with its own `CUDA_VISIBLE_DEVICES` and `--out`) and `--merge` work with both.
 """
 
 from __future__ import annotations
