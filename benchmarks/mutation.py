@@ -642,7 +642,10 @@ def run_witness(
     )
     path = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', subject.name)}-{key}.json"
     stored = json.loads(path.read_text()) if path.exists() else {"original": None, "mutants": {}}
-    todo = [m for m in mutants if _digest(m.source) not in stored["mutants"]]
+    # An unmutated kernel the witness found wrong (or could not run) excludes its mutants: none needs a label, and
+    # a later run (the judging call after --witness-only) does not witness it again.  Delete its file to retry.
+    excluded = bool(stored["original"] and stored["original"].get("wrong"))
+    todo = [] if excluded else [m for m in mutants if _digest(m.source) not in stored["mutants"]]
     if stored["original"] is None or todo:
         found = _run_witness(subject, problem, todo, backend, seeds, timeout, gpu)
         stored["original"] = found["original"]

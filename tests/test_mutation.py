@@ -78,6 +78,29 @@ def test_one_witness_job_runs_each_witness_when_asked_unpinned(monkeypatch):
     assert calls == [(s.name, None) for s in subjects]
 
 
+def test_the_cache_answers_a_second_run_without_a_witness(monkeypatch, tmp_path):
+    """Labelled mutants are not witnessed again; neither are the mutants of an unmutated kernel the witness found
+    wrong (they are excluded), which a judging call after `--witness-only` would otherwise witness anew."""
+    calls = []
+
+    def fake(subject, problem, mutants, backend, seeds, timeout, gpu):
+        calls.append((subject.name, [m.id for m in mutants]))
+        if subject.name == "suite:bad":
+            return {"original": {"wrong": True, "why": "the witness could not run the kernel: timed out"}}
+        return {"original": {"wrong": False}, "mutants": {m.id: {"wrong": True, "why": "w"} for m in mutants}}
+
+    monkeypatch.setattr(mutation, "_run_witness", fake)
+    problem = argparse.Namespace(source="p", sizes={}, extra_sizes=[])
+    for name in ("suite:good", "suite:bad"):
+        subject = mutation.Subject(name, "suite", "p", "source")
+        ms = [mutation.Mutant(f"{name}/op@0", name, "op", "cls", 0, "says", 1, f"source {name}")]
+        first = mutation.run_witness(subject, problem, ms, "triton-cpu", 1, 60.0, tmp_path)
+        again = mutation.run_witness(subject, problem, ms, "triton-cpu", 1, 60.0, tmp_path)
+        assert again == first
+    assert calls == [("suite:good", ["suite:good/op@0"]), ("suite:bad", ["suite:bad/op@0"])]
+    assert not list(tmp_path.glob("*.partial"))
+
+
 def test_witness_only_needs_a_cache():
     with pytest.raises(SystemExit, match="--witness-cache"):
         mutation.main(["--witness-only", "--no-honest", "--only", "suite:relu"])
