@@ -3,7 +3,8 @@ or equivalent by an independent witness, then judged by tritongym; the kill rate
 overall and per fault class, and the false-rejection rate on the kernels as written.
 
     python benchmarks/mutation.py --backend triton-cpu --size cpu --limit 40
-    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus
+    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus --batch \
+        --witness-jobs 8 --witness-cache .witness
 
 **Subjects** (correct kernels): the suite's solutions, the honest idioms of `tests/hacks/honest/` (paired with
 their problems as `tests/hacks/test_honest.py` lists them, read with `ast`), and with `--corpus DIR` a field
@@ -32,6 +33,20 @@ default configuration (`--backend`, `--size`), kernel by kernel; killed = any st
 JSON in `benchmarks/results/mutation-<backend>.json` (`--out`), rewritten after each kernel (`complete` says
 whether the run finished).  `--witness-cache DIR` keeps the witness's labels (by kernel, problem, mutant
 source and witness settings): a second run after a change to the judge only judges.
+
+**On GPUs** subject by subject is slow (a minute or two per kernel on an H100: one witness subprocess, then a
+batch of two or three kernels that leaves the pool's other workers idle).  `--witness-jobs J` runs J witness
+subprocesses at once, each pinned (`CUDA_VISIBLE_DEVICES`) to one of the parent's GPUs in turn; `--batch`
+witnesses every subject first (the report is written then, mutants labelled and `status` ""), then judges every
+kernel in one `evaluate_many` per precision policy, which the pool spreads over all its GPUs.  On a 2-GPU or
+4-GPU machine, 300 mutants:
+
+    python benchmarks/mutation.py --backend triton-cuda --size gpu --corpus benchmarks/field_corpus --limit 300 \
+        --batch --witness-jobs 8 --witness-seeds 5 --witness-cache .witness
+
+Where one device call cannot hold both phases, the first call adds `--witness-only` (it stops once the cache
+holds every label) and the second, the same command without it, witnesses nothing and only judges.  `--shard
+I/N` (one process per GPU, each with its own `CUDA_VISIBLE_DEVICES` and `--out`) and `--merge` work with both.
 """
 
 from __future__ import annotations
@@ -41,12 +56,14 @@ import ast
 import copy
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -518,9 +535,12 @@ def mutants_of(subject: Subject, max_sites: int, backend: str = "triton-cuda") -
 # --- the witness -------------------------------------------------------------------------------------------
 
 
-def _run_witness(subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float) -> dict:
+def _run_witness(
+    subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float, gpu: str | None = None
+) -> dict:
     """Label every mutant of one kernel in a fresh subprocess (`benchmarks/mutation_witness.py`), which runs the
-    unmutated kernel first; a mutant that kills the process is wrong (it crashed) and the rest run in another."""
+    unmutated kernel first; a mutant that kills the process is wrong (it crashed) and the rest run in another.
+    `gpu` (a `CUDA_VISIBLE_DEVICES` entry) pins the subprocess to one GPU, so parallel witnesses share them out."""
     results: dict[str, dict] = {}
     pending = list(mutants)
     original = None
@@ -543,6 +563,8 @@ def _run_witness(subject: Subject, problem, mutants: list[Mutant], backend: str,
             env = {**os.environ, "PYTHONPATH": str(ROOT / "benchmarks")}
             if backend == "triton-cpu":
                 env["TRITON_INTERPRET"] = "1"
+            if gpu is not None:
+                env["CUDA_VISIBLE_DEVICES"] = gpu
             try:
                 done = subprocess.run(
                     [sys.executable, str(ROOT / "benchmarks" / "mutation_witness.py")],
@@ -590,14 +612,22 @@ def _digest(*parts) -> str:
 
 
 def run_witness(
-    subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float, cache: Path | None
+    subject: Subject,
+    problem,
+    mutants: list[Mutant],
+    backend: str,
+    seeds: int,
+    timeout: float,
+    cache: Path | None,
+    gpu: str | None = None,
 ) -> dict:
     """`_run_witness`, with its labels kept in `cache` (a folder; None: none kept): one file per kernel, problem and
     witness setting, holding the unmutated kernel's result and each mutant's label by its source's digest.  A
     second run (after a change to the judge) then only judges; the witness is independent of the judge, so its
-    labels stand."""
+    labels stand.  Each subject has its own file, written whole (a temporary file renamed over it), so parallel
+    witness jobs never share one and a run killed mid-write leaves the previous labels readable."""
     if cache is None:
-        return _run_witness(subject, problem, mutants, backend, seeds, timeout)
+        return _run_witness(subject, problem, mutants, backend, seeds, timeout, gpu)
     key = _digest(
         problem.source,
         problem.sizes,
@@ -612,17 +642,81 @@ def run_witness(
     )
     path = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', subject.name)}-{key}.json"
     stored = json.loads(path.read_text()) if path.exists() else {"original": None, "mutants": {}}
-    todo = [m for m in mutants if _digest(m.source) not in stored["mutants"]]
+    # An unmutated kernel the witness found wrong (or could not run) excludes its mutants: none needs a label, and
+    # a later run (the judging call after --witness-only) does not witness it again.  Delete its file to retry.
+    excluded = bool(stored["original"] and stored["original"].get("wrong"))
+    todo = [] if excluded else [m for m in mutants if _digest(m.source) not in stored["mutants"]]
     if stored["original"] is None or todo:
-        found = _run_witness(subject, problem, todo, backend, seeds, timeout)
+        found = _run_witness(subject, problem, todo, backend, seeds, timeout, gpu)
         stored["original"] = found["original"]
         for m in todo:
             if m.id in found.get("mutants", {}):
                 stored["mutants"][_digest(m.source)] = found["mutants"][m.id]
         cache.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(stored))
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(stored))
+        os.replace(partial, path)
     labels = {m.id: stored["mutants"][_digest(m.source)] for m in mutants if _digest(m.source) in stored["mutants"]}
     return {"original": stored["original"], "mutants": labels}
+
+
+def witness_gpus(backend: str) -> list[str]:
+    """The GPUs witness jobs are pinned to, in turn: the parent's `CUDA_VISIBLE_DEVICES` entries (indices or
+    UUIDs, as given), else every GPU torch counts; none on `triton-cpu` (the witness runs on the CPU there)."""
+    if backend == "triton-cpu":
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def witnessed(
+    subjects: list[Subject], per_subject: dict[str, list[Mutant]], problems: dict, args: argparse.Namespace
+) -> Iterator[tuple[Subject, dict, float]]:
+    """Each subject's witness result and its seconds, as the witnesses finish.  One job (`--witness-jobs 1`) runs
+    each witness when the caller asks for the next, as the benchmark always did; more run that many subprocesses
+    at once from a thread pool (the witness is a subprocess, so threads only wait), each job holding a slot whose
+    GPU is taken round-robin from `witness_gpus`: J jobs on G GPUs put at most ceil(J / G) witnesses on one GPU."""
+
+    def one(s: Subject, gpu: str | None) -> tuple[Subject, dict, float]:
+        began = time.perf_counter()
+        found = run_witness(
+            s,
+            problems[s.name],
+            per_subject.get(s.name, []),
+            args.backend,
+            args.witness_seeds,
+            args.witness_timeout,
+            args.witness_cache,
+            gpu,
+        )
+        return s, found, time.perf_counter() - began
+
+    if args.witness_jobs <= 1:
+        for s in subjects:
+            yield one(s, None)  # unpinned: the subprocess sees every GPU the parent does
+        return
+    gpus = witness_gpus(args.backend)
+    slots: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+    for k in range(args.witness_jobs):
+        slots.put(gpus[k % len(gpus)] if gpus else None)
+
+    def slotted(s: Subject) -> tuple[Subject, dict, float]:
+        gpu = slots.get()  # never waits: the pool runs at most as many jobs as there are slots
+        try:
+            return one(s, gpu)
+        finally:
+            slots.put(gpu)
+
+    pool = ThreadPoolExecutor(max_workers=args.witness_jobs, thread_name_prefix="witness")
+    try:
+        for future in as_completed([pool.submit(slotted, s) for s in subjects]):
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a stopped run waits only for the witnesses under way
 
 
 # --- judging -----------------------------------------------------------------------------------------------
@@ -679,6 +773,35 @@ class Report:
     originals: dict = field(default_factory=dict)
     mutants: list = field(default_factory=list)
     summary: dict = field(default_factory=dict)
+
+
+def label(s: Subject, ms: list[Mutant], found: dict, report: Report) -> list[Mutant]:
+    """The witness's result on one subject written into its mutants (wrong, equivalent, or excluded when the
+    unmutated kernel is itself wrong) and into `report.originals`; `ms` returned."""
+    original = found["original"]
+    report.originals[s.name] = {
+        "witness": "wrong" if original.get("wrong") else "right",
+        "why": original.get("why", ""),
+        "status": "",  # the judge's, once judged
+        "message": "",
+    }
+    for m in ms:
+        if original.get("wrong"):
+            m.witness, m.witness_why = "excluded", "the unmutated kernel is wrong by the witness"
+            continue
+        result = found["mutants"].get(m.id, {"wrong": False, "why": "no result"})
+        m.witness = "wrong" if result["wrong"] else "equivalent"
+        m.witness_why = result.get("why", "")
+    return ms
+
+
+def to_judge(s: Subject, ms: list[Mutant], problems: dict, report: Report) -> list[tuple[str, object, str]]:
+    """What the judge sees of one labelled subject: its unmutated kernel (unless the witness found it wrong) and
+    its witnessed-wrong mutants, as (id, problem, source)."""
+    pairs = (
+        [] if report.originals[s.name]["witness"] == "wrong" else [(f"original:{s.name}", problems[s.name], s.source)]
+    )
+    return pairs + [(m.id, problems[m.subject], m.source) for m in ms if m.witness == "wrong"]
 
 
 def spread(mutants: list[Mutant], limit: int | None) -> list[Mutant]:
@@ -827,7 +950,31 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument(
         "--merge", type=Path, nargs="+", default=None, help="sum these shard reports into --out and print the table"
     )
+    parser.add_argument(
+        "--witness-jobs",
+        type=int,
+        default=1,
+        help="witness subprocesses for this many subjects at once, each pinned to one GPU in turn (default 1: one "
+        "at a time, unpinned)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="every witness first, then one judging pass over all kernels (one evaluate_many per precision policy)",
+    )
+    parser.add_argument(
+        "--witness-only",
+        action="store_true",
+        help="stop after the witness phase (needs --witness-cache; a later run judges from the cache)",
+    )
     args = parser.parse_args(argv)
+    if args.witness_jobs < 1:
+        raise SystemExit(f"--witness-jobs {args.witness_jobs}: give 1 or more witness subprocesses at once")
+    if args.witness_only and args.witness_cache is None:
+        raise SystemExit(
+            "--witness-only keeps its labels for a later run only in --witness-cache: name a folder, e.g. "
+            "--witness-cache .witness"
+        )
     if args.merge:
         return merge(args.merge, args.out)
 
@@ -866,49 +1013,80 @@ def main(argv: list[str] | None = None) -> Report:
     precision_of = {f"original:{s.name}": s.precision for s in subjects}
     precision_of.update({m.id: by_name[m.subject].precision for m in mutants})
 
-    def write(done: list[Mutant], final: bool) -> None:
-        """The report so far (every judged subject's mutants), rewritten after each subject."""
-        report.mutants = [{k: v for k, v in asdict(m).items() if k != "source"} for m in done]
+    shown: dict[str, list[Mutant]] = {}  # subject -> its mutants, once labelled
+
+    def write(final: bool) -> None:
+        """The report so far (every labelled subject's mutants, in subject order), rewritten as it grows."""
+        order = [s.name for s in judged_subjects]
+        report.originals = {n: report.originals[n] for n in order if n in report.originals}
+        report.mutants = [
+            {k: v for k, v in asdict(m).items() if k != "source"} for n in order for m in shown.get(n, [])
+        ]
         report.summary = summarise(report)
         report.summary["seconds"] = round(time.perf_counter() - began, 1)
         report.summary["complete"] = final
         out.write_text(json.dumps(asdict(report), indent=1) + "\n")
 
-    done: list[Mutant] = []
-    with Judge(args.backend, args.size) as judge:
-        for s in judged_subjects:
-            ms = per_subject.get(s.name, [])
-            found = run_witness(
-                s, problems[s.name], ms, args.backend, args.witness_seeds, args.witness_timeout, args.witness_cache
-            )
-            original = found["original"]
-            report.originals[s.name] = {
-                "witness": "wrong" if original.get("wrong") else "right",
-                "why": original.get("why", ""),
-            }
-            for m in ms:
-                if original.get("wrong"):
-                    m.witness, m.witness_why = "excluded", "the unmutated kernel is wrong by the witness"
-                    continue
-                label = found["mutants"].get(m.id, {"wrong": False, "why": "no result"})
-                m.witness = "wrong" if label["wrong"] else "equivalent"
-                m.witness_why = label.get("why", "")
-            pairs = [(f"original:{s.name}", problems[s.name], s.source)] if not original.get("wrong") else []
-            pairs += [(m.id, problems[m.subject], m.source) for m in ms if m.witness == "wrong"]
-            verdicts = judge(pairs, precision_of) if pairs else {}
-            status, message = verdicts.get(f"original:{s.name}", ("", ""))
-            report.originals[s.name].update(status=status, message=message[:300])
-            for m in ms:
+    def record(verdicts: dict[str, tuple], names: list[str]) -> None:
+        """The judge's verdicts on these subjects' unmutated kernels and mutants (none: not judged, "")."""
+        for name in names:
+            status, message = verdicts.get(f"original:{name}", ("", ""))
+            report.originals[name].update(status=status, message=message[:300])
+            for m in per_subject.get(name, []):
                 m.status, m.message = verdicts.get(m.id, ("", ""))
-            done += ms
-            write(done, final=False)
-            wrong = [m for m in ms if m.witness == "wrong"]
-            print(
-                f"{s.name}: {len(wrong)} wrong of {len(ms)}, {sum(m.status != 'ok' for m in wrong)} killed; "
-                f"unmutated {status or 'not judged'} ({time.perf_counter() - began:.0f} s)",
-                flush=True,
-            )
-    write(done, final=True)
+
+    witnesses = witnessed(judged_subjects, per_subject, problems, args)
+    if not (args.batch or args.witness_only):
+        with Judge(args.backend, args.size) as judge:
+            for s, found, _ in witnesses:
+                ms = label(s, per_subject.get(s.name, []), found, report)
+                pairs = to_judge(s, ms, problems, report)
+                record(judge(pairs, precision_of) if pairs else {}, [s.name])
+                shown[s.name] = ms
+                write(final=False)
+                wrong = [m for m in ms if m.witness == "wrong"]
+                status = report.originals[s.name]["status"]
+                print(
+                    f"{s.name}: {len(wrong)} wrong of {len(ms)}, {sum(m.status != 'ok' for m in wrong)} killed; "
+                    f"unmutated {status or 'not judged'} ({time.perf_counter() - began:.0f} s)",
+                    flush=True,
+                )
+        write(final=True)
+        print_summary(report.summary)
+        print(f"wrote {out}")
+        return report
+
+    for s, found, seconds in witnesses:
+        ms = label(s, per_subject.get(s.name, []), found, report)
+        shown[s.name] = ms
+        wrong = sum(m.witness == "wrong" for m in ms)
+        unmutated = report.originals[s.name]["witness"]
+        print(f"{s.name}: witnessed {wrong} wrong of {len(ms)}, unmutated {unmutated} ({seconds:.0f} s)", flush=True)
+        write(final=False)
+    write(final=False)  # the labels, not yet judged (status ""): a run stopped while judging keeps them
+    print(f"witnessed {len(shown)} subjects in {time.perf_counter() - began:.0f} s; wrote {out}", flush=True)
+    if args.witness_only:
+        print(f"--witness-only: labels kept in {args.witness_cache}; judge them by running again without it")
+        return report
+    pairs = [pair for s in judged_subjects for pair in to_judge(s, shown[s.name], problems, report)]
+    originals = sum(ident.startswith("original:") for ident, _, _ in pairs)
+    print(
+        f"judging {len(pairs)} kernels ({originals} unmutated, {len(pairs) - originals} witnessed-wrong mutants), "
+        f"one batch per precision policy",
+        flush=True,
+    )
+    judging_began = time.perf_counter()
+    with Judge(args.backend, args.size) as judge:
+        verdicts = judge(pairs, precision_of) if pairs else {}
+    record(verdicts, [s.name for s in judged_subjects])
+    write(final=True)
+    o = report.summary["overall"]
+    refused = len(report.summary["false_rejections"]["refused"])
+    print(
+        f"judged {len(verdicts)} kernels in {time.perf_counter() - judging_began:.0f} s: {o['killed']} of "
+        f"{o['wrong']} witnessed-wrong mutants killed, {refused} of {originals} unmutated refused",
+        flush=True,
+    )
     print_summary(report.summary)
     print(f"wrote {out}")
     return report

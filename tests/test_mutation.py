@@ -1,0 +1,146 @@
+"""The mutation benchmark's runner (`benchmarks/mutation.py`): witnesses for several subjects at once, each pinned to
+one GPU in turn; `--batch` (every witness, then one judging pass) reports what the subject-by-subject run does;
+`--witness-only` leaves the labels in the cache and judges nothing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mutation  # noqa: E402
+
+
+def _args(jobs: int, backend: str = "triton-cuda") -> argparse.Namespace:
+    return argparse.Namespace(
+        backend=backend, witness_jobs=jobs, witness_seeds=1, witness_timeout=60.0, witness_cache=None
+    )
+
+
+def _subjects(count: int) -> list[mutation.Subject]:
+    return [mutation.Subject(f"suite:k{i}", "suite", f"k{i}", "source") for i in range(count)]
+
+
+def test_the_witness_gpus_follow_the_parents_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, GPU-ab12,")
+    assert mutation.witness_gpus("triton-cuda") == ["3", "GPU-ab12"]
+    assert mutation.witness_gpus("triton-cpu") == []  # the witness runs on the CPU: nothing to pin
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert mutation.witness_gpus("triton-cuda") == []
+
+
+def test_witness_jobs_run_at_once_each_on_its_own_gpu(monkeypatch):
+    """Two jobs on GPUs 3 and 5: each pair of witnesses meets inside `run_witness` (a barrier that only two
+    concurrent jobs pass) and holds one GPU each; one job per subject's result, every subject once."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    meet, lock, held, seen = threading.Barrier(2, timeout=60), threading.Lock(), [], []
+
+    def fake(subject, problem, mutants, backend, seeds, timeout, cache, gpu):
+        with lock:
+            held.append(gpu)
+        meet.wait()  # both jobs hold their GPU now (a serial run breaks the barrier after its timeout)
+        with lock:
+            seen.append(sorted(held))
+        meet.wait()  # nobody lets go before both have looked
+        with lock:
+            held.remove(gpu)
+        return {"original": {"wrong": False}, "mutants": {}}
+
+    monkeypatch.setattr(mutation, "run_witness", fake)
+    subjects = _subjects(4)
+    results = list(mutation.witnessed(subjects, {}, {s.name: None for s in subjects}, _args(2)))
+    assert sorted(s.name for s, _, _ in results) == [s.name for s in subjects]
+    assert seen == [["3", "5"]] * 4, seen
+
+
+def test_one_witness_job_runs_each_witness_when_asked_unpinned(monkeypatch):
+    """`--witness-jobs 1` is the benchmark as it was: the next subject's witness starts only when the caller asks
+    for it (after judging the last), and its subprocess sees every GPU the parent does."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    calls = []
+
+    def fake(subject, problem, mutants, backend, seeds, timeout, cache, gpu):
+        calls.append((subject.name, gpu))
+        return {"original": {"wrong": False}, "mutants": {}}
+
+    monkeypatch.setattr(mutation, "run_witness", fake)
+    subjects = _subjects(3)
+    results = mutation.witnessed(subjects, {}, {s.name: None for s in subjects}, _args(1))
+    assert next(results)[0].name == "suite:k0" and calls == [("suite:k0", None)]
+    assert [s.name for s, _, _ in results] == ["suite:k1", "suite:k2"]
+    assert calls == [(s.name, None) for s in subjects]
+
+
+def test_the_cache_answers_a_second_run_without_a_witness(monkeypatch, tmp_path):
+    """Labelled mutants are not witnessed again; neither are the mutants of an unmutated kernel the witness found
+    wrong (they are excluded), which a judging call after `--witness-only` would otherwise witness anew."""
+    calls = []
+
+    def fake(subject, problem, mutants, backend, seeds, timeout, gpu):
+        calls.append((subject.name, [m.id for m in mutants]))
+        if subject.name == "suite:bad":
+            return {"original": {"wrong": True, "why": "the witness could not run the kernel: timed out"}}
+        return {"original": {"wrong": False}, "mutants": {m.id: {"wrong": True, "why": "w"} for m in mutants}}
+
+    monkeypatch.setattr(mutation, "_run_witness", fake)
+    problem = argparse.Namespace(source="p", sizes={}, extra_sizes=[])
+    for name in ("suite:good", "suite:bad"):
+        subject = mutation.Subject(name, "suite", "p", "source")
+        ms = [mutation.Mutant(f"{name}/op@0", name, "op", "cls", 0, "says", 1, f"source {name}")]
+        first = mutation.run_witness(subject, problem, ms, "triton-cpu", 1, 60.0, tmp_path)
+        again = mutation.run_witness(subject, problem, ms, "triton-cpu", 1, 60.0, tmp_path)
+        assert again == first
+    assert calls == [("suite:good", ["suite:good/op@0"]), ("suite:bad", ["suite:bad/op@0"])]
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_witness_only_needs_a_cache():
+    with pytest.raises(SystemExit, match="--witness-cache"):
+        mutation.main(["--witness-only", "--no-honest", "--only", "suite:relu"])
+
+
+@pytest.mark.slow  # three runs of the benchmark on the interpreter: ~70 s
+@pytest.mark.timeout(400)
+def test_a_batch_run_reports_what_the_subject_by_subject_run_does(tmp_path):
+    """Relu and softmax, three mutants: `--witness-only` (two witness jobs) fills the cache and judges nothing;
+    `--batch` then judges every kernel in one pass and the subject-by-subject run, both from the cache, agrees
+    with it on every label and verdict."""
+    cache = tmp_path / "cache"
+    common = ["--backend", "triton-cpu", "--size", "cpu", "--no-honest", "--only", "suite:relu"]
+    common += ["--only", "suite:softmax", "--sites", "1", "--witness-seeds", "1", "--limit", "3"]
+    common += ["--operator", "mask_le", "--operator", "drop_divisor", "--witness-cache", str(cache)]
+
+    witnessed = mutation.main([*common, "--witness-only", "--witness-jobs", "2", "--out", str(tmp_path / "w.json")])
+    assert len(list(cache.glob("*.json"))) == 2  # one file per subject, each written by its own job
+    assert sorted(m["id"] for m in witnessed.mutants) == [
+        "suite:relu/mask_le@0",
+        "suite:softmax/drop_divisor@0",
+        "suite:softmax/mask_le@0",
+    ]
+    assert all(m["witness"] in ("wrong", "equivalent") for m in witnessed.mutants), witnessed.mutants
+    assert all(m["status"] == "" for m in witnessed.mutants)
+    assert all(o["status"] == "" for o in witnessed.originals.values())
+    assert witnessed.summary["complete"] is False and witnessed.summary["overall"]["wrong"] == 0
+
+    batch = mutation.main([*common, "--batch", "--witness-jobs", "2", "--out", str(tmp_path / "b.json")])
+    serial = mutation.main([*common, "--out", str(tmp_path / "s.json")])
+
+    def seen(report) -> dict:
+        return {m["id"]: (m["witness"], m["witness_why"], m["status"]) for m in report.mutants}
+
+    assert seen(batch) == seen(serial), (seen(batch), seen(serial))
+    assert {m["id"]: m["witness"] for m in witnessed.mutants} == {m["id"]: m["witness"] for m in batch.mutants}
+    assert all(m["status"] for m in batch.mutants if m["witness"] == "wrong")  # every wrong one judged
+    originals = {n: (o["witness"], o["status"]) for n, o in batch.originals.items()}
+    assert originals == {n: (o["witness"], o["status"]) for n, o in serial.originals.items()}
+    assert originals == {"suite:relu": ("right", "ok"), "suite:softmax": ("right", "ok")}
+    written = json.loads((tmp_path / "b.json").read_text())
+    assert written["summary"]["complete"] is True
+    assert written["summary"]["overall"] == serial.summary["overall"]
