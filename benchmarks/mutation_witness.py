@@ -103,7 +103,7 @@ def moved(model: torch.nn.Module, seed: int) -> dict:
             if not t.is_floating_point():
                 continue
             built[name] = t.detach().clone()
-            noise = torch.randn(t.shape, generator=generator).to(t.dtype)
+            noise = torch.randn(t.shape, generator=generator).to(device=t.device, dtype=t.dtype)  # drawn on the CPU
             if "var" in name:
                 t.mul_(1.0 + 0.25 * noise.abs())
             else:
@@ -151,8 +151,8 @@ def error(out, ref) -> tuple[float | None, str]:
     if list(out.shape) != list(ref.shape):
         return None, f"shape {list(out.shape)}, expected {list(ref.shape)}"
     if not ref.is_floating_point():
-        return (0.0, "") if torch.equal(out.to(ref.dtype).cpu(), ref.cpu()) else (None, "integer values differ")
-    a, b = out.detach().double().cpu(), ref.detach().double().cpu()
+        return (0.0, "") if torch.equal(out.to(ref.dtype), ref.to(out.device)) else (None, "integer values differ")
+    a, b = out.detach().double(), ref.detach().to(out.device).double()  # on the kernel's device: no copy back
     finite = torch.isfinite(b)
     if bool((finite & ~torch.isfinite(a)).any()):
         return None, "NaN or inf where the reference has a number"

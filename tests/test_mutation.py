@@ -144,3 +144,20 @@ def test_a_batch_run_reports_what_the_subject_by_subject_run_does(tmp_path):
     written = json.loads((tmp_path / "b.json").read_text())
     assert written["summary"]["complete"] is True
     assert written["summary"]["overall"] == serial.summary["overall"]
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(600)
+def test_on_a_gpu_the_witness_runs_kernels_with_parameters():
+    """The witness moves each parameter away from its initial value with noise drawn on the CPU; on a GPU the noise
+    must follow the parameter to its device (two H200s found every subject with parameters `wrong` as written:
+    'Expected all tensors to be on the same device'), which the interpreter runs never see."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from tritongym.core.problems import load_problem
+
+    subject = next(s for s in mutation.suite_subjects("gpu") if s.name == "suite:linear_bias_relu")
+    found = mutation.run_witness(subject, load_problem(subject.problem, "gpu"), [], "triton-cuda", 1, 300.0, None)
+    assert not found["original"].get("wrong"), found["original"]
