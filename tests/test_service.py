@@ -443,23 +443,45 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
 
 
 def _task_sandboxes(served: Served) -> list[int]:
-    """The pids of `served`'s sandbox processes once one of them runs a task: the CPU fork server (the server's
-    child, started with it) and what it forked for the task (the worker, and the candidate's process the worker
-    forks).  Waited for by what runs, not by a time: the hung candidate's worker exists, so its task is under way."""
+    """The pids of `served`'s sandbox processes once its task's candidate runs: the CPU fork server (the server's
+    child, started with it), the worker it forked for the task and the candidate's process the worker forks (in a
+    session of its own).  Waited for by what runs, not by a time: the candidate's process exists, so the hung
+    candidate is under way."""
     from tritongym.service.sandboxes import sandbox_processes
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         parents = sandbox_processes()
-        mine = {pid for pid, parent in parents.items() if parent == served.proc.pid}
-        forked = {pid for pid, parent in parents.items() if parent in mine}
-        while forked - mine:  # the fork server's children, and theirs
-            mine |= forked
-            forked = {pid for pid, parent in parents.items() if parent in mine}
-        if any(parents[pid] != served.proc.pid for pid in mine):
-            return sorted(mine)
+        depth = {pid: 1 for pid, parent in parents.items() if parent == served.proc.pid}
+        grown = True
+        while grown:  # the fork server's children, and theirs
+            below = {pid: depth[parent] + 1 for pid, parent in parents.items() if parent in depth}
+            grown = bool(below.keys() - depth.keys())
+            depth |= below
+        if max(depth.values(), default=0) >= 3:
+            return sorted(depth)
         time.sleep(0.05)
-    raise AssertionError(f"no sandbox of the server ran a task within 120 s:\n{served.out.read_text()}")
+    raise AssertionError(f"no candidate of the server ran within 120 s:\n{served.out.read_text()}")
+
+
+def _all_gone(pids: list[int], within_s: float = 5.0) -> bool:
+    """Whether every process in `pids`, and every process in a session one of them leads (the candidate's forks,
+    orphaned under init if they outlived their parents), has ended."""
+
+    def session(pid: int) -> int | None:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def left() -> list[int]:
+        alive = [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and _alive(int(e.name))]
+        return [pid for pid in alive if pid in pids or session(pid) in pids]
+
+    deadline = time.monotonic() + within_s
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not left()
 
 
 def test_sigterm_drains_while_answering_503_and_stopping_and_leaves_no_sandbox(tmp_path):
@@ -481,7 +503,7 @@ def test_sigterm_drains_while_answering_503_and_stopping_and_leaves_no_sandbox(t
         assert http.get(f"/v1/tasks/{task.id}").json()["state"] == "running"
     assert served.proc.wait(90) == -signal.SIGTERM
     assert _states(served.registry)[task.id] == "done"  # finished within the drain: its timeout verdict
-    assert all(_gone(pid) for pid in sandboxes)
+    assert _all_gone(sandboxes)
 
 
 def test_a_drain_that_runs_out_kills_the_sandbox_and_records_no_verdict(tmp_path):
@@ -496,7 +518,7 @@ def test_a_drain_that_runs_out_kills_the_sandbox_and_records_no_verdict(tmp_path
     assert re.search(r"killing [12] sandbox\(es\) of tasks left running", served.out.read_text()), (
         served.out.read_text()
     )
-    assert all(_gone(pid) for pid in sandboxes)
+    assert _all_gone(sandboxes)
     assert _states(served.registry)[task.id] == "running"  # for the next start
     with sqlite3.connect(served.registry) as db:
         stored = db.execute("SELECT status FROM evaluations WHERE kernel_id = ?", [task.kernel_id]).fetchall()
@@ -509,7 +531,7 @@ def test_after_kill_9_the_sandbox_dies_with_the_server_and_the_next_start_resume
         task = service.submit(HANG, "relu")
     sandboxes = _task_sandboxes(served)
     assert served.stop(signal.SIGKILL) == -signal.SIGKILL
-    assert all(_gone(pid) for pid in sandboxes)  # its lifeline closed with the server: no orphan runs on under init
+    assert _all_gone(sandboxes)  # its lifeline closed with the server: no orphan runs on under init
     again = Served(tmp_path, "--lanes", "1", "--timeout", "60", "--drain", "0", registry=served.registry)
     try:
         with again.client(token=None) as service:
@@ -520,7 +542,7 @@ def test_after_kill_9_the_sandbox_dies_with_the_server_and_the_next_start_resume
         resumed = _task_sandboxes(again)
     finally:
         again.stop(signal.SIGTERM)
-    assert all(_gone(pid) for pid in resumed)
+    assert _all_gone(resumed)
 
 
 # A process that started a sandbox the way `sandbox.run_in_sandbox` does (recorded, holding the lifeline or not)
