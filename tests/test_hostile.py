@@ -381,7 +381,7 @@ def test_reseeding_does_not_reproduce_unbound_weights(evaluator, linear_problem)
 
 
 def test_registry_survives_hostile_batch(registry, fast_config, relu_problem):
-    evaluator = evaluator_with(registry, fast_config, timeout_s=5)  # the infinite loop's wait
+    evaluator = evaluator_with(registry, fast_config, timeout_s=2)  # the infinite loop's wait, as in the test above
     good = evaluator.evaluate(RELU_KERNEL, relu_problem)
     assert good.status == Status.ok, explain(good)
     hostile = [

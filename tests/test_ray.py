@@ -129,11 +129,16 @@ def test_a_killed_actor_s_task_is_retried_on_the_other(ray_cluster, tmp_path):
 
 
 def test_cli_eval_runs_through_ray(ray_cluster, tmp_path):
-    """`tritongym eval --ray local` in a process that already runs Ray uses that instance."""
+    """`tritongym eval --ray local` in a process that already runs Ray uses that instance.  One candidate, one
+    actor (`[ray] actors = 1`): each actor imports torch and Triton and starts its own fork server, and routing
+    over two is test_ray_verdicts_equal_the_in_process_ones's."""
     candidate = tmp_path / "relu.py"
     candidate.write_text(RELU_KERNEL)
     registry = tmp_path / "registry.db"
+    config = tmp_path / "eval.toml"
+    config.write_text("[ray]\nactors = 1\n")
     args = ["eval", str(candidate), "-p", "relu", "--backend", "triton-cpu", "--trials", "2", "--ray", "local"]
+    args += ["--config", str(config)]
     result = CliRunner().invoke(app, [*args, "--registry", str(registry), "--json"])
     assert result.exit_code == 0, result.output
     assert '"status": "ok"' in result.output

@@ -31,6 +31,9 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 
 def tts_config(tiny_dir: Path, out: Path, prefill: str = "", **tts) -> RunConfig:
+    """Two turns: a later turn's prompt holds every earlier turn (each a whole kernel and its feedback), so the tiny
+    model's prefill grows with the turn; four turns spent most of this file's time in attention over that history,
+    and two show the same (a turn after the first, per-turn rows, registry answers)."""
     return RunConfig.model_validate(
         {
             "name": "tts",
@@ -38,7 +41,7 @@ def tts_config(tiny_dir: Path, out: Path, prefill: str = "", **tts) -> RunConfig
             "model": {"path": str(tiny_dir)},
             "engine": {"name": "transformers", "options": {"device": "cpu"}},
             "sampling": {"temperature": 1.0, "max_tokens": 4, "seed": 11},
-            "interaction": {"max_turns": 4, "assistant_prefill": prefill or "```python\n"},
+            "interaction": {"max_turns": 2, "assistant_prefill": prefill or "```python\n"},
             "rollout": {"problems": ["relu", "silu"], "samples": 2},
             "eval": {"backend": "triton-cpu", "trials": 1},
             "tts": tts,
@@ -51,10 +54,10 @@ def test_tts_stores_every_turn_and_a_repeat_is_answered_by_the_registry(tiny_dir
     config = tts_config(tiny_dir, tmp_path / "out", prefill=f"```python\n{solution}\n```\n")
     registry = Registry(tmp_path / "registry.db")
     first = api.tts(config, registry=registry)
-    assert (first.problems, first.samples, first.turns) == (2, 2, 2 * 2 * 4)
+    assert (first.problems, first.samples, first.turns) == (2, 2, 2 * 2 * 2)
     turns = registry.turns(first.run_id)
-    assert len(turns) == 16 and {t["problem_name"] for t in turns} == {"relu", "silu"}
-    assert sorted({(t["sample"], t["turn"]) for t in turns}) == [(s, t) for s in range(4) for t in range(4)]
+    assert len(turns) == 8 and {t["problem_name"] for t in turns} == {"relu", "silu"}
+    assert sorted({(t["sample"], t["turn"]) for t in turns}) == [(s, t) for s in range(4) for t in range(2)]
     # relu's code is its own solution (correct); silu gets relu's kernel (a real, incorrect evaluation)
     by_problem = {p: {t["status"] for t in turns if t["problem_name"] == p} for p in ("relu", "silu")}
     assert by_problem["relu"] == {"ok"} and "ok" not in by_problem["silu"]
@@ -64,8 +67,8 @@ def test_tts_stores_every_turn_and_a_repeat_is_answered_by_the_registry(tiny_dir
     from tritongym.core.reports.run_report import run_report
 
     report = run_report(registry, first.run_id)
-    assert report.kind == "tts" and report.overall.samples == 4 and len(report.overall.turns) == 4
-    for turn in range(4):
+    assert report.kind == "tts" and report.overall.samples == 4 and len(report.overall.turns) == 2
+    for turn in range(2):
         at = [t for t in turns if t["turn"] == turn]
         row = report.overall.at(turn + 1)
         assert row.correct == pytest.approx(sum(t["status"] == "ok" for t in at) / 4) == 0.5
@@ -74,8 +77,8 @@ def test_tts_stores_every_turn_and_a_repeat_is_answered_by_the_registry(tiny_dir
     assert report.problems[0].problem == "relu" and report.problems[0].table.last.correct == 1.0
 
     again = api.tts(config, registry=registry)
-    assert again.turns == 16 and again.run_id != first.run_id
-    assert again.evaluations == 0 and again.registry_hits == 16  # nothing new: the registry answered
+    assert again.turns == 8 and again.run_id != first.run_id
+    assert again.evaluations == 0 and again.registry_hits == 8  # nothing new: the registry answered
 
 
 def test_a_kernel_from_a_training_run_seeds_the_first_prompt(tiny_dir, tmp_path):
