@@ -54,6 +54,11 @@ def test_solution_runs_and_outputs_are_compared_in_the_keeper(pool, relu_problem
     assert not_seconds(evidence.phases) == [] and Evidence.model_validate_json(evidence.model_dump_json())
     assert {"handout_requests", "yields"} <= set(evidence.counts) and "reference_cached" in evidence.flags
     assert {"reference_host_mb", "reference_peak_mb"} <= set(evidence.memory_mb)
+    # the candidate's run split by stage, the parts within the whole
+    parts = ["candidate_setup", "candidate_trials", "candidate_probes", "candidate_plugin_probes"]
+    parts.append("candidate_extra_trials")
+    assert all(evidence.phases[p] >= 0 for p in parts), evidence.phases
+    assert sum(evidence.phases[p] for p in parts) <= evidence.phases["candidate"] + 1e-3
 
 
 def test_busy_seconds_count_each_gpus_task_time(pool, relu_problem):

@@ -91,7 +91,17 @@ def run_candidate(
         "torch_work": {},
         "prior": None,
         "plugin_answers": {},
+        "seconds": {},
     }
+    # where a candidate's run goes, stage by stage (the GPU worker's `phases` show them as `candidate_<stage>`): the
+    # first calls of a fresh worker carry its Triton compiles and torch's lazy set-up, so `trials` holds those
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        report["seconds"][name] = round(now - clock[0], 4)
+        clock[0] = now
+
     environment = probes.environment_snapshot()  # before any candidate code exists
     side_before = probes.live_side_work()
     if keep is not None:
@@ -190,10 +200,12 @@ def run_candidate(
             handed_out(["trial", trial], report["trials"][-1], where or f"after trial {trial}")
             return mine
 
+        lap("setup")
         mine = None
         for trial in range(n_main):
             mine = None  # the previous trial's set is dropped before the next is made
             mine = run_trial(trial, model, source.trial(trial))
+        lap("trials")
         if report["trials"] and probes_on:
             if on_outputs is None:  # the parent compares the last trial's inputs; the probes refill these
                 last = report["trials"][-1]
@@ -222,9 +234,11 @@ def run_candidate(
             if watch is not None:
                 report["prior"] = watch.records
             mine = None
+            lap("probes")
             report["plugin_answers"] = plugin_probes.run_plugin_probes(
                 model, recorder, probe_functions, source, plugin_specs
             )
+            lap("plugin_probes")
         mine = None
         calls = len(report["trials"]) + len(report["probes"])
         for k, planned in enumerate(extra or []):
@@ -248,6 +262,7 @@ def run_candidate(
             calls += 1
         if cuda:
             trusted.synchronize()
+        lap("extra_trials")
         for trial, flat, copies in snapshots:
             report["side_work"] += _unfinished(trial, flat, copies)
         running = probes.live_side_work() - side_before
