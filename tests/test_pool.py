@@ -8,6 +8,7 @@ wait for one another to queue, and the worker's side of it (the frames a worker 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -122,15 +123,13 @@ def test_the_time_budget_grows_with_what_the_reference_costs(pool, relu_problem)
     assert evidence.error.kind == "Timeout" and "plus 6x the" in evidence.error.message, evidence.error
 
 
-def test_resident_memory_is_watched(relu_problem):
-    small = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=1200))
-    try:
-        bomb = "import time\nblob = bytearray(3 << 30)\nblob[::4096] = b'x' * len(blob[::4096])\ntime.sleep(60)\n"
-        evidence = small.run(task_for(relu_problem, bomb), timeout_s=60)
-        assert evidence.error.kind == "MemoryLimit", evidence.error
-        assert "1200 MiB" in evidence.error.message
-    finally:
-        small.close()
+def test_resident_memory_is_watched(pool, relu_problem, monkeypatch):
+    """The limit is read while the task runs (`TaskDriver`), so the module's pool serves with a lower one set."""
+    monkeypatch.setattr(pool.options, "memory_mb", 1200)
+    bomb = "import time\nblob = bytearray(3 << 30)\nblob[::4096] = b'x' * len(blob[::4096])\ntime.sleep(60)\n"
+    evidence = pool.run(task_for(relu_problem, bomb), timeout_s=60)
+    assert evidence.error.kind == "MemoryLimit", evidence.error
+    assert "1200 MiB" in evidence.error.message
 
 
 def test_garbage_on_the_worker_stdout_does_not_break_the_protocol(pool, relu_problem):
@@ -212,16 +211,12 @@ def test_a_reference_that_fails_is_the_problems_error_from_the_keeper(pool, relu
     assert evidence.stage == "problem" and "no reference today" in evidence.error.message
 
 
-def test_a_dead_keeper_is_replaced_and_the_task_retried(relu_problem):
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
-    try:
-        first = pool.keeper("cpu")
-        os.kill(first.pid, 9)
-        evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
-        assert evidence.error is None and evidence.stage == "done"
-        assert pool.keeper("cpu") is not first
-    finally:
-        pool.close()
+def test_a_dead_keeper_is_replaced_and_the_task_retried(pool, relu_problem):
+    first = pool.keeper("cpu")
+    os.kill(first.pid, 9)
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    assert evidence.error is None and evidence.stage == "done"
+    assert pool.keeper("cpu") is not first
 
 
 def test_workers_are_forked_warm_from_the_zygote_or_spawned_without_it(pool, relu_problem):
@@ -458,22 +453,20 @@ def test_a_killed_workers_channel_is_never_written_again(tmp_path):
         pool.close()
 
 
-def test_a_reference_slower_than_its_limit_is_the_problems_timeout(relu_problem, monkeypatch):
+def test_a_reference_slower_than_its_limit_is_the_problems_timeout(pool, relu_problem, monkeypatch):
     """The reference's side has a limit of its own (`TaskDriver.REFERENCE_LIMIT_S`, 30 minutes; 3 s here): past
     it the problem is at fault, named so, and the next task gets a fresh keeper."""
     from tritongym.core.sandbox.gpu_pool import TaskDriver
 
     monkeypatch.setattr(TaskDriver, "REFERENCE_LIMIT_S", 3.0)
     endless = relu_problem.source.replace("return torch.relu(x)", "__import__('time').sleep(60)")
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
-    try:
-        task = task_for(relu_problem, relu_problem.solution).model_copy(update={"problem_source": endless})
-        evidence = pool.run(task, timeout_s=60)
-        assert evidence.stage == "problem" and evidence.error.kind == "Timeout"
-        assert "the reference did not build its outputs, gold and probes within 3 s" in evidence.error.message
-        assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
-    finally:
-        pool.close()
+    hung = pool.keeper("cpu")
+    task = task_for(relu_problem, relu_problem.solution).model_copy(update={"problem_source": endless})
+    evidence = pool.run(task, timeout_s=60)
+    assert evidence.stage == "problem" and evidence.error.kind == "Timeout"
+    assert "the reference did not build its outputs, gold and probes within 3 s" in evidence.error.message
+    assert pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120).error is None
+    assert pool.keeper("cpu") is not hung
 
 
 def test_gpu_memory_is_admitted_from_measured_need():
@@ -657,6 +650,21 @@ def test_a_sharer_gives_its_hold_back_between_calls_only_while_a_timing_waits():
     flag.close()
 
 
+@contextlib.contextmanager
+def gpu_budget(pool: WorkerPool, budget):
+    """`budget` (a `MemoryBudget`) standing for the module pool's GPU budget meanwhile (the CPU has none), 8000 MiB
+    of GPU; the pool as it was afterwards, for the module's next tests."""
+    saved = {name: dict(getattr(pool, name)) for name in ("memory", "total_mb")}
+    pool.keeper("cpu")  # up first: a keeper's start is where a GPU pool learns its GPU's size
+    pool.memory["cpu"], pool.total_mb["cpu"] = budget, 8000.0
+    try:
+        yield budget
+    finally:
+        for name, was in saved.items():
+            getattr(pool, name).clear()
+            getattr(pool, name).update(was)
+
+
 def test_a_screen_that_ran_out_of_memory_is_run_again_alone(pool, tmp_path):
     """A screen's memory is not measured before it runs (no keeper built its reference), so screens of large
     problems running side by side can run out of GPU memory (the level-1 sweep at --jobs 6: 48 of 73 problems).
@@ -750,7 +758,7 @@ def test_the_drift_check_is_answered_once_inside_the_workers_exclusive_hold(pool
         pool._retire(worker)  # it was sent RCHD while waiting for a task: not a worker to hand on
 
 
-def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried(relu_problem, monkeypatch):
+def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried(pool, relu_problem, monkeypatch):
     """A keeper answering `FAIL` to a request about the candidate's outputs (on the H100: `CMPT` out of memory
     beside a worker holding most of the GPU) is the keeper's failure: retried (alone, had it been memory), never
     "the worker sent a malformed frame", a crash charged to the candidate.  Here the keeper forgets the task
@@ -768,16 +776,12 @@ def test_a_keeper_that_fails_to_judge_is_the_infrastructures_failure_and_retried
         return failed
 
     monkeypatch.setattr(gpu_pool.TaskDriver, "_prepare", prepare_then_forget)
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
-    try:
-        evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
-    finally:
-        pool.close()
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
     assert len(forgotten) == 1  # the first attempt's CMPR failed; the retry ran
     assert evidence.error is None and evidence.stage == "done", evidence.error
 
 
-def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone(tmp_path):
+def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone(pool, tmp_path):
     """The pool sizes a candidate's worker from its reference's forward (`TaskDriver.worker_need_mb`) and caps
     its allocator there; one that runs out of memory anyway is run once more with the GPU alone before the
     failure is the candidate's.  Here the candidate runs out the first time only (a marker file), as beside
@@ -793,11 +797,7 @@ def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone
         "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 6.00 GiB.')\n",
     )
     relu = load_problem("relu")
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
-    try:
-        pool.keeper("cpu")
-        budget = pool.memory["cpu"] = MemoryBudget(8000.0)
-        pool.total_mb["cpu"] = 8000.0
+    with gpu_budget(pool, MemoryBudget(8000.0)) as budget:
         evidence = pool.run(task_for(relu, hungry), timeout_s=120)
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
@@ -808,11 +808,9 @@ def test_a_candidate_that_ran_out_of_gpu_memory_beside_others_is_run_again_alone
         always = hungry.replace(f"if not os.path.exists({str(marker)!r}):", "if True:")
         failed = pool.run(task_for(relu, always, seeds=[4, 5]), timeout_s=120)
         assert failed.error is not None and "out of memory" in failed.error.message.lower()
-    finally:
-        pool.close()
 
 
-def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alone(tmp_path):
+def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alone(pool, tmp_path):
     """The reference's side is the problem's, but running out of memory beside other work is not: on the H100
     three full-size level-1 problems started together each ran out (the keeper's build, a worker's copy of the
     reference, a screen) beside the others' 16-49 GiB, and the sweep called them problem errors ("do not fit
@@ -831,11 +829,7 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         "        return torch.relu(x)",
     )
     assert source != relu.source
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
-    try:
-        pool.keeper("cpu")
-        budget = pool.memory["cpu"] = MemoryBudget(8000.0)
-        pool.total_mb["cpu"] = 8000.0
+    with gpu_budget(pool, MemoryBudget(8000.0)) as budget:
         evidence = pool.run(task_for(relu, relu.solution).model_copy(update={"problem_source": source}), timeout_s=120)
         assert marker.exists()
         assert evidence.error is None and evidence.stage == "done", evidence.error
@@ -849,11 +843,9 @@ def test_a_reference_that_ran_out_of_gpu_memory_beside_others_is_built_again_alo
         assert failed.error is not None and failed.stage == "problem", failed.error
         assert "out of memory" in failed.error.message.lower()
         assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
-    finally:
-        pool.close()
 
 
-def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone():
+def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(pool, monkeypatch):
     """A task's GPU reservation used to go back when the task ended, before its worker was killed: the next task
     then allocated beside a dying process still holding its GiBs (full-size problems at `--jobs 4` on the H100
     ran out of memory beside processes no reservation stood for).  Now the pool retires the worker, waits for
@@ -878,7 +870,6 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
             super().release(granted_mb)
 
     relu = load_problem("relu")
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
     retire = pool._retire
 
     def watched_retire(worker, replace: bool = True) -> None:
@@ -886,18 +877,13 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
         events.append(("retire", worker.pid))
         retire(worker, replace)
 
-    pool._retire = watched_retire
-    try:
-        pool.keeper("cpu")
-        budget = pool.memory["cpu"] = Watching(8000.0)
-        pool.total_mb["cpu"] = 8000.0
+    monkeypatch.setattr(pool, "_retire", watched_retire)
+    with gpu_budget(pool, Watching(8000.0)) as budget:
         evidence = pool.run(task_for(relu, relu.solution), timeout_s=120)
         assert evidence.error is None, evidence.error
         assert [kind for kind, _ in events][-2:] == ["retire", "release"], events  # the worker's grant last
         assert events[-1][1] == [False], events  # and by then its process was gone
         assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
-    finally:
-        pool.close()
 
 
 def test_the_gpu_budget_leaves_out_every_processs_context_idle_workers_included():
