@@ -273,23 +273,24 @@ def test_a_screen_holds_one_input_transform_at_a_time():
     """The negative-control screen of a problem with 48 MiB in and 48 MiB out: one seed, three controls, three
     input transforms.  It held every transform's inputs and outputs at once (about ten sets: a full-size
     KernelBench screen ran out of the H100's memory, issue 27); now at most five sets are alive (5.6 measured,
-    the comparisons' temporaries included; 13.5 before)."""
+    the comparisons' temporaries included; 13.5 before).  The screen runs in the GPU's keeper
+    (`keeper/screen.py`), so the keeper's peak is the one watched; an on-demand pool starts no worker for it."""
     # comparisons in small chunks, so their float64 temporaries do not hide what the screen holds
     small = {"TRITONGYM_COMPARE_CHUNK_ELEMENTS": str(1 << 16)}
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=2, memory_mb=8192, extra_env=small))
+    options = PoolOptions(gpus=["cpu"], workers_per_gpu=1, start_on_demand=True, memory_mb=8192, extra_env=small)
+    pool = WorkerPool(options)
     try:
-        worker = pool._take()
-        with open(f"/proc/{worker.pid}/clear_refs", "w") as f:
+        keeper = pool.keeper("cpu")
+        with open(f"/proc/{keeper.pid}/clear_refs", "w") as f:
             f.write("5")
-        before = _status(worker.pid)["VmRSS"]
-        pool.ready.put(worker)
-        task = big_task(mode="screen")
-        evidence = pool.run(task, timeout_s=600)
-        grown = _status(worker.pid)["VmHWM"] - before
+        before = _status(keeper.pid)["VmRSS"]
+        evidence = pool.run(big_task(mode="screen"), timeout_s=600)
+        grown = _status(keeper.pid)["VmHWM"] - before
         assert evidence.error is None and evidence.stage == "done", evidence.error
+        assert pool.workers_started == 0  # the keeper's work alone
         assert set(evidence.controls) == {"zeros", "other_seed_output", "identity"}
         assert set(evidence.control_breaks["identity"]) == {"negated", "scaled", "normal"}
-        assert grown < 7.5 * SET_MB, f"the worker's peak grew by {grown:.0f} MiB ({grown / SET_MB:.1f} sets)"
+        assert grown < 7.5 * SET_MB, f"the keeper's peak grew by {grown:.0f} MiB ({grown / SET_MB:.1f} sets)"
     finally:
         pool.close()
 
