@@ -6,6 +6,7 @@ interpreter), like tests/test_pool.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -122,16 +123,35 @@ def _task(problem, source: str) -> WorkerTask:
 
 @pytest.fixture(scope="module")
 def pools():
+    """A pool whose keeper parks what it parks by default and one that parks every tensor, for the module's tests
+    (a pool's start, its zygote and keeper, is about 5 s of CPU); two workers in the second, for the samples of a
+    batch run side by side.  A test that gives a pool budgets of its own does so in `budgets`."""
     from tritongym.core.worker.parking import PARK_BYTES
 
     default = {"TRITONGYM_PARK_BYTES": str(PARK_BYTES)}  # also when the suite runs with TRITONGYM_PARK_BYTES set
     plain = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, extra_env=default))
     parked = WorkerPool(
-        PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, extra_env={"TRITONGYM_PARK_BYTES": "1"})
+        PoolOptions(gpus=["cpu"], workers_per_gpu=2, memory_mb=4096, extra_env={"TRITONGYM_PARK_BYTES": "1"})
     )
     yield plain, parked
     plain.close()
     parked.close()
+
+
+@contextlib.contextmanager
+def budgets(pool: WorkerPool):
+    """The module pool's memory budgets and measured peaks as a test sets them meanwhile, as they were afterwards."""
+    names = ("memory", "total_mb", "peaks", "host_peaks")
+    saved = {name: dict(getattr(pool, name)) for name in names}
+    host = pool.host_memory
+    pool.keeper("cpu")  # up first: a keeper's start is where a pool learns its budgets
+    try:
+        yield pool
+    finally:
+        for name in names:
+            getattr(pool, name).clear()
+            getattr(pool, name).update(saved[name])
+        pool.host_memory = host
 
 
 def _finding_honest(evidence) -> bool:
@@ -376,7 +396,7 @@ def test_a_task_waits_for_gpu_memory_before_its_reference_is_built(monkeypatch):
         pool.close()
 
 
-def test_the_registrys_peak_is_what_a_new_pool_reserves(tmp_path):
+def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
     """A peak the registry kept from an earlier run is reserved before the build instead of the meta-device
     estimate, and a peak this pool measured itself wins over both.  The path is the production one from end to
     end: the Evaluator stores a run's measured peak (`_keep_reference_peak`), a later Evaluator's task carries it
@@ -419,43 +439,41 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(tmp_path):
     later.close()
     assert kept.reference_peak_mb == 3600.0 and kept.device == "cpu"
 
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=4, memory_mb=4096))
     try:
-        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
-        pool.peaks.clear()  # a new pool: nothing measured in it
-        budget = pool.memory["cpu"] = RecordingBudget(4000.0)
-        pool.total_mb["cpu"] = 8000.0
-        held = budget.reserve(500.0)
-        estimated = pool.run(task_for(relu, RELU_KERNEL, seeds=[4, 5]), timeout_s=120)
-        assert estimated.error is None and budget.asked[1] == 1024.0  # relu's estimate: the floor, beside the 500
-        pool.peaks.clear()
-        budget.asked.clear()
-        found = []
-        runner = threading.Thread(target=lambda: found.append(pool.run(kept, timeout_s=120)), daemon=True)
-        runner.start()
-        waits_in(budget, 1, "the build reserving the registry's 3600 MiB beside 500 of 4000")
-        assert budget.asked == [3600.0]  # the registry's peak, not the estimate
-        budget.release(held)
-        runner.join(timeout=120)  # a hang guard
-        assert found[0].error is None, found[0].error
-        measured = pool.peaks[list(pool.peaks)[0]]  # this pool measured the problem now (0 MiB on the CPU)
-        budget.asked.clear()
-        again = pool.run(kept.model_copy(update={"candidate_source": RELU_KERNEL + "\n# again\n"}), timeout_s=120)
-        assert again.error is None and budget.asked[0] == max(1024.0, measured)  # the pool's own peak wins
+        with budgets(pools[0]) as pool:
+            assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
+            pool.peaks.clear()  # a new pool: nothing measured in it
+            budget = pool.memory["cpu"] = RecordingBudget(4000.0)
+            pool.total_mb["cpu"] = 8000.0
+            held = budget.reserve(500.0)
+            estimated = pool.run(task_for(relu, RELU_KERNEL, seeds=[4, 5]), timeout_s=120)
+            assert estimated.error is None and budget.asked[1] == 1024.0  # relu's estimate: the floor, beside 500
+            pool.peaks.clear()
+            budget.asked.clear()
+            found = []
+            runner = threading.Thread(target=lambda: found.append(pool.run(kept, timeout_s=120)), daemon=True)
+            runner.start()
+            waits_in(budget, 1, "the build reserving the registry's 3600 MiB beside 500 of 4000")
+            assert budget.asked == [3600.0]  # the registry's peak, not the estimate
+            budget.release(held)
+            runner.join(timeout=120)  # a hang guard
+            assert found[0].error is None, found[0].error
+            measured = pool.peaks[list(pool.peaks)[0]]  # this pool measured the problem now (0 MiB on the CPU)
+            budget.asked.clear()
+            again = kept.model_copy(update={"candidate_source": RELU_KERNEL + "\n# again\n"})
+            assert pool.run(again, timeout_s=120).error is None
+            assert budget.asked[0] == max(1024.0, measured)  # the pool's own peak wins
     finally:
-        pool.close()
         registry.close()
 
 
-def test_a_records_parked_outputs_are_reserved_in_host_memory(monkeypatch):
+def test_a_records_parked_outputs_are_reserved_in_host_memory(pools, monkeypatch):
     """A full-size level-1 record parks a dozen copies of its output in host memory (tens of GiB): a task reserves
     them from the host's budget before the keeper builds, holds them while it runs, and the measured size is what
     the problem's next task reserves.  Every output parked here (`TRITONGYM_PARK_BYTES=1`), a real CPU pool."""
     from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
-    everything = {"TRITONGYM_PARK_BYTES": "1"}
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, max_tasks=3, memory_mb=4096, extra_env=everything))
-    try:
+    with budgets(pools[1]) as pool:  # every output parked (`TRITONGYM_PARK_BYTES=1`)
         relu = load_problem("relu")
         assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # warm: worker and keeper up
         pool.peaks.clear()
@@ -476,8 +494,6 @@ def test_a_records_parked_outputs_are_reserved_in_host_memory(monkeypatch):
         runner.join(timeout=120)  # a hang guard
         assert found[0].error is None and found[0].phases["gpu_memory_wait"] == 5.0, found[0].phases
         assert list(pool.host_peaks.values()) == [found[0].memory_mb["reference_host_mb"]] and host.reserved_mb == 0.0
-    finally:
-        pool.close()
 
 
 # slow tier (242 s): the 300 MiB the factor must lift past the 1024 MiB floor is screened in full after the
@@ -552,7 +568,7 @@ def gated_first_call(gate: Path) -> str:
     )
 
 
-def test_the_samples_of_a_batch_share_their_records_host_memory(tmp_path):
+def test_the_samples_of_a_batch_share_their_records_host_memory(pools, tmp_path):
     """A full-size record's parked outputs (54-66 GiB for a level-1 ReLU on the H100) are one for every task
     that shares the record (an RL batch's samples of a problem: same problem, same seeds), and so is their
     host reservation: a second sample arriving while the first runs does not wait for it to end, though the
@@ -560,12 +576,12 @@ def test_the_samples_of_a_batch_share_their_records_host_memory(tmp_path):
     first sample's candidate is held in its first call until the second has finished."""
     from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
-    everything = {"TRITONGYM_PARK_BYTES": "1"}
     gate = tmp_path / "gate"
-    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=2, max_tasks=5, memory_mb=4096, extra_env=everything))
-    try:
+    with budgets(pools[1]) as pool:  # two workers, every output parked
         relu = load_problem("relu")
-        assert pool.run(task_for(relu, RELU_KERNEL), timeout_s=120).error is None  # measures the record's size
+        pool.host_peaks.clear()
+        measured = task_for(relu, RELU_KERNEL, seeds=[31, 32, 33])  # a record not built before on this pool
+        assert pool.run(measured, timeout_s=120).error is None  # measures the record's size
         (record_mb,) = pool.host_peaks.values()
         pool.memory["cpu"] = MemoryBudget(100000.0)  # the GPU's budget: ample
         pool.total_mb["cpu"] = 200000.0
@@ -590,8 +606,6 @@ def test_the_samples_of_a_batch_share_their_records_host_memory(tmp_path):
         first.join(timeout=180)  # a hang guard
         assert found[0].error is None, found[0].error
         assert host.reserved_mb == 0.0 and host.holders == 0  # the last holder released it
-    finally:
-        pool.close()
 
 
 def test_a_kept_output_that_is_a_view_keeps_only_its_own_elements(tmp_path):
