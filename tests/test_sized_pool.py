@@ -15,13 +15,20 @@ from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 from tritongym.plugins.backends.triton_cuda import TritonCUDABackend
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def on_demand_pool():
+    """One on-demand pool for the module (a pool's start is about 5 s of CPU): an on-demand pool keeps no worker
+    between tasks, so each test counts the workers started from where it began (`started`)."""
     pool = WorkerPool(
         PoolOptions(gpus=["cpu"], workers_per_gpu=1, keepers_per_gpu=1, start_on_demand=True, memory_mb=4096)
     )
     yield pool
     pool.close()
+
+
+def started(pool: WorkerPool, since: int = 0) -> int:
+    """Workers `pool` started since it had started `since`."""
+    return pool.workers_started - since
 
 
 def live_workers(pool: WorkerPool) -> int:
@@ -32,25 +39,27 @@ def live_workers(pool: WorkerPool) -> int:
 def test_an_on_demand_pool_starts_a_worker_per_announced_task_and_replaces_none(on_demand_pool, relu_problem):
     pool = on_demand_pool
     pool.keeper("cpu")  # the pool's start-up done (its keeper up; a worker the pool starts is counted as it starts)
-    assert pool.workers_started == 0 and live_workers(pool) == 0  # the keeper only, until work is announced
+    since = pool.workers_started
+    assert live_workers(pool) == 0  # the keeper only, until work is announced
     pool.expect(2)  # a screen and a candidate: both start now, side by side
-    assert pool.workers_started == 2
+    assert started(pool, since) == 2
     for _ in range(2):
         evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
         assert evidence.error is None and evidence.stage == "done"
-    assert pool.workers_started == 2  # each task had its announced worker: none started beside them
+    assert started(pool, since) == 2  # each task had its announced worker: none started beside them
     assert live_workers(pool) == 0  # and none replaced the retired ones
     # a task nobody announced still gets a worker: started when it asks for one
     evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
-    assert evidence.error is None and pool.workers_started == 3 and live_workers(pool) == 0
+    assert evidence.error is None and started(pool, since) == 3 and live_workers(pool) == 0
 
 
 def test_an_on_demand_pool_starts_the_retry_of_a_dead_worker(on_demand_pool, relu_problem):
     pool = on_demand_pool
+    since = pool.workers_started
     pool.expect(1)
     evidence = pool.run(task_for(relu_problem, "import os\nos._exit(7)\n"), timeout_s=120)
     assert evidence.error.kind == "WorkerCrashed" and "retry" in evidence.error.message
-    assert pool.workers_started == 2 and live_workers(pool) == 0  # the retry's worker, and nothing after it
+    assert started(pool, since) == 2 and live_workers(pool) == 0  # the retry's worker, and nothing after it
 
 
 def test_triton_cuda_sizes_a_one_candidate_pool_unless_told_otherwise():
@@ -130,14 +139,15 @@ def test_a_screen_runs_in_the_keeper_and_no_worker_starts_for_it(on_demand_pool,
     (`keeper/screen.py`), up before any worker, so nothing waits for a worker's start (a CUDA context and
     CUPTI's set-up) to screen a problem; the one worker started serves the candidate and retires as always."""
     pool = on_demand_pool
+    since = pool.workers_started
     screen = pool.run(task_for(relu_problem, None, mode="screen"), timeout_s=120)
     assert screen.error is None, screen.error
     assert set(screen.controls) >= {"zeros", "other_seed_output"} and screen.stage == "done"  # the controls ran
-    assert pool.workers_started == 0 and live_workers(pool) == 0
+    assert started(pool, since) == 0 and live_workers(pool) == 0
     pool.expect(1)
     candidate = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
     assert candidate.error is None and candidate.stage == "done"
-    assert pool.workers_started == 1
+    assert started(pool, since) == 1
     assert live_workers(pool) == 0  # and retired after the candidate
 
 
@@ -148,9 +158,12 @@ def test_a_task_waiting_for_a_worker_has_its_reference_side_built_meanwhile(on_d
     from tritongym.core.sandbox.task_driver import prepare_ahead
 
     pool = on_demand_pool
-    task = task_for(relu_problem, relu_problem.solution)
+    since = pool.workers_started
+    task = task_for(relu_problem, relu_problem.solution).model_copy(  # a problem the module's pool never built
+        update={"problem_source": relu_problem.source + "\n# built ahead\n"}
+    )
     ahead = prepare_ahead(pool, task, 120, "cpu")
-    assert ahead is not None and pool.workers_started == 0
+    assert ahead is not None and started(pool, since) == 0
     ahead.join(120)
     assert not ahead.is_alive() and not pool.ahead
     assert prepare_ahead(pool, task, 120, "cpu") is None  # built on this pool already
