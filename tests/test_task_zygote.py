@@ -104,8 +104,8 @@ class ModelNew(torch.nn.Module):
                 f.write(str(os.getpid()))
             while True:
                 time.sleep(1)
-        while True:
-            pass
+        while True:  # past its limit, asleep: the limit is wall time, and spinning would only cost CPU
+            time.sleep(1)
 """
     start = time.monotonic()
     evidence = run_in_sandbox(task_for(load_problem("relu"), stray), SandboxLimits(timeout_s=4), ENV, zygote=True)
