@@ -151,22 +151,27 @@ def test_eval_runs_cold_past_stale_and_unfitting_announcements_and_removes_the_s
 
 
 def test_pool_require_without_a_pool_is_exit_3_naming_why(runtime, tmp_path):
-    done = tritongym(
-        "eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(tmp_path / "r.db"), "--pool", "require"
-    )
-    assert done.returncode == 3
+    """In this process (typer's runner): nothing here is about the process boundary, and no candidate is judged."""
+    from typer.testing import CliRunner
+
+    from tritongym.cli.app import app
+
+    def require(*extra: str):
+        args = ["eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(tmp_path / "r.db"), *extra]
+        return CliRunner().invoke(app, args, catch_exceptions=False)
+
+    done = require("--pool", "require")
+    assert done.exit_code == 3
     assert (
         "no tritongym serve of this user's is announced" in done.stderr and "tritongym serve --backend" in done.stderr
     )
     # a pool that fits but does not answer (its process lives; nothing listens at its address)
     terms = terms_of_this_eval(tmp_path / "r.db")
     announcement(runtime, os.getpid(), warm_pool.process_start(os.getpid()), url="http://127.0.0.1:9", **terms)
-    done = tritongym(
-        "eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(tmp_path / "r.db"), "--pool", "require"
-    )
-    assert done.returncode == 3 and "does not answer" in done.stderr
-    done = tritongym("eval", SOLUTION, "-p", "relu", "--pool", "sometimes")
-    assert done.returncode == 2 and "pool takes auto, off, require" in done.stderr
+    done = require("--pool", "require")
+    assert done.exit_code == 3 and "does not answer" in done.stderr
+    done = require("--pool", "sometimes")
+    assert done.exit_code == 2 and "pool takes auto, off, require" in done.stderr
 
 
 def test_announcements_in_a_directory_others_could_write_are_ignored(runtime):
