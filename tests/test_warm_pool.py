@@ -47,6 +47,18 @@ def eval_json(registry: Path, *extra: str) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
+def eval_here(registry: Path, *extra: str) -> tuple[int, dict]:
+    """`eval_json` in this process (typer's runner), where the test is about what `eval` decides, not about a fresh
+    interpreter: the same command line, the same JSON."""
+    from typer.testing import CliRunner
+
+    from tritongym.cli.app import app
+
+    args = ["eval", SOLUTION, "-p", "relu", *OPTIONS, "--registry", str(registry), "--json", *extra]
+    done = CliRunner().invoke(app, args, catch_exceptions=False)
+    return done.exit_code, json.loads(done.stdout)
+
+
 def verdict(result: dict) -> dict:
     """What must agree between two judgings of one candidate: everything but timestamps, ids, what the run measured
     (phases, counts, flags, memory) and the seed of
@@ -87,10 +99,10 @@ def test_eval_hands_over_to_a_warm_pool_and_the_verdict_equals_a_cold_one(servic
     record = json.loads(announced.read_text())
     assert record["pid"] == proc.pid and record["token"] == TOKEN and record["registry"] == str(registry.resolve())
 
-    code, warm = eval_json(registry)  # no token in this environment: the announcement carries it
+    code, warm = eval_here(registry)  # no token in this environment: the announcement carries it
     assert code == 0, warm
     assert warm["phases"].get("warm_pool_s", 0) > 0 and warm["stored"] and warm["evaluation_id"] is not None
-    code, cold = eval_json(tmp_path / "cold.db", "--pool", "off")
+    code, cold = eval_here(tmp_path / "cold.db", "--pool", "off")
     assert code == 0 and "warm_pool_s" not in cold["phases"]
     assert verdict(warm) == verdict(cold)
 
