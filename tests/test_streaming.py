@@ -316,17 +316,20 @@ def test_a_screen_holds_one_input_transform_at_a_time():
 
 
 def test_the_keeper_weighs_a_new_problem_on_the_meta_device(tmp_path, monkeypatch):
-    """`SIZE`: before any record exists, one forward weighed without allocating (48 MiB in, 48 MiB out); once
-    the record is built, its measured peak instead."""
+    """`SIZE`: before any record exists, one forward weighed without allocating (here 3 MiB in, 3 MiB out: the
+    record built after it is the keeper's full build, in this process); once the record is built, its measured
+    peak instead."""
     import json
 
     from tritongym.core.keeper.keeper import Keeper
 
     monkeypatch.chdir(tmp_path)
     keeper = Keeper("cpu")
-    task = big_task()
+    rows = ROWS // 16
+    task = big_task(problem_source=BIG_RELU.replace(f"ROWS = {ROWS}", f"ROWS = {rows}"))
     payload = json.dumps({"task": task.model_dump(mode="json"), "task_id": "a"})
-    assert keeper.size(payload) == {"forward_mb": 2 * SET_MB, "outputs_mb": SET_MB, "park_mb": 64.0, "error": None}
+    set_mb = rows * COLS * 4 / 2**20
+    assert keeper.size(payload) == {"forward_mb": 2 * set_mb, "outputs_mb": set_mb, "park_mb": 64.0, "error": None}
     keeper.prep(payload)
     assert set(keeper.size(payload)) == {"peak_mb"}  # the record's own measurement (0 on the CPU: no allocator)
 
