@@ -64,6 +64,8 @@ print("PROBE " + json.dumps({
 """
 
 
+# The probe (two fresh interpreters that import torch, ~13 s of CPU) checks the benchmark's anchor, not tritongym:
+# its tests are in the slow tier, which `make test-all` and CI run; the workloads' test below stays fast.
 @pytest.fixture(scope="module")
 def probe() -> dict:
     if not (RELEASE / "kernelgym" / "toolkit" / "kernelbench" / "toolkit.py").is_file():
@@ -89,6 +91,7 @@ def probe() -> dict:
     return json.loads(lines[-1][len("PROBE ") :])
 
 
+@pytest.mark.slow
 def test_the_release_is_imported_as_published_without_its_server_stack(probe):
     release = RELEASE.resolve() / "kernelgym"
     assert probe["files"] == {
@@ -103,6 +106,7 @@ def test_the_release_is_imported_as_published_without_its_server_stack(probe):
     assert probe["heavy_imported"] == []
 
 
+@pytest.mark.slow
 def test_the_request_is_dr_kernels(probe):
     import yaml
 
@@ -123,6 +127,7 @@ def test_the_request_is_dr_kernels(probe):
     assert request["reference_code"].rstrip().endswith("WIDTH = 35")
 
 
+@pytest.mark.slow
 def test_the_toolkit_gets_the_kernel_task_kernelgyms_server_queues(probe):
     task = probe["examples"]["kernel_evaluation"]
     assert task["task_type"] == "kernel_evaluation"
@@ -134,6 +139,7 @@ def test_the_toolkit_gets_the_kernel_task_kernelgyms_server_queues(probe):
     assert task["base_task_id"] == "probe_relu" and task["task_id"] == "probe_relu_kernel"
 
 
+@pytest.mark.slow
 def test_the_verdict_is_the_toolkits(probe):
     kinds = [t["task_type"] for t in probe["tasks"]]
     if probe["cuda"]:
