@@ -16,7 +16,6 @@ from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.worker_task import WorkerTask
 
-
 # The fast tier's longest modules (summed seconds on two xdist workers, DEVELOPERS.md "The tests"), handed out first.
 # `--dist loadfile` gives modules to the workers in collection order, which is alphabetical: the longest ones
 # (test_pool, test_service, test_streaming, test_tune) came last, and one worker finished them while the other idled.
