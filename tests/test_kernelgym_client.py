@@ -89,6 +89,9 @@ def _eval(tmp_path: Path, source: str, trials: int) -> dict:
     return json.loads(done.stdout)
 
 
+# slow tier (Ray, Dr. Kernel's reward manager and a service: ~17 s): the fast tier's KernelGYM-shaped request and
+# response are test_service.py's test_the_kernelgym_request_and_response
+@pytest.mark.slow
 def test_dr_kernels_trainer_scores_through_tritongym_serve(tmp_path, ray_with_standins):
     from omegaconf import OmegaConf
 

@@ -142,11 +142,12 @@ def test_a_kernel_with_its_own_linear_parameters_is_ok_and_says_they_came_from_t
 def test_a_norm_kernel_that_drops_its_affine_is_incorrect_unless_the_draw_is_off(registry):
     problem = load_problem(str(LAYER_NORM))
     results = {}
-    for draw in (True, False):
+    # with the draw off only the dropped affine is judged again: the kernel that applies its own is ok either way
+    for draw, kernels in ((True, (DROPPED_AFFINE, OWN_AFFINE)), (False, (DROPPED_AFFINE,))):
         config = EvalConfig(backend="triton-cpu", trials=3, timeout_s=60, workers=2, draw_parameters=draw)
         with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
-            results[draw] = evaluator.evaluate_many([(DROPPED_AFFINE, problem), (OWN_AFFINE, problem)])
-    (dropped, own), (dropped_off, own_off) = results[True], results[False]
+            results[draw] = evaluator.evaluate_many([(kernel, problem) for kernel in kernels])
+    (dropped, own), (dropped_off,) = results[True], results[False]
     assert dropped.status == Status.incorrect and "outside tolerance" in dropped.message, explain(dropped)
     assert dropped.weights is not None and set(dropped.weights.drawn) == {"ln.weight", "ln.bias"}
     assert dropped.weights.draw_seed is not None and dropped.weights.bound == ["ln.weight", "ln.bias"]
@@ -155,7 +156,6 @@ def test_a_norm_kernel_that_drops_its_affine_is_incorrect_unless_the_draw_is_off
     # with the draw off the weights stay at one and zero: the blind spot, as KernelBench has it
     assert dropped_off.status == Status.ok, explain(dropped_off)
     assert dropped_off.weights is not None and dropped_off.weights.drawn == [] and dropped_off.weights.draw_seed is None
-    assert own_off.status == Status.ok, explain(own_off)
 
 
 SCALE_SHIFT = """
