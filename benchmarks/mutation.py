@@ -1061,7 +1061,15 @@ def main(argv: list[str] | None = None) -> Report:
         shown[s.name] = ms
         wrong = sum(m.witness == "wrong" for m in ms)
         unmutated = report.originals[s.name]["witness"]
-        print(f"{s.name}: witnessed {wrong} wrong of {len(ms)}, unmutated {unmutated} ({seconds:.0f} s)", flush=True)
+        parts = (found.get("original") or {}).get("seconds") or {}  # the witness's own parts, where it said them
+        mutant_s = sum(r.get("seconds", 0) for r in (found.get("mutants") or {}).values())
+        detail = ", ".join(f"{k} {v:.1f}" for k, v in {**parts, "mutants": mutant_s}.items()) if parts else ""
+        print(
+            f"{s.name}: witnessed {wrong} wrong of {len(ms)}, unmutated {unmutated} ({seconds:.0f} s"
+            + (f": {detail} s" if detail else "")
+            + ")",
+            flush=True,
+        )
         write(final=False)
     write(final=False)  # the labels, not yet judged (status ""): a run stopped while judging keeps them
     print(f"witnessed {len(shown)} subjects in {time.perf_counter() - began:.0f} s; wrote {out}", flush=True)

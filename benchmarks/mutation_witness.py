@@ -20,9 +20,12 @@ import json
 import math
 import os
 import sys
+import time
 import traceback
 
-import torch
+STARTED = time.perf_counter()  # before torch's import: a witness's seconds are reported by part (`seconds`)
+
+import torch  # noqa: E402
 
 
 def emit(record: dict) -> None:
@@ -204,7 +207,9 @@ def main() -> None:
             found.append((model, built, init, xs, outs))
         return found
 
+    ready = time.perf_counter()
     refs = references()
+    seconds = {"startup": round(ready - STARTED, 2), "references": round(time.perf_counter() - ready, 2)}
     floor = job["floor"]
 
     def judge(ident: str, source: str, baseline: list | None) -> dict:
@@ -251,7 +256,9 @@ def main() -> None:
 
     original = job.get("original_result")
     if original is None:
+        began = time.perf_counter()
         original = judge("__original__", job["original"], None)
+        original["seconds"] = {**seconds, "original": round(time.perf_counter() - began, 2)}
         if not original["wrong"]:
             # the unmutated kernel must itself be right: within its dtype's floor of the reference everywhere
             # (its float64 error is the baseline mutants are held against)
@@ -263,7 +270,9 @@ def main() -> None:
         return
     for mutant in job["mutants"]:
         try:
-            emit(judge(mutant["id"], mutant["source"], original["errors"]))
+            began = time.perf_counter()
+            found = judge(mutant["id"], mutant["source"], original["errors"])
+            emit({**found, "seconds": round(time.perf_counter() - began, 2)})
         except Exception:  # noqa: BLE001 - the witness's own failure: said, and the mutant left unlabelled
             emit({"id": mutant["id"], "wrong": False, "why": "witness error: " + traceback.format_exc()[-300:]})
 
