@@ -45,8 +45,7 @@ kernel in one `evaluate_many` per precision policy, which the pool spreads over 
         --batch --witness-jobs 8 --witness-seeds 5 --witness-cache .witness
 
 Where one device call cannot hold both phases, the first call adds `--witness-only` (it stops once the cache
-holds every label) and the second, the same command without it, witnesses nothing and only judges.  `--shard
-I/N` (one process per GPU, each with its own `CUDA_VISIBLE_DEVICES` and `--out`) and `--merge` work with both.
+holds every label) and the second, the same command without it, witnesses nothing and only judges.
 """
 
 from __future__ import annotations
@@ -892,35 +891,6 @@ def print_summary(summary: dict) -> None:
         print(f"survived: {s['id']} ({s['says']}); witness: {s['witness']}")
 
 
-def merge(paths: list[Path], out: Path | None) -> Report:
-    """Shard reports (`--shard`) summed into one: the same backend, size and witness seeds, or it is refused."""
-    parts = [json.loads(p.read_text()) for p in paths]
-    first = parts[0]
-    if any(
-        (p["backend"], p["size"], p["witness_seeds"]) != (first["backend"], first["size"], first["witness_seeds"])
-        for p in parts
-    ):
-        raise SystemExit("--merge: the reports differ in backend, size or witness seeds")
-    report = Report(
-        first["backend"],
-        first["size"],
-        subjects=sum(p["subjects"] for p in parts),
-        witness_seeds=first["witness_seeds"],
-    )
-    for p in parts:
-        report.originals.update(p["originals"])
-        report.mutants += p["mutants"]
-    report.summary = summarise(report)
-    report.summary["seconds"] = max(p["summary"].get("seconds", 0) for p in parts)
-    report.summary["complete"] = all(p["summary"].get("complete") for p in parts)
-    report.summary["shards"] = [str(p) for p in paths]
-    out = out or ROOT / "benchmarks" / "results" / f"mutation-{report.backend}.json"
-    out.write_text(json.dumps(asdict(report), indent=1) + "\n")
-    print_summary(report.summary)
-    print(f"wrote {out}")
-    return report
-
-
 def main(argv: list[str] | None = None) -> Report:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="triton-cpu")
@@ -941,15 +911,6 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--no-suite", action="store_true")
     parser.add_argument("--no-honest", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument(
-        "--shard",
-        default=None,
-        help="I/N: judge only the I-th of N parts of the mutants (0-based), e.g. one process per GPU, each with its "
-        "own CUDA_VISIBLE_DEVICES and --out; --merge then sums the parts",
-    )
-    parser.add_argument(
-        "--merge", type=Path, nargs="+", default=None, help="sum these shard reports into --out and print the table"
-    )
     parser.add_argument(
         "--witness-jobs",
         type=int,
@@ -975,8 +936,6 @@ def main(argv: list[str] | None = None) -> Report:
             "--witness-only keeps its labels for a later run only in --witness-cache: name a folder, e.g. "
             "--witness-cache .witness"
         )
-    if args.merge:
-        return merge(args.merge, args.out)
 
     from tritongym.core.problems import load_problem
 
@@ -993,14 +952,6 @@ def main(argv: list[str] | None = None) -> Report:
     if args.classes:
         mutants = [m for m in mutants if m.fault_class in args.classes]
     mutants = spread(mutants, args.limit)
-    if args.shard:
-        index, count = (int(x) for x in args.shard.split("/"))
-        # Whole subjects per shard (a subject's witness is one subprocess), dealt in turn so each shard gets a share
-        # of every origin; the unmutated kernels of subjects left without mutants by --limit stay unjudged.
-        names = sorted({m.subject for m in mutants}) if args.limit is not None else [s.name for s in subjects]
-        mine = set(names[index::count])
-        subjects = [s for s in subjects if s.name in mine]
-        mutants = [m for m in mutants if m.subject in mine]
     report = Report(args.backend, args.size, subjects=len(subjects), witness_seeds=args.witness_seeds)
     out = args.out or ROOT / "benchmarks" / "results" / f"mutation-{args.backend}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

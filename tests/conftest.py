@@ -16,31 +16,6 @@ from tritongym.core.problems import load_problem
 from tritongym.core.registry import Registry
 from tritongym.core.worker_task import WorkerTask
 
-# The fast tier's longest modules (summed seconds on two xdist workers, DEVELOPERS.md "The tests"), handed out first.
-# `--dist loadfile` gives modules to the workers in collection order, which is alphabetical: the longest ones
-# (test_pool, test_service, test_streaming, test_tune) came last, and one worker finished them while the other idled.
-LONGEST_FIRST = (
-    "test_pool.py",
-    "test_service.py",
-    "test_streaming.py",
-    "test_tune.py",
-    "hacks/test_honest.py",
-    "test_ray.py",
-    "test_weights.py",
-    "test_hostile.py",
-    "test_kernelgym_client.py",
-    "test_task_zygote.py",
-    "test_autotune.py",
-    "test_compile_reference.py",
-    "test_suite.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    # stable: a module's tests keep their order, and every other module its place after these
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0].removeprefix("tests/"), len(rank)))
-
 
 def _one_gpu_per_xdist_worker() -> None:
     """`TRITONGYM_TEST_SPREAD_GPUS=0,1,2,3 pytest -n 4 -m gpu ...` on a machine of several GPUs: each xdist worker

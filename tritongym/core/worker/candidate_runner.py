@@ -93,13 +93,13 @@ def run_candidate(
         "plugin_answers": {},
         "seconds": {},
     }
-    # where a candidate's run goes, stage by stage (the GPU worker's `phases` show them as `candidate_<stage>`): the
-    # first calls of a fresh worker carry its Triton compiles and torch's lazy set-up, so `trials` holds those
+    # where a candidate's run goes, stage by stage, named as the evidence's `phases` keep them: the first calls of a
+    # fresh worker carry its Triton compiles and torch's lazy set-up, so `candidate_trials` holds those
     clock = [time.perf_counter()]
 
     def lap(name: str) -> None:
         now = time.perf_counter()
-        report["seconds"][name] = round(now - clock[0], 4)
+        report["seconds"][f"candidate_{name}"] = round(now - clock[0], 4)
         clock[0] = now
 
     environment = probes.environment_snapshot()  # before any candidate code exists

@@ -342,7 +342,7 @@ class GPUWorker:
             evidence.side_work = list(report.pop("side_work"))
             evidence.torch_ops = {str(k): int(v) for k, v in report.pop("torch_ops").items()}
             evidence.torch_work = {str(k): float(v) for k, v in report.pop("torch_work").items()}
-            evidence.phases.update({f"candidate_{k}": float(v) for k, v in report.pop("seconds", {}).items()})
+            evidence.phases.update(report.pop("seconds"))
             evidence.tf32_kernels = tf32_kernels(self.recorder.own_kernels)
             evidence.stage = "run"
             lap("candidate")

@@ -184,7 +184,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         raise StageError("problem", error_info(exc)) from None
     evidence.autotune = [AutotuneChoice.model_validate(c) for c in report.get("autotune", [])]
     evidence.weights = weight_binding(task, ref_model, report["weights"])
-    evidence.phases.update({f"candidate_{k}": float(v) for k, v in report.get("seconds", {}).items()})
+    evidence.phases.update(report["seconds"])
     for t, ((fields, inputs, refs), sent) in enumerate(zip(trials, main_sent)):
         outs = sent["outputs"]
         after = sent["inputs_after"]
