@@ -102,24 +102,27 @@ def main() -> None:
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"field_corpus-{args.backend}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     runs: dict[str, list[dict]] = {k["name"]: [] for k in kernels}
-    device, done, earlier_s = None, 0, 0.0
+    device, done, earlier_s, repeats_on = None, 0, 0.0, []
     if args.resume and out.exists():
-        runs, device, done, earlier_s = resumed(out, kernels, args.backend, size)
+        runs, device, done, earlier_s, repeats_on = resumed(out, kernels, args.backend, size)
         print(f"resuming {out}: {done} repeats done on {device}", flush=True)
     started = time.perf_counter() - earlier_s
     for repeat in range(done, args.repeats):
+        began = time.perf_counter()
         results = judge(kernels, args.backend, size, workers, args.timeout_s)
         for name, result in results.items():
             runs[name].append(row(result))
             device = device or result.fingerprint.device_name
+        repeats_on.append(machine_of(results, time.perf_counter() - began))
         payload = summary(kernels, runs, args, size, device, repeat + 1, time.perf_counter() - started)
+        payload["repeats_on"] = repeats_on
         out.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"repeat {repeat + 1}/{args.repeats} done at {payload['wall_s']} s", flush=True)
     print_table(kernels, runs)
     print(f"wrote {out}")
 
 
-def resumed(out: Path, kernels: list[dict], backend: str, size: str) -> tuple[dict, str, int, float]:
+def resumed(out: Path, kernels: list[dict], backend: str, size: str) -> tuple[dict, str, int, float, list]:
     """The repeats an earlier run (another call on the device machine, say) wrote to `out`: a run that judged other
     kernels, another backend or size is not the same measurement, so it is refused rather than mixed in."""
     earlier = json.loads(out.read_text())
@@ -128,7 +131,25 @@ def resumed(out: Path, kernels: list[dict], backend: str, size: str) -> tuple[di
         raise SystemExit(f"--resume: {out} holds another run (backend, size or kernels differ); give another --out")
     if len({len(rows) for rows in earlier["runs"].values()}) > 1:
         raise SystemExit(f"--resume: {out} holds an unfinished repeat; give another --out")
-    return earlier["runs"], earlier["device"], earlier["repeats_done"], earlier["wall_s"]
+    # Files written before repeats were recorded one by one say only the first repeat's device.
+    repeats_on = earlier.get("repeats_on") or [{"device": earlier["device"], "gpus": None, "wall_s": None}] * int(
+        earlier["repeats_done"]
+    )
+    return earlier["runs"], earlier["device"], earlier["repeats_done"], earlier["wall_s"], list(repeats_on)
+
+
+def machine_of(results: dict, wall_s: float) -> dict:
+    """Where one repeat ran: a resumed file can gather repeats from several device calls, even several machines."""
+    import torch
+
+    names = {r.fingerprint.device_name for r in results.values() if r.fingerprint is not None}
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return {
+        "device": ", ".join(sorted(n for n in names if n)),
+        "gpus": gpus,
+        "machine": platform.node(),
+        "wall_s": round(wall_s, 1),
+    }
 
 
 def summary(kernels, runs, args, size, device, repeats_done, wall_s) -> dict:
