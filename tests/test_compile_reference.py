@@ -50,6 +50,9 @@ def _trials(model, n: int = 2):
     return inputs, outputs
 
 
+# slow tier (16 s of Inductor's C++ compile, caches off by design): the fast tier's compiled reference is
+# test_compiled_timing_is_stored_once_and_forgotten_with_the_eager_one, through the Evaluator end to end
+@pytest.mark.slow
 def test_compiled_reference_agrees_with_eager_or_says_why_not():
     model = Softmax()
     inputs, outputs = _trials(model)

@@ -484,6 +484,10 @@ def _all_gone(pids: list[int], within_s: float = 5.0) -> bool:
     return not left()
 
 
+# slow tier (12 s: a served process stopped by SIGTERM mid-task): the fast tier drains in
+# test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start and
+# test_a_drain_that_runs_out_kills_the_sandbox_and_records_no_verdict
+@pytest.mark.slow
 def test_sigterm_drains_while_answering_503_and_stopping_and_leaves_no_sandbox(tmp_path):
     served = Served(tmp_path, "--lanes", "1", "--timeout", "4", "--drain", "60")
     with served.client(token=None) as service:

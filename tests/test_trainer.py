@@ -94,6 +94,10 @@ def loop_config(tiny_dir: Path, out: Path, **changes) -> RunConfig:
     return RunConfig.model_validate(data)
 
 
+# slow tier (10 s: two runs, one resumed): the fast tier trains through the loop in
+# test_weights_reach_the_engine_after_each_step and
+# test_a_training_step_with_hrd_gives_plan_and_code_tokens_their_own_advantages
+@pytest.mark.slow
 def test_full_loop_stores_every_turn_checkpoints_and_resumes(tiny_dir, tmp_path, short_prompts):
     config = loop_config(tiny_dir, tmp_path / "run", sampling__max_tokens=6, **short_prompts)
     registry = Registry(tmp_path / "registry.db")

@@ -293,6 +293,9 @@ class Interrupted(Exception):
     pass
 
 
+# slow tier (10 s: a budget of variants judged, then again): the fast tier tunes end to end in
+# test_a_variant_that_breaks_correctness_is_rejected_and_never_best and test_tune_command_help_json_and_exit_codes
+@pytest.mark.slow
 def test_tune_records_every_variant_resumes_costs_nothing_twice_and_transfers(tmp_path):
     db = tmp_path / "registry.db"
     first = api.evaluate(SOLUTIONS / "relu.py", "relu", CONFIG, db)
