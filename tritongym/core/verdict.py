@@ -169,6 +169,8 @@ def _trial_failure(where: str, trial: TrialEvidence) -> str | None:
             if got != want:
                 return f"{label}: {what} {got}, expected {want}"
         if out.mismatched:
+            if not _floating(out.ref_dtype):  # indices, masks, counts: compared exactly, no error to size
+                return f"{label}: {out.mismatched} of {out.numel} values differ ({out.ref_dtype}, compared exactly)"
             detail = f"max abs error {out.max_abs_err:.4g}" if out.max_abs_err is not None else "non-finite values"
             return (
                 f"{label}: {out.mismatched} of {out.numel} elements outside tolerance "
@@ -181,6 +183,10 @@ def _trial_failure(where: str, trial: TrialEvidence) -> str | None:
                 f"(max abs error {out.max_abs_err:.4g})"
             )
     return None
+
+
+def _floating(dtype: str) -> bool:
+    return any(kind in dtype for kind in ("float", "complex", "bfloat"))
 
 
 def status_of_failure(evidence: Evidence) -> Status | None:
