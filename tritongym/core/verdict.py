@@ -63,6 +63,9 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
         summary += f" ({len(outside)} more not judged: the reference gives NaN or inf on {', '.join(named)})"
     if worst_abs is not None:
         summary += f" (max abs error {worst_abs:.3g})"
+    ties = sum(out.ties for trial in trials for out in trial.outputs)
+    if ties:  # torch's order among equal values is a convention, not the answer (`measure/ties.py`)
+        summary += f"; {ties} returned indices differ from the reference's only at tied values"
     return OutputJudgement(True, summary, worst_abs, worst_rel)
 
 
@@ -169,7 +172,9 @@ def _trial_failure(where: str, trial: TrialEvidence) -> str | None:
             if got != want:
                 return f"{label}: {what} {got}, expected {want}"
         if out.mismatched:
-            if not _floating(out.ref_dtype):  # indices, masks, counts: compared exactly, no error to size
+            if out.ref_dtype is not None and not _floating(
+                out.ref_dtype
+            ):  # indices, masks, counts: compared exactly, no error to size
                 return f"{label}: {out.mismatched} of {out.numel} values differ ({out.ref_dtype}, compared exactly)"
             detail = f"max abs error {out.max_abs_err:.4g}" if out.max_abs_err is not None else "non-finite values"
             return (

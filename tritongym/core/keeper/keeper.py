@@ -30,6 +30,7 @@ over), `EXIT`.  The pool holds the GPU lock a request needs while it waits.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -86,6 +87,9 @@ class ReferenceRecord:
         built = self.built = buffer_snapshot(self.ref_model)  # the mode probes start from the buffers as built
         self.source = InputSource.seeded(task, self.reference, device, make_inputs)
         self.ref_outputs: list[list] = []
+        # per entry of ref_outputs, its inputs made again on demand: an index output that differs is held against
+        # them for ties (`measure/ties.py`), rarely, so they are not kept
+        self.trial_inputs: list = [functools.partial(self.source.trial, t) for t in range(self.source.n_main)]
         self.golds: list[list] = []
         self.torch_ops: dict = {}
         self.torch_work: dict = {}
@@ -135,6 +139,7 @@ class ReferenceRecord:
                 outs = reference_outputs(task, self.reference, self.ref_model, trial)
             if outs is not None:
                 self.ref_outputs.append(park_all(outs))
+                self.trial_inputs.append(trial.fresh_inputs)
                 self.planned.append(trial.evidence_fields())
             del outs
             trial.ref_model = None  # the candidate's worker builds its own; the outputs are kept
@@ -236,6 +241,16 @@ class ReferenceRecord:
         if not 0 <= trial < len(self.trial_scales):
             return tolerances
         return scaled_tolerances(tolerances, *self.trial_scales[trial])
+
+    def inputs_of(self, where: list):
+        """`["trial", t]`, or a probe run on a main trial's own values (the mode probes, refresh, repeat): a callable
+        making those inputs again, for an index output that differs (`measure/ties.py`); None for other probes."""
+        if where[0] == "trial":
+            return self.trial_inputs[int(where[1])]
+        name, trial = str(where[1]), int(where[2])
+        if (name.startswith("mode:") or name in ("refresh", "repeat")) and 0 <= trial < self.source.n_main:
+            return self.trial_inputs[trial]
+        return None
 
     def refs_for(self, where: list, probe_refs: dict) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
@@ -664,7 +679,8 @@ class Keeper:
             ref = record.refs_for(where, state["refs"])[index]
             # a trial's outputs, or a probe's on a main trial's inputs (`["probe", name, trial]`): that trial's table
             on = int(where[1]) if where[0] == "trial" else int(where[2])
-            comparison = self._compared(index, out, ref, record.tolerances_for(on, task.tolerances), gold)
+            remake = record.inputs_of(where)
+            comparison = self._compared(index, out, ref, record.tolerances_for(on, task.tolerances), gold, remake)
             control = None
             answer = record.probe_refs.get(f"{where[1]}#control", []) if where[0] == "probe" else []
             if index < len(answer) and _is_ref(answer[index]):
@@ -699,25 +715,26 @@ class Keeper:
             return {"not_a_tensor": str(entry["not_a_tensor"])[:200]}
         return {"not_a_tensor": "unknown"}
 
-    def _compared(self, index: int, out, stored, tolerances, gold=None) -> OutputComparison:
+    def _compared(self, index: int, out, stored, tolerances, gold=None, inputs=None) -> OutputComparison:
         """`compare_output` against a stored reference output; a parked one is brought to this device a chunk at
         a time, never whole: a full-size output fetched whole beside the candidate's handout of it (both 8 GiB,
         level 1's 87_conv_pointwise_2D) ran the keeper out of GPU memory on the H100, even with the GPU alone."""
         from tritongym.core.measure.compare import compare_output
 
         if isinstance(stored, Parked):
-            return compare_output(index, out, stored.host, tolerances, gold, ref_device=self.device)
-        return compare_output(index, out, stored, tolerances, gold)
+            return compare_output(index, out, stored.host, tolerances, gold, ref_device=self.device, inputs=inputs)
+        return compare_output(index, out, stored, tolerances, gold, inputs=inputs)
 
-    def _compare(self, tolerances):
-        """A handout's comparison, or an unlent output (stand-in, type name) compared with its reference."""
+    def _compare(self, tolerances, inputs=None):
+        """A handout's comparison, or an unlent output (stand-in, type name) compared with its reference;
+        `inputs` makes the trial's inputs again, for an index output that differs (`measure/ties.py`)."""
 
         def compare(i: int, out, stored, against_control: bool = False, gold=None):
             if isinstance(out, _Compared):
                 return out.control if against_control else out.comparison
             if not _is_ref(stored):
                 return None
-            return _described(self._compared(i, out, stored, tolerances, gold), out)
+            return _described(self._compared(i, out, stored, tolerances, gold, inputs), out)
 
         return compare
 
@@ -733,7 +750,7 @@ class Keeper:
         task, record = state["task"], state["record"]
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
-            compare = self._compare(record.tolerances_for(t, task.tolerances))
+            compare = self._compare(record.tolerances_for(t, task.tolerances), record.trial_inputs[t])
             golds = record.golds[t] if t < len(record.golds) else []
             outs = [self._output(state, e, ["trial", t], i) for i, e in enumerate(sent["outputs"])]
             pairs = enumerate(zip(outs, record.ref_outputs[t]))
@@ -771,7 +788,8 @@ class Keeper:
         task, record = state["task"], state["record"]
         compared = []
         for trial, n_outputs, entries in data["timed"]:
-            compare = self._compare(record.tolerances_for(int(trial), task.tolerances))
+            remake = record.trial_inputs[int(trial)]
+            compare = self._compare(record.tolerances_for(int(trial), task.tolerances), remake)
             outs = [self._output(state, e, ["trial", int(trial)], i) for i, e in enumerate(entries)]
             found = [compare(i, o, r) for i, (o, r) in enumerate(zip(outs, record.ref_outputs[int(trial)]))]
             comparisons = [c for c in found if c is not None]

@@ -26,13 +26,14 @@ def flatten_outputs(value) -> list:
 
 
 def compare_output(
-    index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance], gold=None, ref_device=None
+    index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance], gold=None, ref_device=None, inputs=None
 ) -> OutputComparison:
     """`out` against `ref` at the dtype's tolerance; with `gold` (a `gold.GoldSample`), also the precision
     numbers: the candidate's and the reference's errors against the float64 gold.  `ref_device`: the device
     `ref` stands for when it is kept elsewhere (the keeper's parked outputs, in host memory): it is brought
     there one chunk at a time as it is compared, never whole (a full-size output is 6-16 GiB, and a keeper
-    that fetched it whole beside the candidate's handout ran out of GPU memory on the H100)."""
+    that fetched it whole beside the candidate's handout ran out of GPU memory on the H100).  `inputs`: the
+    trial's inputs, or a callable making them, asked for only when an index output differs (`ties.py`)."""
     ref_device = ref.device if ref_device is None else torch.device(ref_device)
     if ref_device.type == "cuda" and ref_device.index is None:  # as a tensor made there would say
         ref_device = torch.device("cuda", torch.cuda.current_device())
@@ -65,6 +66,13 @@ def compare_output(
         for start in range(0, b_all.numel(), chunk):
             mismatched += (a_all[start : start + chunk] != b_all[start : start + chunk].to(out.device)).sum()
         result.mismatched = int(mismatched)
+        if result.mismatched and inputs is not None:
+            from tritongym.core.measure.ties import tied_mismatches
+
+            tied = tied_mismatches(out.detach(), ref.detach(), inputs() if callable(inputs) else inputs)
+            if tied:
+                result.mismatched, result.ties = 0, tied
+                result.note = f"{tied} indices differ from the reference's only where the values they point to tie"
         return result
     if gold is not None:
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err

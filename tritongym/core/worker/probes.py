@@ -292,6 +292,7 @@ def compare_probes(
     compare=None,
     per_trial: list[dict] | None = None,
     findings: dict[str, list[str]] | None = None,
+    trial_inputs=None,
 ) -> list:
     """`ProbeCall`s: each probe's outputs compared with its reference (`findings`: what the trusted side found in a
     call, by probe name: `precomputed`'s prior answers).
@@ -299,22 +300,27 @@ def compare_probes(
     `compare(i, output, stored reference, against_control)`, when given, makes each comparison (None where
     the reference is no tensor): the keeper's outputs arrive judged already, its references maybe parked.  The
     ghost call also gets `decoy_errs`: how far trial 0's answer (other inputs, drawn as-is like the ghost's) is from
-    the ghost's reference (`decoy_distance`)."""
+    the ghost's reference (`decoy_distance`).  `trial_inputs(t)`: main trial t's inputs, which the mode probes,
+    refresh and repeat run on: an index output of theirs that differs is held against them for ties."""
     from tritongym.core.measure.compare import compare_output
     from tritongym.core.models import LaunchRecord, ProbeCall
 
-    def plain_under(table: dict):
+    def plain_under(table: dict, inputs=None):
         def plain(i: int, out, ref, against_control: bool = False):
-            return compare_output(i, out, ref, table) if _is_tensor(ref) else None
+            return compare_output(i, out, ref, table, inputs=inputs) if _is_tensor(ref) else None
 
         return plain
+
+    def own_trial_inputs(name: str, trial: int):
+        on_trial = name.startswith("mode:") or name in ("refresh", "repeat")
+        return (lambda: trial_inputs(trial)) if trial_inputs is not None and on_trial and trial >= 0 else None
 
     calls = []
     for record in records:
         name = record["probe"]
         # a call on a main trial's inputs is held to that trial's table (`distributions.trial_tolerances`)
         trial_table = per_trial[record["trial"]] if per_trial and 0 <= record["trial"] < len(per_trial) else tolerances
-        compare_this = compare or plain_under(trial_table)
+        compare_this = compare or plain_under(trial_table, own_trial_inputs(name, record["trial"]))
         if name in ("refresh", "repeat"):
             refs = trial_refs[record["trial"]]
         else:

@@ -195,7 +195,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
             TrialEvidence(
                 **fields,
                 outputs=[
-                    compare_output(i, o, r, tol, g)
+                    compare_output(i, o, r, tol, g, inputs=inputs)
                     for i, (o, r, g) in enumerate(zip(outs, refs, gold + [None] * (len(refs) - len(gold))))
                 ],
                 n_outputs=len(outs),
@@ -209,7 +209,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     prior, decoys = report["prior"] or [], probe_refs.get("ghost", [])
     found = {"precomputed": prior_answers(prior, probe_refs.get("precomputed", []), task.tolerances, decoys)}
     main_refs = [t[2] for t in trials[: len(trial_inputs)]]
-    evidence.probes = compare_probes(report["probes"], probe_refs, main_refs, task.tolerances, None, tolerances, found)
+    evidence.probes = compare_probes(
+        report["probes"], probe_refs, main_refs, task.tolerances, None, tolerances, found, trial_inputs=source.trial
+    )
     evidence.probes += probe_calls(report.get("plugin_answers"), task.probes, answers)
     evidence.environment_changes = [str(c) for c in report["environment_changes"]]
     evidence.side_work = [str(c) for c in report["side_work"]]
