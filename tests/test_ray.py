@@ -51,8 +51,8 @@ def _verdict(result) -> tuple:
     return result.status, result.correct, result.hacked, failed, result.reward.total
 
 
-# slow tier (15 s: a batch judged twice, on Ray and in process): the fast tier's Ray evaluation is
-# test_cli_eval_runs_through_ray, a verdict through the executor end to end
+# slow tier (15 s: a batch judged twice, on Ray and in process): a Ray cluster's start costs 9 s; the fast tier
+# routes tasks to actors without one (test_a_task_goes_to_its_problems_actor_while_that_one_has_a_free_slot)
 @pytest.mark.slow
 def test_ray_verdicts_equal_the_in_process_ones(ray_cluster):
     relu, softmax = load_problem("relu"), load_problem("softmax")
@@ -72,7 +72,7 @@ def test_ray_verdicts_equal_the_in_process_ones(ray_cluster):
     assert got == expected
 
 
-# slow tier: the fast tier's Ray evaluation is the CLI's eval through Ray (test_cli_eval_runs_through_ray)
+# slow tier: a Ray cluster's start costs 9 s; the fast tier routes tasks to actors without one
 @pytest.mark.slow
 def test_lanes_on_threads_share_one_ray_executor(ray_cluster):
     """`tritongym serve` runs several lanes (threads, each its own Evaluator view) over one executor: every
@@ -102,7 +102,7 @@ def test_lanes_on_threads_share_one_ray_executor(ray_cluster):
         assert len(busy) == 2 and all(seconds > 0 for seconds in busy.values()), busy  # both actors worked
 
 
-# slow tier: the fast tier's Ray evaluation is the CLI's eval through Ray (test_cli_eval_runs_through_ray)
+# slow tier: a Ray cluster's start costs 9 s; the fast tier routes tasks to actors without one
 @pytest.mark.slow
 def test_a_killed_actor_s_task_is_retried_on_the_other(ray_cluster, tmp_path):
     """Actor 0 is killed while it runs a task: that task runs again on actor 1 and the batch completes."""
@@ -131,6 +131,9 @@ def test_a_killed_actor_s_task_is_retried_on_the_other(ray_cluster, tmp_path):
         assert executor.in_flight() == {1: 0}
 
 
+# slow tier (14 s, 9 of them a Ray cluster's start): the fast tier routes tasks to actors without a cluster
+# (test_a_task_goes_to_its_problems_actor_while_that_one_has_a_free_slot) and validates the settings
+@pytest.mark.slow
 def test_cli_eval_runs_through_ray(ray_cluster, tmp_path):
     """`tritongym eval --ray local` in a process that already runs Ray uses that instance.  One candidate, one
     actor (`[ray] actors = 1`): each actor imports torch and Triton and starts its own fork server, and routing
@@ -148,7 +151,7 @@ def test_cli_eval_runs_through_ray(ray_cluster, tmp_path):
     assert ray.is_initialized()  # not ours to shut down
 
 
-# slow tier: the fast tier's Ray evaluation is the CLI's eval through Ray (test_cli_eval_runs_through_ray)
+# slow tier: a Ray cluster's start costs 9 s; the fast tier routes tasks to actors without one
 @pytest.mark.slow
 def test_cli_tune_runs_its_variants_through_ray(ray_cluster, tmp_path):
     """`tritongym tune --ray local`: every variant judged on the actors, every record kept by this process."""
@@ -259,7 +262,7 @@ def _said(fifo: Path) -> int:
         return int(f.read())
 
 
-# slow tier: the fast tier's Ray evaluation is the CLI's eval through Ray (test_cli_eval_runs_through_ray)
+# slow tier: a Ray cluster's start costs 9 s; the fast tier routes tasks to actors without one
 @pytest.mark.slow
 def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_stored(ray_cluster, tmp_path):
     """Both actors killed under the task (from outside, as a lost node would end them): the infrastructure's
@@ -293,7 +296,7 @@ def test_a_task_whose_actors_both_die_is_the_backends_error_and_nothing_is_store
 
 # slow tier (9 s: a service started beside a real Ray actor): the fast tier starts one beside a process named as a
 # Ray actor is in test_service.py's test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone, and
-# evaluates on Ray in test_cli_eval_runs_through_ray
+# the Ray evaluations themselves are all in this tier
 @pytest.mark.slow
 def test_a_service_started_beside_a_ray_evaluation_leaves_its_sandbox_alone(ray_cluster, tmp_path):
     """A `tritongym serve` started while a Ray actor's sandbox runs a candidate: its start-up clean-up

@@ -358,8 +358,8 @@ def _states(registry: Path) -> dict[str, str]:
         return dict(db.execute("SELECT id, state FROM service_tasks"))
 
 
-# slow tier (9 s: two servers and four evaluations): the fast tier kills a server with SIGKILL and its next start
-# resumes the task in test_after_kill_9_the_sandbox_dies_with_the_server_and_the_next_start_resumes_its_task
+# slow tier (9 s: two servers and four evaluations): the fast tier's next start takes up the tasks a stop left
+# queued in test_stopping_drains_running_tasks_and_leaves_queued_ones_for_the_next_start
 @pytest.mark.slow
 def test_a_killed_server_loses_no_accepted_task(tmp_path):
     served = Served(tmp_path, "--lanes", "1")
@@ -529,6 +529,9 @@ def test_a_drain_that_runs_out_kills_the_sandbox_and_records_no_verdict(tmp_path
     assert stored == []
 
 
+# slow tier (10 s: a served process killed mid-task and started again): the fast tier's processes die with their
+# owner in test_pool_ownership.py's test_a_pools_zygote_workers_and_keepers_are_recorded_and_die_with_its_process
+@pytest.mark.slow
 def test_after_kill_9_the_sandbox_dies_with_the_server_and_the_next_start_resumes_its_task(tmp_path):
     served = Served(tmp_path, "--lanes", "1", "--timeout", "60")
     with served.client(token=None) as service:
