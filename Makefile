@@ -32,8 +32,8 @@ demo: $(STAMP)
 	@echo "every turn: $(BIN)/tritongym report RUN_ID (the run id printed above), $(BIN)/tritongym registry stats"
 
 # The tests in two tiers, each spread over PYTEST_WORKERS processes (pytest-xdist; a file's tests stay in one
-# process, so its module fixtures start once): `make test` the fast one (every module; 6.0-6.1 minutes on a clean clone,
-# two idle CPUs, meant for 6: DEVELOPERS.md), `make test-slow` the
+# process, so its module fixtures start once): `make test` the fast one (every module; 5.4-6.0 minutes on a clean clone,
+# two idle CPUs, meant for 6 at most: DEVELOPERS.md), `make test-slow` the
 # tests marked `slow` (more of the same kind: many sandboxed evaluations, full-size problems, longer training runs),
 # `make test-all` both.
 PYTEST_WORKERS ?= auto

@@ -4,6 +4,7 @@ written NaN where it had returned two other indices."""
 
 import textwrap
 
+import pytest
 import torch
 
 from tests.test_hostile import explain
@@ -134,15 +135,25 @@ LAST_ARGMAX = textwrap.dedent(
 )
 
 
-def test_an_argmax_kernel_that_breaks_ties_the_other_way_is_ok_and_one_off_by_one_is_not(tmp_path, registry):
-    """End to end on triton-cpu (the pool, its keeper, every default check): the kernel names the last of equal
-    maxima where torch names the first, in every row."""
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "triton-cpu",
+        pytest.param(
+            "triton-cuda",
+            marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
+        ),
+    ],
+)
+def test_an_argmax_kernel_that_breaks_ties_the_other_way_is_ok_and_one_off_by_one_is_not(backend, tmp_path, registry):
+    """End to end (the pool, its keeper, every default check; on the GPU the keeper makes the inputs again there):
+    the kernel names the last of equal maxima where torch names the first, in every row."""
     path = tmp_path / "argmax_ties.py"
     path.write_text(ARGMAX_PROBLEM)
     problem = load_problem(str(path))
     off_by_one = LAST_ARGMAX.replace("tl.store(out_ptr + row, last.to", "tl.store(out_ptr + row, (last + 1).to")
     assert off_by_one != LAST_ARGMAX
-    config = EvalConfig(backend="triton-cpu", trials=3, timeout_s=60, workers=2)
+    config = EvalConfig(backend=backend, trials=3, timeout_s=120, workers=2)
     with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
         tied, wrong = evaluator.evaluate_many([(LAST_ARGMAX, problem), (off_by_one, problem)])
     assert tied.status == Status.ok, explain(tied)
