@@ -11,6 +11,7 @@ from tests.test_hostile import explain
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.measure.compare import compare_output
+from tritongym.core.measure.ties import MAX_ELEMENTS
 from tritongym.core.models import Status, TrialEvidence
 from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
@@ -56,6 +57,14 @@ def test_indices_that_differ_only_at_tied_values_are_the_same_answer():
     compare_output(1, indices.clone(), indices, TOLERANCES, inputs=lambda: asked.append(1) or [x])
     assert not asked
     assert compare_output(1, swapped, indices, TOLERANCES, inputs=lambda: asked.append(1) or [x]).ties == 2
+    assert asked == [1]
+    # a mask is no index (a bool output that differs is wrong), and one too large is not examined: neither makes inputs
+    mask = x > 2.0
+    assert compare_output(0, ~mask, mask, TOLERANCES, inputs=lambda: asked.append(2) or [x]).mismatched == 10
+    big = torch.zeros(MAX_ELEMENTS + 1, dtype=torch.int32)
+    other = big.clone()
+    other[0] = 1
+    assert compare_output(0, other, big, TOLERANCES, inputs=lambda: asked.append(3) or [x]).mismatched == 1
     assert asked == [1]
 
 
