@@ -172,9 +172,8 @@ def _trial_failure(where: str, trial: TrialEvidence) -> str | None:
             if got != want:
                 return f"{label}: {what} {got}, expected {want}"
         if out.mismatched:
-            if out.ref_dtype is not None and not _floating(
-                out.ref_dtype
-            ):  # indices, masks, counts: compared exactly, no error to size
+            exact = out.ref_dtype is not None and not _floating(out.ref_dtype)  # indices, masks, counts
+            if exact:  # compared exactly: no error to size
                 return f"{label}: {out.mismatched} of {out.numel} values differ ({out.ref_dtype}, compared exactly)"
             detail = f"max abs error {out.max_abs_err:.4g}" if out.max_abs_err is not None else "non-finite values"
             return (

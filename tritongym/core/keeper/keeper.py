@@ -243,14 +243,14 @@ class ReferenceRecord:
         return scaled_tolerances(tolerances, *self.trial_scales[trial])
 
     def inputs_of(self, where: list):
-        """`["trial", t]`, or a probe run on a main trial's own values (the mode probes, refresh, repeat): a callable
-        making those inputs again, for an index output that differs (`measure/ties.py`); None for other probes."""
+        """`["trial", t]`, or a probe run on a main trial's own values (`runs_on_trial_values`): a callable making
+        those inputs again, for a lent index output that differs (`measure/ties.py`); None for other probes."""
+        from tritongym.core.worker.probes import runs_on_trial_values
+
         if where[0] == "trial":
             return self.trial_inputs[int(where[1])]
         name, trial = str(where[1]), int(where[2])
-        if (name.startswith("mode:") or name in ("refresh", "repeat")) and 0 <= trial < self.source.n_main:
-            return self.trial_inputs[trial]
-        return None
+        return self.trial_inputs[trial] if runs_on_trial_values(name) and 0 <= trial < self.source.n_main else None
 
     def refs_for(self, where: list, probe_refs: dict) -> list:
         """The reference outputs a group of candidate outputs is compared with: `["trial", t]` or
@@ -725,16 +725,15 @@ class Keeper:
             return compare_output(index, out, stored.host, tolerances, gold, ref_device=self.device, inputs=inputs)
         return compare_output(index, out, stored, tolerances, gold, inputs=inputs)
 
-    def _compare(self, tolerances, inputs=None):
-        """A handout's comparison, or an unlent output (stand-in, type name) compared with its reference;
-        `inputs` makes the trial's inputs again, for an index output that differs (`measure/ties.py`)."""
+    def _compare(self, tolerances):
+        """A handout's comparison, or an unlent output (stand-in, type name) compared with its reference."""
 
         def compare(i: int, out, stored, against_control: bool = False, gold=None):
             if isinstance(out, _Compared):
                 return out.control if against_control else out.comparison
             if not _is_ref(stored):
                 return None
-            return _described(self._compared(i, out, stored, tolerances, gold, inputs), out)
+            return _described(self._compared(i, out, stored, tolerances, gold), out)
 
         return compare
 
@@ -750,7 +749,7 @@ class Keeper:
         task, record = state["task"], state["record"]
         trials = []
         for t, sent in enumerate(report["trials"][: len(record.ref_outputs)]):
-            compare = self._compare(record.tolerances_for(t, task.tolerances), record.trial_inputs[t])
+            compare = self._compare(record.tolerances_for(t, task.tolerances))
             golds = record.golds[t] if t < len(record.golds) else []
             outs = [self._output(state, e, ["trial", t], i) for i, e in enumerate(sent["outputs"])]
             pairs = enumerate(zip(outs, record.ref_outputs[t]))
@@ -788,8 +787,7 @@ class Keeper:
         task, record = state["task"], state["record"]
         compared = []
         for trial, n_outputs, entries in data["timed"]:
-            remake = record.trial_inputs[int(trial)]
-            compare = self._compare(record.tolerances_for(int(trial), task.tolerances), remake)
+            compare = self._compare(record.tolerances_for(int(trial), task.tolerances))
             outs = [self._output(state, e, ["trial", int(trial)], i) for i, e in enumerate(entries)]
             found = [compare(i, o, r) for i, (o, r) in enumerate(zip(outs, record.ref_outputs[int(trial)]))]
             comparisons = [c for c in found if c is not None]

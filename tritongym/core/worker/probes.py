@@ -57,6 +57,12 @@ def mode_probe_name(grad: bool, train: bool) -> str:
     return f"mode:{'grad' if grad else 'no_grad'}+{'train' if train else 'eval'}"
 
 
+def runs_on_trial_values(name: str) -> bool:
+    """Whether probe `name` is called on a main trial's own input values (the mode probes; refresh and repeat, on
+    trial 0's values refilled into the last call's buffers), so that trial's inputs judge its index outputs' ties."""
+    return name.startswith("mode:") or name in ("refresh", "repeat")
+
+
 def buffer_snapshot(model) -> dict:
     """The model's buffers as built (by name), for `restore_buffers` before each mode probe.
 
@@ -312,8 +318,8 @@ def compare_probes(
         return plain
 
     def own_trial_inputs(name: str, trial: int):
-        on_trial = name.startswith("mode:") or name in ("refresh", "repeat")
-        return (lambda: trial_inputs(trial)) if trial_inputs is not None and on_trial and trial >= 0 else None
+        on_trial = trial_inputs is not None and runs_on_trial_values(name) and trial >= 0
+        return (lambda: trial_inputs(trial)) if on_trial else None
 
     calls = []
     for record in records:
