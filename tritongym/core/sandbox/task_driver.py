@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from tritongym.core.models import ErrorInfo, Evidence, ProfileEntry, TimingReport, TimingStats, TrialEvidence
 from tritongym.core.sandbox.admission import TaskMemory
+from tritongym.core.sandbox.compile_clock import CompileClock
 from tritongym.core.sandbox.keeper_calls import KeeperCalls
 from tritongym.core.sandbox.problem_gpus import reference_key
 from tritongym.core.sandbox.processes import CLOSED, END_OF_STREAM, KeeperProcess, KeeperUnavailable, Worker
@@ -116,6 +117,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.answer_host_mb = 0.0  # host memory of this task's own `precomputed` answer, parked by the keeper
         self.memory_wait_s = 0.0
         self.reference_key = reference_key(task)
+        self.compiles = CompileClock()  # Triton's compile seconds, kept off the candidate's budget (up to a cap)
 
     def drive(self) -> tuple[Evidence, bool]:
         """(evidence, whether the worker or the keeper died without finishing)."""
@@ -153,7 +155,8 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             if not self.worker.send(ToWorker.TASK, worker_view(self.task).model_dump_json().encode()):
                 return self._worker_died(CLOSED, started), True
             while True:
-                remaining = self.deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = self.deadline + self.compiles.pending_s(now) - now
                 if remaining <= 0:
                     self.worker.kill()
                     why = (
@@ -165,7 +168,13 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
                             if self.budget_s > self.timeout_s
                             else ""
                         )
-                        + ") and was killed"
+                        + ")"
+                        + (
+                            f", {self.compiles.excused_s:.3g} s of Triton compiles not counted"
+                            if self.compiles.excused_s
+                            else ""
+                        )
+                        + ", and was killed"
                     )
                     return self._crash("Timeout", why, started), False
                 frame = self.worker.next_frame(min(0.25, remaining))
@@ -316,6 +325,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         return handler(self, payload)
 
     def _grant(self, exclusive: bool, resume: bool = False) -> None:
+        self.deadline += self.compiles.taken_back(time.monotonic(), resumed=resume)  # nor is compiling (a cap)
         self.deadline += self._acquire(exclusive=exclusive, resume=resume)  # waiting is not the candidate's time
         self.worker.send(ToWorker.GRANTED)
 
@@ -330,6 +340,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
 
     def _on_unlock(self, payload: bytes) -> None:
         self._release()
+        self.compiles.given_back(time.monotonic(), payload)
 
     def _on_yield(self, payload: bytes) -> None:
         if self.holding != "shared":

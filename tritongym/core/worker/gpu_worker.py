@@ -42,6 +42,7 @@ from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.probes import environment_changes
 from tritongym.core.worker.protocol import (
+    COMPILING,
     FromWorker,
     HandoutAsk,
     HandoutsLent,
@@ -100,8 +101,8 @@ class Channel:
         self.expect(ToWorker.GRANTED)
         self.holding = "exclusive" if exclusive else "shared"
 
-    def _give_back(self) -> None:
-        self.send(FromWorker.UNLOCK)
+    def _give_back(self, why: bytes = b"") -> None:
+        self.send(FromWorker.UNLOCK, why)
         self.holding = None
 
     @contextlib.contextmanager
@@ -143,7 +144,7 @@ class Channel:
         if self.holding != "shared" or not self.unlock_compiles:
             yield
             return
-        self._give_back()
+        self._give_back(COMPILING)  # the pool keeps the compile's seconds off the candidate's budget (a cap)
         began = time.perf_counter()
         try:
             yield

@@ -46,7 +46,7 @@ class FromWorker(StrEnum):
     SHARE = "SHAR"  # take the GPU lock shared (import, correctness trials); answered `GRANTED`
     RESUME = "RSHR"  # take a shared hold given up while compiling back, ahead of waiting timers; `GRANTED`
     LOCK = "LOCK"  # take the GPU lock exclusively (timing); answered `GRANTED`
-    UNLOCK = "UNLK"  # give the hold back (no answer)
+    UNLOCK = "UNLK"  # give the hold back (no answer); payload `COMPILING` when it is given back to compile
     YIELD = "YILD"  # a sharer steps aside for a waiting timing (`GPULock.step_aside`); answered `GRANTED`
     ASK_HANDOUTS = "HOUT"  # `HandoutAsk`: handouts for a group of outputs; answered `HANDOUTS`
     HANDOUT_BYTES = "HDAT"  # CPU only, tensors {"ids", "values"}: the outputs' values; answered `BYTES_TAKEN`
@@ -54,6 +54,11 @@ class FromWorker(StrEnum):
     CHECK_IN_HOLD = "RCHK"  # inside its exclusive timing hold: the reference's drift check; answered `CHECKED`
     TIMED = "TIMD"  # tensors {"timing", "pr", "profile", "timed"}: the candidate's timing, the timed outputs lent
     DONE = "DONE"  # the task's `Evidence` as JSON: the last frame of a task
+
+
+COMPILING = b"compile"
+"""The payload of the `UNLOCK` a worker sends as it gives its hold back for Triton to compile (`RESUME` follows):
+the pool keeps the compile's seconds off the candidate's time budget, up to a cap (`sandbox/compile_clock.py`)."""
 
 
 class ToWorker(StrEnum):
