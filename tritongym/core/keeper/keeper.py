@@ -73,7 +73,7 @@ class ReferenceRecord:
         from tritongym.core.worker.plugin_probes import reference_answers
         from tritongym.core.worker.probes import buffer_snapshot, generator_states, reference_probe_outputs
         from tritongym.core.worker.task_runner import build_reference, load_reference, make_inputs
-        from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
+        from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs, shape_set_gold
 
         began = time.perf_counter()
         cuda = device.type == "cuda"
@@ -138,6 +138,8 @@ class ReferenceRecord:
             with exact_reference():
                 outs = reference_outputs(task, self.reference, self.ref_model, trial)
             if outs is not None:
+                # a shape set's gold (none for the late trial), at the same index as its outputs
+                self.golds.append(shape_set_gold(self.reference, self.ref_model, trial, outs, generator))
                 self.ref_outputs.append(park_all(outs))
                 self.trial_inputs.append(trial.fresh_inputs)
                 self.planned.append(trial.evidence_fields())
@@ -674,7 +676,8 @@ class Keeper:
             lent = state["handouts"].pop(ident)
             out = lent.tensor if isinstance(lent, Handout) else lent
             t = int(where[1]) if where[0] == "trial" and not state.get("timed") else -1
-            golds = record.golds[t] if 0 <= t < len(record.golds) else []  # the main trials', before `CMPR`
+            # the main trials' and the shape sets', before `CMPR`
+            golds = record.golds[t] if 0 <= t < len(record.golds) else []
             gold = golds[index] if index < len(golds) else None
             ref = record.refs_for(where, state["refs"])[index]
             # a trial's outputs, or a probe's on a main trial's inputs (`["probe", name, trial]`): that trial's table

@@ -122,7 +122,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.plugin_probes import probe_calls, reference_answers
     from tritongym.core.worker.probes import buffer_snapshot, compare_probes, prior_answers, reference_probe_outputs
-    from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs
+    from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs, shape_set_gold
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -174,6 +174,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
         ref_out = reference_outputs(task, reference, ref_model, planned)
         if ref_out is not None and sent is not None:
+            golds.append(shape_set_gold(reference, ref_model, planned, ref_out, generator))  # none for the late
             trials.append((planned.evidence_fields(), planned.inputs, ref_out))
             main_sent.append(sent)
     try:

@@ -200,6 +200,27 @@ def skip(sizes: dict, why: str) -> None:
     print(f"tritongym: derived shape set {describe_sizes(sizes)} skipped: {why[:300]}", file=sys.stderr, flush=True)
 
 
+def shape_set_gold(reference: ModuleType, main_model, trial: PlannedTrial, outputs: list, generator) -> list:
+    """The float64 gold of a shape set's trial, with the reference's own errors in each precision class there
+    (`measure/gold.py`), so the `precision` check measures the class at every shape the kernel is judged at: the
+    suite's log-softmax with its masked lanes loaded as 0 instead of -inf is exact at the problem's 2048 columns
+    and 2e-3 off at 1537 (the padding's exp() summed in), inside the 1e-2 tolerance but a float16's error on a
+    problem TF32 does not touch, and it survived the mutation benchmark on an H200 until the shape sets had gold.
+
+    [] for the late trial: it runs at the problem's shape, where the main trials have measured the class.  Both
+    workers call this after `reference_outputs`, with the same generator as the main trials' gold."""
+    from tritongym.core.measure.gold import gold_model, gold_samples
+
+    if trial.sizes is None:
+        return []
+    model = trial.ref_model if trial.ref_model is not None else main_model
+    with sizes_applied(reference, trial.sizes):
+        model64 = gold_model(model)
+        samples = gold_samples(model64, trial.fresh_inputs(), outputs, generator, model)
+    del model64
+    return samples
+
+
 def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTrial) -> list | None:
     """The reference's outputs for one planned trial, under its shape set.
 

@@ -1,6 +1,6 @@
 """`precision`: every output reaches the precision class the policy allows, measured against a float64 gold.
 
-The worker keeps, for every main trial, the reference's float64 gold on a sample of positions
+The worker keeps, for every main trial and shape set, the reference's float64 gold on a sample of positions
 (`core/measure/gold.py`); each output comparison carries the candidate's relative-norm error against it
 and the reference's own error at its dtype.  The error names a class (`core/precision.py`: `ieee`, `tf32`,
 `half`, below); the evaluation's policy (`precision`, default `tf32`) names the least exact class that
@@ -19,7 +19,7 @@ import functools
 
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
-from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
+from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem, describe_sizes
 from tritongym.core.precision import CLASSES, classify, passing, stored_short, worst
 from tritongym.core.scan.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan
 
@@ -83,12 +83,16 @@ class PrecisionCheck(RuntimeCheck):
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         policy = self.policy.precision
-        outputs = [out for trial in evidence.trials if trial.sizes is None and not trial.late for out in trial.outputs]
+        # the main trials and the shape sets (whose gold `trial_plan.shape_set_gold` keeps): a kernel exact at the
+        # problem's shape and a float16's error away at another is measured there
+        judged = [(trial, out) for trial in evidence.trials if not trial.late for out in trial.outputs]
+        outputs = [out for _, out in judged]
         measured = [
             (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err)
-            for out in outputs
+            for _, out in judged
             if out.gold_err is not None
         ]
+        where = [trial.sizes for trial, out in judged if out.gold_err is not None]
         advice = _advice(candidate, problem, evidence)
         short = [out for out in outputs if stored_short(out.short_significands, out.ref_short_significands)]
         if short and "half" not in passing(policy):
@@ -111,11 +115,15 @@ class PrecisionCheck(RuntimeCheck):
                 reason="precision not measured (no float64 gold: the reference has no floating output or cannot "
                 f"run in float64){advice}",
             )
-        reached = worst(classify(*errors) for errors in measured)
-        err, ref, ref_tf32, _, _ = max(measured, key=lambda errors: errors[0])
+        classes = [classify(*errors) for errors in measured]
+        reached = worst(classes)
+        worst_at = max((k for k, c in enumerate(classes) if c == reached), key=lambda k: measured[k][0])
+        at_own_shape = [c for c, sizes in zip(classes, where) if sizes is None]
+        err, ref, ref_tf32, _, _ = measured[worst_at]
         with_tf32 = f", with TF32 {ref_tf32:.2g}" if ref_tf32 is not None and ref_tf32 != ref else ""
+        at = f" at shape set {describe_sizes(where[worst_at])}" if where[worst_at] is not None else ""
         said = (
-            f"precision class {reached} (error {err:.2g} against the float64 gold; the reference's own at its "
+            f"precision class {reached} (error {err:.2g}{at} against the float64 gold; the reference's own at its "
             f"dtype {ref:.2g}{with_tf32}); the policy '{policy}' passes {', '.join(passing(policy))}"
         )
         if reached in passing(policy):
@@ -128,6 +136,17 @@ class PrecisionCheck(RuntimeCheck):
                 stage="runtime",
                 reason=f"error {err:.2g} against the float64 gold is beyond every precision class (the reference's own "
                 f"at its dtype {ref:.2g}): wrong outputs, not low precision, for the correctness verdict{advice}",
+            )
+        own = worst(at_own_shape) if at_own_shape else None
+        if where[worst_at] is not None and own in passing(policy):
+            return CheckVerdict(
+                name=self.name,
+                passed=False,
+                stage="runtime",
+                reason=f"{said}, while at the problem's own shape it reached {own}: an error that only another shape "
+                "shows is not the arithmetic's precision but what the kernel computes at those sizes (a mask, the "
+                "padding of a block, a tail); make it exact where the sizes are not multiples of its blocks"
+                f"{advice}",
             )
         fix = f"set precision = '{looser}' to accept it"
         return CheckVerdict(
