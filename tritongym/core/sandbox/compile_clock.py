@@ -5,8 +5,9 @@ frame whose payload is `COMPILING`, then `RSHR` once the compiler returns).  How
 the machine's load, not on the candidate: on one H200, judged beside a batch of 130 kernels, FlagGems' `mm` (14
 autotuned configs, tuned again for each shape set's sizes) ran past the default 120 s budget in its import and
 correctness trials and was refused as a `timeout` (`benchmarks/results/mutation-triton-cuda-h200.json`), though
-the field corpus (a 300 s budget) judged it `ok` in all five repeats.  So the task driver moves the candidate's
-deadline on by each compile's seconds, as it does by its waits for the GPU lock.
+the field corpus (a 300 s budget) judged it `ok` in all five repeats; the mutation benchmark's witness, alone on
+the same GPU, took 60 s to run it once at each of its shapes (`mutation-triton-cuda-h200-recheck-partial.log`).
+So the task driver moves the candidate's deadline on by each compile's seconds, as by its waits for the GPU lock.
 
 The worker's frames come from the candidate's own process, so a candidate can send them too: what they can buy is
 bounded by `allowance_s` per task, after which compile time counts like any other.  A compile that is under way
