@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from tritongym.core.phases import check_seconds, split_legacy
 from tritongym.core.source import kernel_id_of, normalise_source
 
-PROTOCOL_VERSION = "9"
+PROTOCOL_VERSION = "10"
 """Bumped whenever a change to the evaluation protocol makes stored verdicts incomparable."""
 
 INPUT_DISTRIBUTIONS: dict[str, tuple[float, str]] = {
