@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+import torch
+
 from tests.test_hostile import explain
 from tritongym.core.config import EvalConfig
 from tritongym.core.eval.evaluate import Evaluator
@@ -43,14 +46,25 @@ PROBLEM = textwrap.dedent(
 )
 
 
-def test_a_log_softmax_that_sums_its_padding_is_refused_at_the_shape_set_where_it_is_off(tmp_path, registry):
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "triton-cpu",
+        pytest.param(
+            "triton-cuda",
+            marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
+        ),
+    ],
+)
+def test_a_log_softmax_that_sums_its_padding_is_refused_at_the_shape_set_where_it_is_off(backend, tmp_path, registry):
+    """On the GPU the keeper keeps the shape set's gold, and Triton's approximate exp is within the class's floor."""
     path = tmp_path / "log_softmax_pow2.py"
     path.write_text(PROBLEM)
     problem = load_problem(str(path))
     honest = load_problem("log_softmax").solution
     padded = honest.replace('mask=mask, other=float("-inf"))', "mask=mask, other=0.0)")
     assert padded != honest
-    config = EvalConfig(backend="triton-cpu", trials=3, timeout_s=120, workers=2)
+    config = EvalConfig(backend=backend, trials=3, timeout_s=120, workers=2)
     with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
         right, wrong = evaluator.evaluate_many([(honest, problem), (padded, problem)])
     assert right.status == Status.ok, explain(right)
