@@ -11,6 +11,7 @@ import os
 import time
 
 import pytest
+import torch
 
 from tests.conftest import task_for
 from tritongym.core.sandbox.compile_clock import CompileClock
@@ -96,3 +97,23 @@ def test_a_worker_says_which_release_is_for_a_compile(monkeypatch):
             triton.compiler.compile("not a kernel source")
     sent = [frames.receive(from_worker_r) for _ in range(4)]
     assert sent == [("SHAR", b""), ("UNLK", COMPILING), ("RSHR", b""), ("UNLK", b"")]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_the_candidates_own_compile_is_excused(registry):
+    """The real path: the GPU worker compiles the candidate's kernel with its hold given back, and the driver
+    keeps those seconds off the deadline (`compile_excused`, at most what the worker timed as `compile_unlocked`)."""
+    from tritongym.core.config import EvalConfig
+    from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.models import Status
+    from tritongym.core.plugins import PluginHost
+    from tritongym.core.problems import load_problem
+
+    problem = load_problem("relu", "gpu")
+    config = EvalConfig(backend="triton-cuda", size="gpu", use_cache=False, timeout_s=300)
+    with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
+        (result,) = evaluator.evaluate_many([(problem.solution, problem)])
+    assert result.status == Status.ok, result.message
+    excused, compiled = result.phases.get("compile_excused", 0.0), result.phases.get("compile_unlocked", 0.0)
+    assert 0 < excused <= compiled + 0.5, result.phases  # the driver's clock and the worker's differ by frame latency
