@@ -27,6 +27,11 @@ TARGET = ("cuda", 90, 32)
 """The target the IR is built for: a Hopper GPU, as `triton-cuda` runs on (the front end's checks are the same for
 every NVIDIA target; the backend only adds its code-generation functions, libdevice among them)."""
 
+LAUNCH_OPTIONS = frozenset(
+    {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid"}
+)
+"""Keyword arguments of a launch that are compile options, not kernel parameters (an autotuner's config adds them)."""
+
 
 class CompilationError(Exception):
     """A kernel Triton's compiler refuses, raised at its launch on `triton-cpu` (the name is the status's key:
@@ -87,10 +92,8 @@ def _jit_function(fn):
 def _signature(jit, fn, args: tuple, kwargs: dict) -> tuple[dict[str, str], dict[str, Any]]:
     """The kernel's parameters typed as Triton types them (`mangle_type`), its constexprs by value."""
     mangle_type = _apis()[4]
-    declared = inspect.signature(fn)
-    # the kernel's own parameters only: an autotuner's config adds compile options (num_warps, num_stages, ...)
-    params = {k: v for k, v in kwargs.items() if k in declared.parameters}
-    bound = declared.bind(*args, **params)
+    params = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    bound = inspect.signature(fn).bind(*args, **params)
     bound.apply_defaults()
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
@@ -114,7 +117,7 @@ def _refusal(jit, signature: dict[str, str], constexprs: dict[str, Any]) -> str 
     try:
         target = GPUTarget(*TARGET)
         backend = CUDABackend(target)
-        options = backend.parse_options({"enable_fp_fusion": True})  # the default on a GPU; said, not warned about
+        options = backend.parse_options({})
         context = ir.context()
         ir.load_dialects(context)
         backend.load_dialects(context)
