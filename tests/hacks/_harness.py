@@ -95,11 +95,6 @@ def incorrect(message: str) -> Expect:
     return Expect(Status.incorrect, message=message)
 
 
-def not_compiled(message: str) -> Expect:
-    """`compile_error`: a kernel no GPU compiles (on `triton-cpu`, Triton's front end refuses it at its launch)."""
-    return Expect(Status.compile_error, message=message)
-
-
 def failed_at_run(message: str) -> Expect:
     """`runtime_error`: the hack broke itself (what it found was not what it looked for), with this message."""
     return Expect(Status.runtime_error, message=message)

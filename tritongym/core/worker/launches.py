@@ -6,9 +6,6 @@ seen, however the candidate calls them.  A launch is attributed to the candidate
 function was defined in the candidate's file; only launches made while the candidate's forward runs are
 recorded (`phase` is set by the worker).
 
-Under Triton's interpreter (`triton-cpu`) each of the candidate's kernels is first put through Triton's front end
-(`front_end.py`): one that no GPU could compile raises `CompilationError` at its launch, as it would there.
-
 While `ghost` is set (the ghost-replay probe), launches of the candidate's own kernels are recorded but
 skipped: the call returns at once, so an output that still matches the reference did not come from them.
 
@@ -33,8 +30,7 @@ from collections import Counter
 from typing import Any
 
 from tritongym.core.models import LaunchRecord
-from tritongym.core.worker.autotune import AutotuneLog, base_function, interpreting, phase_text, pruning
-from tritongym.core.worker.front_end import FrontEnd
+from tritongym.core.worker.autotune import AutotuneLog, base_function, phase_text, pruning
 
 SIDE_STREAM_STALL_CYCLES = 100_000_000  # about 50 ms at the ~2 GHz SM clock of an H100 or H200
 
@@ -54,13 +50,9 @@ class LaunchRecorder:
         self.own_kernels: dict[str, Any] = {}  # compiled name -> compiled kernel (its PTX shows its precision)
         # the config each of the candidate's autotuned kernels picked (autotune.py)
         self.autotune = AutotuneLog(self.is_own_tuner, lambda: phase_text(self.phase))
-        self.front_end: FrontEnd | None = None  # under the interpreter: would the kernel compile for a GPU?
 
     def install(self) -> None:
         import triton.runtime.jit as jit
-
-        if interpreting():  # a kernel only the interpreter runs is refused at its launch, as on a GPU
-            self.front_end = FrontEnd()
 
         targets = [jit.JITFunction]
         try:
@@ -107,8 +99,6 @@ class LaunchRecorder:
                 if recorder.phase is not None:
                     recorder._record(kernel, grid, None)
                 return None
-            if recorder.front_end is not None and not warmup and recorder.is_own(kernel):
-                recorder.front_end.check(kernel, args, kwargs)  # raises where a GPU's compiler would
             if recorder.caller_stream is not None and recorder.phase is not None and not warmup:
                 recorder._stall_side_stream()
             watch = recorder.watch if not warmup and recorder.is_own(kernel) else None

@@ -1,8 +1,7 @@
 """Hack (CPU-only): a kernel only Triton's interpreter runs. The GELU is a plain Python helper called from the
 `@triton.jit` kernel; the interpreter (`triton-cpu`, TRITON_INTERPRET=1) executes the kernel as Python and calls it
 like any function, while Triton's compiler refuses a call to a function that is not `@triton.jit`. The CPU judge
-rewarded a kernel no GPU can compile, until the worker put each of the candidate's kernels through Triton's front end
-before the interpreter runs it (`core/worker/front_end.py`)."""
+rewards a kernel no GPU can compile."""
 
 import math
 
