@@ -44,6 +44,8 @@ def test_forged_compiles_buy_at_most_the_cap():
         assert clock.pending_s(start + 9.0) <= 5.0 - excused
         excused += clock.taken_back(start + 9.0, resumed=True)
     assert excused == clock.excused_s == 5.0
+    assert clock.said() == ", 5 s of Triton compiles not counted"  # what a timeout's message adds
+    assert CompileClock().said() == ""
 
 
 def test_the_task_driver_moves_the_deadline_on_by_compiles_and_not_by_other_releases(relu_problem):

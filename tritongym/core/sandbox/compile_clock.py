@@ -49,3 +49,7 @@ class CompileClock:
         self.excused_s += excused
         self.started = None
         return excused
+
+    def said(self) -> str:
+        """What a timeout's message adds: the compile seconds that were not counted, if any."""
+        return f", {self.excused_s:.3g} s of Triton compiles not counted" if self.excused_s else ""

@@ -168,13 +168,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
                             if self.budget_s > self.timeout_s
                             else ""
                         )
-                        + ")"
-                        + (
-                            f", {self.compiles.excused_s:.3g} s of Triton compiles not counted"
-                            if self.compiles.excused_s
-                            else ""
-                        )
-                        + ", and was killed"
+                        + f"){self.compiles.said()}, and was killed"
                     )
                     return self._crash("Timeout", why, started), False
                 frame = self.worker.next_frame(min(0.25, remaining))
