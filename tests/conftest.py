@@ -17,6 +17,12 @@ from tritongym.core.registry import Registry
 from tritongym.core.worker_task import WorkerTask
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _one_gpu_per_xdist_worker() -> None:
     """`TRITONGYM_TEST_SPREAD_GPUS=0,1,2,3 pytest -n 4 -m gpu ...` on a machine of several GPUs: each xdist worker
     sees one GPU of the list (`CUDA_VISIBLE_DEVICES`, set before anything here starts CUDA), so the GPU tests run
@@ -133,6 +139,26 @@ class ModelNew(torch.nn.Module):
         return out
 """
 """An honest ReLU candidate; tests derive hostile variants from it."""
+
+
+ON_CPU_AND_GPU = pytest.mark.parametrize(
+    "backend",
+    [
+        "triton-cpu",
+        pytest.param(
+            "triton-cuda",
+            marks=[pytest.mark.gpu, pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU")],
+        ),
+    ],
+)
+"""An end-to-end test run on `triton-cpu` here and, where a GPU is (`-m gpu`), on `triton-cuda`: its `backend`."""
+
+
+def judged_in_batch(backend: str, registry: Registry, pairs: list, trials: int = 3) -> list:
+    """`pairs` ((source, problem), ...) judged in one batch under the default checks, on `backend`."""
+    config = EvalConfig(backend=backend, trials=trials, timeout_s=120, workers=2)
+    with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
+        return evaluator.evaluate_many(pairs)
 
 
 def task_for(problem, source: str | None, **update) -> WorkerTask:

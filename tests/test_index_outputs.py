@@ -4,16 +4,13 @@ written NaN where it had returned two other indices."""
 
 import textwrap
 
-import pytest
 import torch
 
+from tests.conftest import ON_CPU_AND_GPU, judged_in_batch
 from tests.test_hostile import explain
-from tritongym.core.config import EvalConfig
-from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.measure.compare import compare_output
 from tritongym.core.measure.ties import MAX_ELEMENTS
 from tritongym.core.models import Status, TrialEvidence
-from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
 from tritongym.core.verdict import judge_trials
 from tritongym.core.worker_task import Tolerance
@@ -144,16 +141,7 @@ LAST_ARGMAX = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "triton-cpu",
-        pytest.param(
-            "triton-cuda",
-            marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
-        ),
-    ],
-)
+@ON_CPU_AND_GPU
 def test_an_argmax_kernel_that_breaks_ties_the_other_way_is_ok_and_one_off_by_one_is_not(backend, tmp_path, registry):
     """End to end (the pool, its keeper, every default check; on the GPU the keeper makes the inputs again there):
     the kernel names the last of equal maxima where torch names the first, in every row."""
@@ -162,9 +150,7 @@ def test_an_argmax_kernel_that_breaks_ties_the_other_way_is_ok_and_one_off_by_on
     problem = load_problem(str(path))
     off_by_one = LAST_ARGMAX.replace("tl.store(out_ptr + row, last.to", "tl.store(out_ptr + row, (last + 1).to")
     assert off_by_one != LAST_ARGMAX
-    config = EvalConfig(backend=backend, trials=3, timeout_s=120, workers=2)
-    with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
-        tied, wrong = evaluator.evaluate_many([(LAST_ARGMAX, problem), (off_by_one, problem)])
+    tied, wrong = judged_in_batch(backend, registry, [(LAST_ARGMAX, problem), (off_by_one, problem)])
     assert tied.status == Status.ok, explain(tied)
     assert "returned indices differ from the reference's only at tied values" in tied.message, tied.message
     assert wrong.status == Status.incorrect and "compared exactly" in wrong.message, explain(wrong)

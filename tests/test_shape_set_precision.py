@@ -10,14 +10,9 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-import torch
-
+from tests.conftest import ON_CPU_AND_GPU, judged_in_batch
 from tests.test_hostile import explain
-from tritongym.core.config import EvalConfig
-from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.models import Status
-from tritongym.core.plugins import PluginHost
 from tritongym.core.problems import load_problem
 
 PROBLEM = textwrap.dedent(
@@ -46,16 +41,7 @@ PROBLEM = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "triton-cpu",
-        pytest.param(
-            "triton-cuda",
-            marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")],
-        ),
-    ],
-)
+@ON_CPU_AND_GPU
 def test_a_log_softmax_that_sums_its_padding_is_refused_at_the_shape_set_where_it_is_off(backend, tmp_path, registry):
     """On the GPU the keeper keeps the shape set's gold, and Triton's approximate exp is within the class's floor."""
     path = tmp_path / "log_softmax_pow2.py"
@@ -64,9 +50,7 @@ def test_a_log_softmax_that_sums_its_padding_is_refused_at_the_shape_set_where_i
     honest = load_problem("log_softmax").solution
     padded = honest.replace('mask=mask, other=float("-inf"))', "mask=mask, other=0.0)")
     assert padded != honest
-    config = EvalConfig(backend=backend, trials=3, timeout_s=120, workers=2)
-    with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
-        right, wrong = evaluator.evaluate_many([(honest, problem), (padded, problem)])
+    right, wrong = judged_in_batch(backend, registry, [(honest, problem), (padded, problem)])
     assert right.status == Status.ok, explain(right)
     assert wrong.status == Status.incorrect, explain(wrong)
     said = " ".join(c.reason for c in wrong.checks if c.name == "precision" and not c.passed)
