@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tritongym.core.errors import ProblemFormatError, ProblemNotFound
 from tritongym.core.models import Problem
+from tritongym.core.source import parse_source
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "problems"
 SUITE_DIR = PACKAGE_DIR / "suite"
@@ -102,7 +103,7 @@ def main_sizes(problem: Problem, names: Iterable[str]) -> dict:
     """The problem's own values of these constants (its size preset, else the module's integer constants), in the
     order given: how a verdict names the shapes a shape set departs from.  Names it has no value for are left out."""
     try:
-        constants = {**_module_ints(ast.parse(problem.source)), **problem.sizes}
+        constants = {**_module_ints(parse_source(problem.source)), **problem.sizes}
     except SyntaxError:
         constants = dict(problem.sizes)
     return {k: constants[k] for k in names if k in constants}
@@ -146,7 +147,7 @@ def _declared_extra_sizes(declared, size: str, known: set[str]) -> list[dict]:
 def parse_problem(source: str, name: str, origin: str, size: str = "cpu", solution: str | None = None) -> Problem:
     """Validate KernelBench format and pick the size preset, without running the code."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError as exc:
         raise ProblemFormatError(f"problem '{name}' ({origin}) does not parse: line {exc.lineno}: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}

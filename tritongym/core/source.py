@@ -11,8 +11,22 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import threading
 
 _FENCE = re.compile(r"```(?:python|py|triton)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+_AST_LOCK = threading.Lock()
+
+
+def parse_source(source: str, mode: str = "exec") -> ast.AST:
+    """`ast.parse`, one thread at a time.  CPython 3.11 (3.11.7 here) keeps the AST constructor's recursion depth
+    per interpreter, not per thread, and two threads building ASTs at once can fail with `SystemError: AST
+    constructor recursion depth mismatch` (CPython gh-106905), as the registry's concurrent-writers test once did in
+    `normalise_source`, called from its writer threads.  Every parse in tritongym goes through here: the evaluator
+    judges, the registry stores and tuning rewrites sources from many threads."""
+    with _AST_LOCK:
+        return ast.parse(source, mode=mode)
 
 
 def _strip_docstrings(tree: ast.Module) -> ast.Module:
@@ -31,7 +45,7 @@ def _strip_docstrings(tree: ast.Module) -> ast.Module:
 
 def normalise_source(source: str) -> str:
     try:
-        return ast.unparse(_strip_docstrings(ast.parse(source)))
+        return ast.unparse(_strip_docstrings(parse_source(source)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         lines = (line.split("#", 1)[0].rstrip() for line in source.splitlines())
         return "\n".join(line for line in lines if line.strip())

@@ -7,7 +7,6 @@ threads here, or Ray actors: `executor.py`) while this thread alone judges and t
 
 from __future__ import annotations
 
-import ast
 import copy
 import functools
 import math
@@ -40,6 +39,7 @@ from tritongym.core.models import (
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.problems import main_sizes
 from tritongym.core.registry import Registry
+from tritongym.core.source import parse_source
 from tritongym.core.verdict import (
     ShapeJudgement,
     crashed_at_shape_set,
@@ -330,7 +330,7 @@ class Evaluator:
         # a worker will most likely be needed: it starts now and warms up while this thread parses and checks
         self.warm_up(1)
         try:
-            tree = ast.parse(candidate.source)
+            tree = parse_source(candidate.source)
         except (SyntaxError, ValueError) as exc:
             line = getattr(exc, "lineno", None)
             error = ErrorInfo(

@@ -22,6 +22,7 @@ import ast
 from collections.abc import Sequence
 
 from tritongym.core.scan.ast_scan import scan
+from tritongym.core.source import parse_source
 from tritongym.core.tune.space import DEFAULTS, Discovery, Offsets, _bindings, _scope_of
 from tritongym.core.tune.variant import Edit, VariantError, apply_edits
 from tritongym.core.tuning import Config, TuneParam
@@ -90,7 +91,7 @@ def autotuned_source(discovery: Discovery, configs: Sequence[Config]) -> str:
     if not params:
         raise VariantError("the source has no tunable launch parameters")
     source = discovery.source
-    tree = ast.parse(source)
+    tree = parse_source(source)
     facts = scan(tree)
     if "triton" not in {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}:
         raise VariantError("the source does not `import triton` at module level (the decorator needs it)")
@@ -136,7 +137,7 @@ def autotuned_source(discovery: Discovery, configs: Sequence[Config]) -> str:
             meta = grid.args.args[0].arg if grid.args.args else "META"
             new_grid = ast.Lambda(grid.args, _GridRewrite(bound, meta).visit(grid.body))
         else:
-            body = _GridRewrite(bound, "META").visit(ast.parse(ast.unparse(grid), mode="eval").body)
+            body = _GridRewrite(bound, "META").visit(parse_source(ast.unparse(grid), mode="eval").body)
             args = ast.arguments(
                 posonlyargs=[],
                 args=[ast.arg("META")],
@@ -167,7 +168,7 @@ def autotuned_source(discovery: Discovery, configs: Sequence[Config]) -> str:
         edits.append(Edit(line_start, line_start, decorator))
     result = apply_edits(source.encode(), edits).decode()
     try:
-        ast.parse(result)
+        parse_source(result)
     except (SyntaxError, ValueError) as exc:
         raise VariantError(
             f"the autotuned rewrite is not valid Python ({exc}); a tritongym bug, please report it"

@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass, field
 
 from tritongym.core.scan.ast_scan import SourceScan, decorator_name, scan, snippet
+from tritongym.core.source import parse_source
 from tritongym.core.tuning import Config, ParamKind, SearchSpace, TuneParam
 
 DEFAULTS = {"num_warps": 4, "num_stages": 3}
@@ -435,7 +436,7 @@ def _names(found: list[_Found]) -> list[str]:
 def discover(source: str) -> Discovery:
     """The search space of `source` and where each of its parameters is set (see the module docstring)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError) as exc:
         return Discovery(source, SearchSpace(fixed=[f"the source does not parse: {exc}"]))
     finder = _Finder(source, tree)

@@ -9,10 +9,10 @@ id, already judged).  The result is parsed again before anyone evaluates it.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tritongym.core.source import parse_source
 from tritongym.core.tune.space import Autotune, AutotuneConfig, Discovery, Insert, Literal
 from tritongym.core.tuning import Config, config_key
 
@@ -94,7 +94,7 @@ def bake(discovery: Discovery, config: Config) -> str:
             edits.append(Edit(autotune.start, autotune.end, f"[{_one_config(data, autotune, wanted)}]"))
     variant = apply_edits(data, edits).decode()
     try:
-        ast.parse(variant)
+        parse_source(variant)
     except (SyntaxError, ValueError) as exc:
         raise VariantError(
             f"baking {config_key(config)} into the source gave invalid Python ({exc}); this is a tritongym bug, "

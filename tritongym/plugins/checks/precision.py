@@ -22,6 +22,7 @@ from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem, describe_sizes
 from tritongym.core.precision import CLASSES, classify, passing, stored_short, worst
 from tritongym.core.scan.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan
+from tritongym.core.source import parse_source
 
 _IEEE = "ieee"
 _REDUCED_DOT = frozenset({"tf32", "tf32x3", "bf16x3", "bf16x6"})
@@ -58,7 +59,7 @@ def low_precision_family(token: str) -> str | None:
 def reference_families(source: str) -> frozenset[str]:
     """The low-precision types the reference itself uses (its code, not its prose)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError):
         return frozenset()
     prose = docstring_nodes(tree)
@@ -178,7 +179,7 @@ def source_findings(candidate_source: str, problem_source: str) -> list[Finding]
     A source that does not parse says nothing.
     """
     try:
-        facts = scan(ast.parse(candidate_source))
+        facts = scan(parse_source(candidate_source))
     except (SyntaxError, ValueError):
         return []
     allowed = reference_families(problem_source)

@@ -20,7 +20,6 @@ not lazy but a hack: the `precomputed` check's, under every policy.
 
 from __future__ import annotations
 
-import ast
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +29,7 @@ from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem
 from tritongym.core.scan.ast_scan import scan
 from tritongym.core.scan.host_compute import host_compute
+from tritongym.core.source import parse_source
 
 
 class TorchComputeOptions(BaseModel):
@@ -91,7 +91,7 @@ class TorchComputeCheck(RuntimeCheck):
 def _advice(candidate: Candidate) -> str:
     """Where the source computes with torch in host code, as advice (the measure above is the verdict)."""
     try:
-        uses = host_compute(scan(ast.parse(candidate.source)), "ModelNew")
+        uses = host_compute(scan(parse_source(candidate.source)), "ModelNew")
     except (SyntaxError, ValueError):
         return ""
     if not uses:
