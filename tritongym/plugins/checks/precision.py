@@ -88,12 +88,11 @@ class PrecisionCheck(RuntimeCheck):
         # problem's shape and a float16's error away at another is measured there
         judged = [(trial, out) for trial in evidence.trials if not trial.late for out in trial.outputs]
         outputs = [out for _, out in judged]
-        measured = [
-            (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err)
-            for _, out in judged
+        measured = [  # (the errors a class is named from, the shape set they were measured at: None = the main shape)
+            ((out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err), trial.sizes)
+            for trial, out in judged
             if out.gold_err is not None
         ]
-        where = [trial.sizes for trial, out in judged if out.gold_err is not None]
         advice = _advice(candidate, problem, evidence)
         short = [out for out in outputs if stored_short(out.short_significands, out.ref_short_significands)]
         if short and "half" not in passing(policy):
@@ -116,13 +115,12 @@ class PrecisionCheck(RuntimeCheck):
                 reason="precision not measured (no float64 gold: the reference has no floating output or cannot "
                 f"run in float64){advice}",
             )
-        classes = [classify(*errors) for errors in measured]
+        classes = [classify(*errors) for errors, _ in measured]
         reached = worst(classes)
-        worst_at = max((k for k, c in enumerate(classes) if c == reached), key=lambda k: measured[k][0])
-        at_own_shape = [c for c, sizes in zip(classes, where) if sizes is None]
-        err, ref, ref_tf32, _, _ = measured[worst_at]
+        worst_at = max((k for k, c in enumerate(classes) if c == reached), key=lambda k: measured[k][0][0])
+        (err, ref, ref_tf32, _, _), sizes = measured[worst_at]
         with_tf32 = f", with TF32 {ref_tf32:.2g}" if ref_tf32 is not None and ref_tf32 != ref else ""
-        at = f" at shape set {describe_sizes(where[worst_at])}" if where[worst_at] is not None else ""
+        at = f" at shape set {describe_sizes(sizes)}" if sizes is not None else ""
         said = (
             f"precision class {reached} (error {err:.2g}{at} against the float64 gold; the reference's own at its "
             f"dtype {ref:.2g}{with_tf32}); the policy '{policy}' passes {', '.join(passing(policy))}"
@@ -138,8 +136,8 @@ class PrecisionCheck(RuntimeCheck):
                 reason=f"error {err:.2g} against the float64 gold is beyond every precision class (the reference's own "
                 f"at its dtype {ref:.2g}): wrong outputs, not low precision, for the correctness verdict{advice}",
             )
-        own = worst(at_own_shape) if at_own_shape else None
-        if where[worst_at] is not None and own in passing(policy):
+        own = worst(c for c, (_, at_sizes) in zip(classes, measured) if at_sizes is None)
+        if sizes is not None and own in passing(policy):
             return CheckVerdict(
                 name=self.name,
                 passed=False,
