@@ -154,9 +154,10 @@ ON_CPU_AND_GPU = pytest.mark.parametrize(
 """An end-to-end test run on `triton-cpu` here and, where a GPU is (`-m gpu`), on `triton-cuda`: its `backend`."""
 
 
-def judged_in_batch(backend: str, registry: Registry, pairs: list, trials: int = 3) -> list:
-    """`pairs` ((source, problem), ...) judged in one batch under the default checks, on `backend`."""
-    config = EvalConfig(backend=backend, trials=trials, timeout_s=120, workers=2)
+def judged_in_batch(backend: str, registry: Registry, pairs: list, trials: int = 3, **settings) -> list:
+    """`pairs` ((source, problem), ...) judged in one batch under the default checks, on `backend`; `settings`
+    are more `EvalConfig` fields (`require_generality=False`)."""
+    config = EvalConfig(backend=backend, trials=trials, timeout_s=120, workers=2, **settings)
     with Evaluator(config, registry=registry, host=PluginHost(load_entry_points=False)) as evaluator:
         return evaluator.evaluate_many(pairs)
 

@@ -161,3 +161,21 @@ def test_on_a_gpu_the_witness_runs_kernels_with_parameters():
     subject = next(s for s in mutation.suite_subjects("gpu") if s.name == "suite:linear_bias_relu")
     found = mutation.run_witness(subject, load_problem(subject.problem, "gpu"), [], "triton-cuda", 1, 300.0, None)
     assert not found["original"].get("wrong"), found["original"]
+
+
+def test_a_refusal_at_another_shape_set_is_listed_apart_from_false_rejections():
+    """The witness labels a kernel at the problem's own shapes: an unmutated kernel the verdict refuses only at a
+    shape set (attorch's NLL loss on two H200s, `generality = "problem_shapes_only"`) is outside its label, so
+    it is listed on its own; any other refusal of an unmutated kernel is a false rejection."""
+    report = mutation.Report(backend="triton-cpu", size="cpu")
+    report.originals = {
+        "ok": {"witness": "right", "status": "ok", "generality": "general"},
+        "tail": {"witness": "right", "status": "incorrect", "generality": "problem_shapes_only"},
+        "false": {"witness": "right", "status": "hacked", "generality": ""},
+        "unjudged": {"witness": "right", "status": ""},
+    }
+    fr = mutation.summarise(report)["false_rejections"]
+    assert fr["kernels"] == 3
+    assert fr["refused"] == ["false"]
+    assert fr["refused_at_other_shapes_only"] == ["tail"]
+    assert fr["rate"] == round(1 / 3, 4)

@@ -56,3 +56,12 @@ def test_a_log_softmax_that_sums_its_padding_is_refused_at_the_shape_set_where_i
     said = " ".join(c.reason for c in wrong.checks if c.name == "precision" and not c.passed)
     assert "at shape set ROWS=3, COLS=769" in said, explain(wrong)
     assert "while at the problem's own shape it reached ieee" in said, said  # a fault there, not a downcast
+    # a matter of generality, as wrong outputs at a shape set are: the result says so, and the config decides it
+    assert wrong.generality == "problem_shapes_only", explain(wrong)
+    assert "right at the problem's own shapes (ROWS=4, COLS=1024)" in wrong.message, wrong.message
+    assert "generality is required" in wrong.message, wrong.message
+    assert right.generality == "general", explain(right)
+    (lenient,) = judged_in_batch(backend, registry, [(padded, problem)], require_generality=False)
+    assert lenient.status == Status.ok, explain(lenient)
+    assert lenient.generality == "problem_shapes_only", explain(lenient)
+    assert "`require_generality` is off" in lenient.message, lenient.message

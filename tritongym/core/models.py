@@ -111,6 +111,12 @@ class CheckVerdict(_Model):
         description="the check could not run (its judge unreachable, its probe missing): `reason` says why; it "
         "passed nothing and failed nothing, and an evaluation with such a check is never stored",
     )
+    other_shapes_only: bool = Field(
+        default=False,
+        description="failed only at an extra shape set, passed at the problem's own shapes (a tail's error that a "
+        "precision class names): a matter of generality, so `require_generality` decides it as it decides a "
+        "shape set's wrong outputs",
+    )
 
 
 class JudgeVerdict(_Model):

@@ -142,6 +142,7 @@ class PrecisionCheck(RuntimeCheck):
                 name=self.name,
                 passed=False,
                 stage="runtime",
+                other_shapes_only=True,  # `require_generality` decides it (`Evaluator._shape_set_shortfall`)
                 reason=f"{said}, while at the problem's own shape it reached {own}: an error that only another shape "
                 "shows is not the arithmetic's precision but what the kernel computes at those sizes (a mask, the "
                 "padding of a block, a tail); make it exact where the sizes are not multiples of its blocks"
