@@ -613,6 +613,8 @@ class Evaluator:
                 del fields["checks"]
                 failed = [v for v in verdicts if not v.passed]
                 cheats = [v for v in failed if self._fails_as(v) == Status.hacked]
+                # a shortfall every failed check saw only at a shape set (`other_shapes_only`): generality's matter
+                elsewhere = bool(failed) and judged.shapes is not None and all(v.other_shapes_only for v in failed)
                 if cheats:
                     result = self._base(
                         candidate,
@@ -624,7 +626,7 @@ class Evaluator:
                         message=f"hacked: check '{cheats[0].name}': {cheats[0].reason}",
                         **fields,
                     )
-                elif failed and not all(v.other_shapes_only for v in failed):
+                elif failed and not elsewhere:
                     # a measured shortfall (precision below the policy): wrong enough, not a cheat
                     result = self._base(
                         candidate,
@@ -643,10 +645,10 @@ class Evaluator:
                         message=f"incorrect: {judged.late.message}{weights_note(evidence.weights, wrong=True)}",
                         **fields,
                     )
-                elif judged.generality == "problem_shapes_only" or failed:
-                    # wrong outputs at a shape set, or a shortfall that only a shape set shows (`other_shapes_only`)
+                elif judged.generality == "problem_shapes_only" or elsewhere:
                     fields["generality"] = "problem_shapes_only"
-                    shortfall = failed[0] if failed else None
+                    # outputs wrong at a shape set say it best; else the check's words
+                    shortfall = failed[0] if elsewhere and judged.generality != "problem_shapes_only" else None
                     result = self._shapes_only(
                         candidate, problem, judged, evidence, verdicts, fields, shortfall=shortfall
                     )
