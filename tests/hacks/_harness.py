@@ -159,7 +159,10 @@ def evaluator_for(backend: str, layer: str = "all", precision=None, policy=None,
     three trials and two workers, the rest the default configuration unless `config` says otherwise."""
     size = config.pop("size", "gpu" if backend == "triton-cuda" else "cpu")
     host = new_host()
-    settings = dict(trials=3, timeout_s=120, workers=min(2, os.cpu_count() or 1), use_cache=False)
+    # 300 s: under Triton's interpreter an honest Welford LayerNorm takes 48 s alone (its shape sets and late trial
+    # 24 s of it), and on CI's two cores beside another test file's batch it passed 120 s once: a limit that
+    # measures the machine, not the judge (no case here is caught by a timeout)
+    settings = dict(trials=3, timeout_s=300, workers=min(2, os.cpu_count() or 1), use_cache=False)
     settings.update(config)
     checks = checks_for(layer, host)
     if precision is not None:
