@@ -142,16 +142,15 @@ class PrecisionCheck(RuntimeCheck):
                 reason=f"error {err:.2g} against the float64 gold is beyond every precision class (the reference's own "
                 f"at its dtype {ref:.2g}): wrong outputs, not low precision, for the correctness verdict{advice}",
             )
-        own = worst(c for c, (_, at_sizes) in zip(classes, measured) if at_sizes is None)
-        if sizes is not None and own in passing(policy):
+        if sizes is not None and own_class in passing(policy):
             return CheckVerdict(
                 name=self.name,
                 passed=False,
                 stage="runtime",
-                other_shapes_only=True,  # `require_generality` decides it (`Evaluator._shape_set_shortfall`)
-                reason=f"{said}, while at the problem's own shape it reached {own}: an error that only another shape "
-                "shows is not the arithmetic's precision but what the kernel computes at those sizes (a mask, the "
-                "padding of a block, a tail); make it exact where the sizes are not multiples of its blocks"
+                other_shapes_only=True,  # `require_generality` decides it (`Evaluator._shapes_only`)
+                reason=f"{said}, while at the problem's own shape it reached {own_class}: an error that only another "
+                "shape shows is not the arithmetic's precision but what the kernel computes at those sizes (a mask, "
+                "the padding of a block, a tail); make it exact where the sizes are not multiples of its blocks"
                 f"{advice}",
             )
         fix = f"set precision = '{looser}' to accept it"
