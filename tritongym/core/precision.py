@@ -10,11 +10,15 @@ dtype (computed with TF32 off).  The error names a class:
 | class  | error floor | what reaches it (measured on random data)                                  |
 |--------|-------------|----------------------------------------------------------------------------|
 | `ieee` | 1e-5        | float32 arithmetic in any order (1e-7 to 1e-6), split-K atomics, 3xTF32     |
-| `tf32` | 1e-3        | TF32 or float16 operands with float32 accumulation (3e-4 to 5e-4)           |
+| `tf32` | 1e-3 (*)    | TF32 or float16 operands with float32 accumulation (3e-4 to 5e-4)           |
 | `half` | 2e-2        | bfloat16 operands or outputs (2e-3 to 4e-3), bfloat16 intermediates (1e-2)  |
 
-and an error above the `half` bound is `below-half`.  A class's bound is its floor or `SLACK` times what the
-reference itself reaches in that class, whichever is larger: the reference is also run with TF32 on (torch's
+and an error above the `half` bound is `below-half`.  (*) 2.5e-4 (`TF32_MEASURED_FLOOR`) where both TF32 runs
+of the reference below were measured: a problem whose outputs average the products' rounding away (a row sum of
+a GEMM's activations) costs TF32 little, and a dropped input feature must not hide in the gap.
+
+A class's bound is its floor or `SLACK` times what the reference itself reaches in that class, whichever is
+larger: the reference is also run with TF32 on (torch's
 round-to-nearest, and with its matmul operands truncated as Triton's default `tl.dot` does) and under bfloat16
 autocast, because what a class costs depends on the problem.  An H100 measured Triton's TF32 GEMM at 7.7e-4, a
 chain of three at 1.5e-3 and an attention of four at 4.1e-3: truncation shrinks every product a little, so its
@@ -68,6 +72,16 @@ reference's differs from gold by up to ~20x what the reference does where the su
 two-stage blocked sum: 6e-4 against cuBLAS's 3.1e-5 on an H200), while a float16 computation is ~2^13 times
 further off than float32."""
 
+TF32_MEASURED_FLOOR = 2.5e-4
+"""What the `tf32` class allows at least where TF32 is in play and both TF32 baselines of the reference were
+measured (`tf32_in_play`), in place of the class's 1e-3 floor: there the baselines say what TF32 costs on this
+problem, and on some it costs little.  A row sum of 1,537 sigmoids of a 2,048-deep GEMM differs from gold by
+3.2e-5 with Triton's TF32 (an H200, the honest `gemm_sigmoid_rowsum_atomic`): the row sum averages the products'
+rounding away.  Its mutant that drops the last input feature from every product (`k < K - 1`) is 4.9e-4 off,
+inside the 1e-3 floor (the one survivor of stop 50's mutation benchmark).  The floor keeps 2.5x
+`NO_TF32_FLOOR` for the GPU's approximate exp and tanh beside the products (a GEMM with a GELU epilogue); honest
+kernels where TF32 costs more (one GEMM: 7.7e-4 truncated) pass on the baselines' multiples, as before."""
+
 TRUNCATED_SLACK = 2.0
 """What the `tf32` class allows beyond the reference's error with its matmul operands truncated to TF32, the way
 Triton's default `tl.dot` computes: a looser baseline than torch's own TF32, so a smaller multiple of it."""
@@ -82,10 +96,15 @@ def bound(
 ) -> float:
     """The largest error against gold that `cls` allows: its floor, or a multiple of what the reference itself
     reaches in that class or a more exact one (its own error at its dtype; with TF32 on, torch's or Triton's
-    truncating kind; under bfloat16 autocast), whichever is larger."""
+    truncating kind; under bfloat16 autocast), whichever is larger.  Where both TF32 baselines were measured the
+    `tf32` class's floor is the lower `TF32_MEASURED_FLOOR`: the baselines, not a guess, say what TF32 costs."""
     allowed = [FLOORS[cls], SLACK * (ref_err or 0.0)]
     if cls == "tf32" and not tf32_in_play(ref_err, ref_tf32_err, ref_tf32_trunc_err):
         allowed = [NO_TF32_FLOOR, NO_TF32_SLACK * (ref_err or 0.0)]
+    elif cls == "tf32" and ref_tf32_err is not None and ref_tf32_trunc_err is not None:
+        # what TF32 costs here is measured below; another summation order than the reference's is allowed as where
+        # TF32 is not in play
+        allowed = [TF32_MEASURED_FLOOR, NO_TF32_SLACK * (ref_err or 0.0)]
     if cls in ("tf32", "half"):
         allowed += [SLACK * (ref_tf32_err or 0.0), TRUNCATED_SLACK * (ref_tf32_trunc_err or 0.0)]
     if cls == "half":

@@ -20,7 +20,7 @@ import functools
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem, describe_sizes
-from tritongym.core.precision import CLASSES, classify, passing, stored_short, worst
+from tritongym.core.precision import CLASSES, bound, classify, passing, stored_short, worst
 from tritongym.core.scan.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan
 from tritongym.core.source import parse_source
 
@@ -154,12 +154,14 @@ class PrecisionCheck(RuntimeCheck):
                 f"{advice}",
             )
         fix = f"set precision = '{looser}' to accept it"
+        allowed = bound(policy, *measured[worst_at][0][1:])
         return CheckVerdict(
             name=self.name,
             passed=False,
             stage="runtime",
-            reason=f"{said}: a precision downgrade below the policy; compute in the reference's dtype (accumulate "
-            f"in float32) or {fix}{advice}",
+            reason=f"{said} (class {policy} allows an error of {allowed:.2g} on this problem): a precision downgrade "
+            f"below the policy, or a term dropped; compute in the reference's dtype (accumulate in float32) or "
+            f"{fix}{advice}",
         )
 
 
