@@ -534,11 +534,15 @@ def mutants_of(subject: Subject, max_sites: int, backend: str = "triton-cuda") -
 # --- the witness -------------------------------------------------------------------------------------------
 
 
+WITNESS_CONTEXT_LOST = 3  # `mutation_witness.CONTEXT_LOST`: a sticky CUDA error; the rest run in a fresh process
+
+
 def _run_witness(
     subject: Subject, problem, mutants: list[Mutant], backend: str, seeds: int, timeout: float, gpu: str | None = None
 ) -> dict:
     """Label every mutant of one kernel in a fresh subprocess (`benchmarks/mutation_witness.py`), which runs the
-    unmutated kernel first; a mutant that kills the process is wrong (it crashed) and the rest run in another.
+    unmutated kernel first; a mutant that kills the process is wrong (it crashed) and the rest run in another, as
+    they do after one that leaves a sticky CUDA error (the subprocess labels it and exits `WITNESS_CONTEXT_LOST`).
     `gpu` (a `CUDA_VISIBLE_DEVICES` entry) pins the subprocess to one GPU, so parallel witnesses share them out."""
     results: dict[str, dict] = {}
     pending = list(mutants)
@@ -573,11 +577,11 @@ def _run_witness(
                     timeout=timeout,
                     env=env,
                 )
-                lines, crashed = done.stdout.splitlines(), done.returncode != 0
+                lines, crashed, code = done.stdout.splitlines(), done.returncode != 0, done.returncode
                 tail = done.stderr[-300:]
             except subprocess.TimeoutExpired as exc:
                 out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-                lines, crashed, tail = out.splitlines(), True, "timed out"
+                lines, crashed, code, tail = out.splitlines(), True, None, "timed out"
             current = None
             for line in lines:
                 if not line.startswith("{"):
@@ -595,6 +599,12 @@ def _run_witness(
                 return {"original": {"wrong": True, "why": f"the witness could not run the kernel: {tail}"}}
             if not crashed:
                 break
+            if code == WITNESS_CONTEXT_LOST and current is None:
+                # the last mutant labelled left the context unusable: the rest in a fresh process, not wrong for it
+                pending = [m for m in pending if m.id not in results]
+                if not pending:
+                    break
+                continue
             if current is None or current == "__original__":
                 break
             results[current] = {"id": current, "wrong": True, "why": f"crashed the process: {tail.strip()[-200:]}"}

@@ -3,7 +3,8 @@ the reference on many inputs, in this fresh process, with no tritongym code at a
 
 Reads a job (JSON) on stdin; writes one JSON line per verdict on stdout: `{"start": id}` before each kernel runs
 (a kernel that kills the process is then known), then `{"id", "wrong", "why"}`; the unmutated kernel first
-(`__original__`), whose per-input errors every mutant is held against.
+(`__original__`), whose per-input errors every mutant is held against.  A mutant that leaves a sticky CUDA error
+ends the process with `CONTEXT_LOST` after its own label, and the parent runs the rest in a fresh one.
 
 For each input (seeds x scales, at the main shape and at each declared extra shape set): `Model` and the kernel's
 `ModelNew` built under one seed, every floating parameter and buffer of `Model` moved away from its value (a
@@ -26,6 +27,24 @@ import traceback
 STARTED = time.perf_counter()  # before torch's import: a witness's seconds are reported by part (`seconds`)
 
 import torch  # noqa: E402
+
+CONTEXT_LOST = 3
+"""This process's exit status after a kernel left a sticky CUDA error (an illegal address, an invalid address space):
+every later CUDA call here fails with the same error, so the mutants after it would be labelled wrong for its
+fault (two equivalent mutants of FlagGems' kron were, after a stride swap crashed).  The parent runs the rest in a
+fresh process (`mutation._run_witness`)."""
+
+
+def context_lost(device: str) -> bool:
+    """Whether this process's CUDA context is unusable (a sticky error): a synchronise and one small op fail."""
+    if device != "cuda":
+        return False
+    try:
+        torch.cuda.synchronize()
+        torch.ones(1, device=device).add_(1).item()
+    except Exception:  # noqa: BLE001 - any failure here means the context cannot run the next kernel
+        return True
+    return False
 
 
 def emit(record: dict) -> None:
@@ -275,6 +294,8 @@ def main() -> None:
             emit({**found, "seconds": round(time.perf_counter() - began, 2)})
         except Exception:  # noqa: BLE001 - the witness's own failure: said, and the mutant left unlabelled
             emit({"id": mutant["id"], "wrong": False, "why": "witness error: " + traceback.format_exc()[-300:]})
+        if context_lost(device):
+            os._exit(CONTEXT_LOST)  # not sys.exit: tearing down a broken context at exit can crash the process
 
 
 if __name__ == "__main__":

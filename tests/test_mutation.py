@@ -179,3 +179,27 @@ def test_a_refusal_at_another_shape_set_is_listed_apart_from_false_rejections():
     assert fr["refused"] == ["false"]
     assert fr["refused_at_other_shapes_only"] == ["tail"]
     assert fr["rate"] == round(1 / 3, 4)
+
+
+def test_on_a_gpu_a_mutant_that_breaks_the_context_is_wrong_and_the_next_one_still_labelled():
+    """A mutant whose kernel leaves a sticky CUDA error (here a load far outside any allocation) is wrong, and the
+    mutants after it run in a fresh witness process: four H200s labelled two equivalent mutants of FlagGems' kron
+    `wrong` with the error a stride swap before them had left ('operation not supported on global/shared address
+    space'), and the judge, which found them right, was charged with two survivors."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from tritongym.core.problems import load_problem
+
+    subject = next(s for s in mutation.suite_subjects("gpu") if s.name == "suite:relu")
+    far = subject.source.replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs + (1 << 40))")
+    assert far != subject.source
+    same = subject.source.replace("block = 1024", "block = 2048")
+    mutants = [
+        mutation.Mutant(f"suite:relu/{name}", "suite:relu", name, "mask_bounds", 0, name, 0, source)
+        for name, source in (("far", far), ("same", same))
+    ]
+    found = mutation.run_witness(subject, load_problem(subject.problem, "gpu"), mutants, "triton-cuda", 1, 300.0, None)
+    assert found["mutants"]["suite:relu/far"]["wrong"], found
+    assert not found["mutants"]["suite:relu/same"]["wrong"], found["mutants"]["suite:relu/same"]

@@ -12,7 +12,7 @@ import torch
 
 from tritongym.core.measure.compare import rel_err
 from tritongym.core.measure.gold import exact_reference, truncated_tf32
-from tritongym.core.precision import BELOW_HALF, classify, passing, worst
+from tritongym.core.precision import BELOW_HALF, classify, narrow_dtype, passing, worst
 
 
 @pytest.mark.parametrize(
@@ -43,6 +43,19 @@ from tritongym.core.precision import BELOW_HALF, classify, passing, worst
 )
 def test_the_class_an_error_reaches(err, baselines, expected):
     assert classify(err, *baselines) == expected
+
+
+def test_a_16_bit_outputs_own_rounding_is_no_summation_order():
+    """A float16 GEMM (reference 3.6e-4 against gold, the output's own rounding): its output rounded to bfloat16 on
+    the way out (3.2e-3, a surviving mutant on four H200s) is `half`, where a float32 reduction summed in another
+    order than a cancelling reference keeps `NO_TF32_SLACK`'s room."""
+    fp16_gemm = (3.6e-4, 3.6e-4, None, 3.6e-4)  # neither TF32 run moves a float16 product
+    assert classify(3.2e-3, *fp16_gemm) == "tf32"  # read as a float32 sum's order, 32 x 3.6e-4 passes it
+    assert classify(3.2e-3, *fp16_gemm, narrow=True) == "half"
+    assert classify(4.0e-4, *fp16_gemm, narrow=True) == "ieee"  # as exact as the dtype allows
+    assert classify(6e-4, 3.1e-5, 3.1e-5, None, 3.1e-5) == "tf32"  # FlagGems' vdot, float32
+    assert narrow_dtype("torch.float16") and narrow_dtype("torch.bfloat16") and narrow_dtype("torch.float8_e4m3fn")
+    assert not narrow_dtype("torch.float32") and not narrow_dtype(None)
 
 
 def test_policies_pass_their_class_and_every_more_exact_one():

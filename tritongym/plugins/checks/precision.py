@@ -20,7 +20,7 @@ import functools
 from tritongym import hookimpl
 from tritongym.core.interfaces import RuntimeCheck
 from tritongym.core.models import Candidate, CheckVerdict, Evidence, Problem, describe_sizes
-from tritongym.core.precision import CLASSES, bound, classify, passing, stored_short, worst
+from tritongym.core.precision import CLASSES, bound, classify, narrow_dtype, passing, stored_short, worst
 from tritongym.core.scan.ast_scan import Finding, SourceScan, docstring_nodes, finding, scan
 from tritongym.core.source import parse_source
 
@@ -88,8 +88,13 @@ class PrecisionCheck(RuntimeCheck):
         # problem's shape and a float16's error away at another is measured there
         judged = [(trial, out) for trial in evidence.trials if not trial.late for out in trial.outputs]
         outputs = [out for _, out in judged]
-        measured = [  # (the errors a class is named from, the shape set they were measured at: None = the main shape)
-            ((out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err), trial.sizes)
+        measured = [  # (the errors a class is named from, the shape set they were measured at: None = the main shape,
+            # whether the output is 16 bits wide: its own rounding is then the reference's error, `bound`'s `narrow`)
+            (
+                (out.gold_err, out.ref_gold_err, out.ref_tf32_err, out.ref_half_err, out.ref_tf32_trunc_err),
+                trial.sizes,
+                narrow_dtype(out.ref_dtype),
+            )
             for trial, out in judged
             if out.gold_err is not None
         ]
@@ -116,15 +121,15 @@ class PrecisionCheck(RuntimeCheck):
                 f"run in float64){advice}",
             )
         at_own = [m for m in measured if m[1] is None]
-        own_class = worst(classify(*errors) for errors, _ in at_own)
+        own_class = worst(classify(*errors, narrow=n) for errors, _, n in at_own)
         if own_class is not None and own_class not in passing(policy):
             # below the policy at the problem's own shape: judged there alone, so that a shape set whose error is
             # beyond every class (wrong there, for the correctness verdict) cannot hide a downgrade seen here
             measured = at_own
-        classes = [classify(*errors) for errors, _ in measured]
+        classes = [classify(*errors, narrow=n) for errors, _, n in measured]
         reached = worst(classes)
         worst_at = max((k for k, c in enumerate(classes) if c == reached), key=lambda k: measured[k][0][0])
-        (err, ref, ref_tf32, _, _), sizes = measured[worst_at]
+        (err, ref, ref_tf32, _, _), sizes, _ = measured[worst_at]
         with_tf32 = f", with TF32 {ref_tf32:.2g}" if ref_tf32 is not None and ref_tf32 != ref else ""
         at = f" at shape set {describe_sizes(sizes)}" if sizes is not None else ""
         said = (
@@ -154,7 +159,7 @@ class PrecisionCheck(RuntimeCheck):
                 f"{advice}",
             )
         fix = f"set precision = '{looser}' to accept it"
-        allowed = bound(policy, *measured[worst_at][0][1:])
+        allowed = bound(policy, *measured[worst_at][0][1:], narrow=measured[worst_at][2])
         return CheckVerdict(
             name=self.name,
             passed=False,
