@@ -181,6 +181,7 @@ def test_a_refusal_at_another_shape_set_is_listed_apart_from_false_rejections():
     assert fr["rate"] == round(1 / 3, 4)
 
 
+@pytest.mark.gpu
 def test_on_a_gpu_a_mutant_that_breaks_the_context_is_wrong_and_the_next_one_still_labelled():
     """A mutant whose kernel leaves a sticky CUDA error (here a load far outside any allocation) is wrong, and the
     mutants after it run in a fresh witness process: four H200s labelled two equivalent mutants of FlagGems' kron
