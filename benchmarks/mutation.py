@@ -748,8 +748,12 @@ class Judge:
     def __exit__(self, *exc) -> None:
         self.stack.close()
 
-    def __call__(self, pairs: list[tuple[str, object, str]], precision_of: dict) -> dict[str, tuple]:
-        """Each (id, problem, source) judged; id -> (status, message, generality or "")."""
+    def __call__(
+        self, pairs: list[tuple[str, object, str]], precision_of: dict, on_verdict: Callable | None = None
+    ) -> dict[str, tuple]:
+        """Each (id, problem, source) judged; id -> (status, message, generality or "").  `on_verdict(id, verdict)`
+        is called as each kernel's verdict comes (a batch run writes its JSON as it goes: a call cut by its limit
+        keeps what was judged, and `--resume` judges only the rest)."""
         from tritongym.core.config import EvalConfig
         from tritongym.core.eval.evaluate import Evaluator
         from tritongym.core.models import Candidate
@@ -762,9 +766,20 @@ class Judge:
             if precision not in self.evaluators:
                 config = EvalConfig(backend=self.backend, size=self.size, precision=precision)
                 self.evaluators[precision] = self.stack.enter_context(Evaluator(config, registry=None))
-            results = self.evaluators[precision].evaluate_many(
-                [(Candidate(source=s, origin=i), p) for i, p, s in group]
-            )
+            candidates = [(Candidate(source=s, origin=i), p) for i, p, s in group]
+            idents: dict[tuple[str, str], list[str]] = {}  # one kernel for one problem runs once in a batch
+            for (candidate, problem), (ident, _, _) in zip(candidates, group):
+                idents.setdefault((problem.key, candidate.kernel_id), []).append(ident)
+
+            def came(result, _idents=idents) -> None:
+                verdict = (str(result.status.value), result.message, result.generality or "")
+                for ident in _idents.get((result.problem_key, result.kernel_id), []):
+                    if ident not in verdicts:
+                        verdicts[ident] = verdict
+                        if on_verdict is not None:
+                            on_verdict(ident, verdict)
+
+            results = self.evaluators[precision].evaluate_many(candidates, on_result=came)
             for (ident, _, _), result in zip(group, results):
                 verdicts[ident] = (str(result.status.value), result.message, result.generality or "")
         return verdicts
@@ -883,6 +898,27 @@ def summarise(report: Report) -> dict:
     }
 
 
+def kept_verdicts(out: Path, report: Report) -> dict[str, tuple]:
+    """The verdicts an earlier run of the same backend and size wrote into `out` (`--resume`): id -> (status,
+    message, generality), for unmutated kernels (`original:NAME`) and mutants judged there; none when it is missing
+    or another run's."""
+    if not out.exists():
+        return {}
+    earlier = json.loads(out.read_text())
+    if (earlier.get("backend"), earlier.get("size")) != (report.backend, report.size):
+        raise SystemExit(
+            f"--resume: {out} holds a {earlier.get('backend')}/{earlier.get('size')} run, not "
+            f"{report.backend}/{report.size}: name another --out"
+        )
+    kept = {
+        f"original:{name}": (o["status"], o.get("message", ""), o.get("generality", ""))
+        for name, o in earlier.get("originals", {}).items()
+        if o.get("status")
+    }
+    kept.update({m["id"]: (m["status"], m.get("message", ""), "") for m in earlier.get("mutants", []) if m["status"]})
+    return kept
+
+
 def print_summary(summary: dict) -> None:
     from _common import print_table
 
@@ -945,6 +981,11 @@ def main(argv: list[str] | None = None) -> Report:
         help="every witness first, then one judging pass over all kernels (one evaluate_many per precision policy)",
     )
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --batch: keep the verdicts already in --out (a run cut while judging) and judge only the rest",
+    )
+    parser.add_argument(
         "--witness-only",
         action="store_true",
         help="stop after the witness phase (needs --witness-cache; a later run judges from the cache)",
@@ -952,6 +993,10 @@ def main(argv: list[str] | None = None) -> Report:
     args = parser.parse_args(argv)
     if args.witness_jobs < 1:
         raise SystemExit(f"--witness-jobs {args.witness_jobs}: give 1 or more witness subprocesses at once")
+    if args.resume and not args.batch:
+        raise SystemExit(
+            "--resume keeps a --batch run's verdicts: add --batch (a subject-by-subject run judges as it goes)"
+        )
     if args.witness_only and args.witness_cache is None:
         raise SystemExit(
             "--witness-only keeps its labels for a later run only in --witness-cache: name a folder, e.g. "
@@ -1007,6 +1052,8 @@ def main(argv: list[str] | None = None) -> Report:
             for m in per_subject.get(name, []):
                 m.status, m.message, _ = verdicts.get(m.id, ("", "", ""))
 
+    # read before the first write below rewrites `out`
+    kept = kept_verdicts(out, report) if args.resume and args.batch else {}
     witnesses = witnessed(judged_subjects, per_subject, problems, args)
     if not (args.batch or args.witness_only):
         with Judge(args.backend, args.size) as judge:
@@ -1031,6 +1078,7 @@ def main(argv: list[str] | None = None) -> Report:
     for s, found, seconds in witnesses:
         ms = label(s, per_subject.get(s.name, []), found, report)
         shown[s.name] = ms
+        record(kept, [s.name])  # `--resume`: the verdicts kept stay in the JSON rewritten below
         wrong = sum(m.witness == "wrong" for m in ms)
         unmutated = report.originals[s.name]["witness"]
         parts = (found.get("original") or {}).get("seconds") or {}  # the witness's own parts, where it said them
@@ -1055,9 +1103,22 @@ def main(argv: list[str] | None = None) -> Report:
         f"one batch per precision policy",
         flush=True,
     )
+    if kept:
+        pairs = [pair for pair in pairs if pair[0] not in kept]
+        print(f"--resume: {len(kept)} verdicts kept from {out}, {len(pairs)} kernels left to judge", flush=True)
     judging_began = time.perf_counter()
+    verdicts = dict(kept)
+    last_write = [time.monotonic()]
+
+    def came(ident: str, verdict: tuple) -> None:
+        verdicts[ident] = verdict
+        if time.monotonic() - last_write[0] > 10:  # the JSON as it grows, every 10 s at most
+            record(verdicts, [s.name for s in judged_subjects])
+            write(final=False)
+            last_write[0] = time.monotonic()
+
     with Judge(args.backend, args.size) as judge:
-        verdicts = judge(pairs, precision_of) if pairs else {}
+        verdicts.update(judge(pairs, precision_of, on_verdict=came) if pairs else {})
     record(verdicts, [s.name for s in judged_subjects])
     write(final=True)
     o = report.summary["overall"]

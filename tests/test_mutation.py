@@ -204,3 +204,40 @@ def test_on_a_gpu_a_mutant_that_breaks_the_context_is_wrong_and_the_next_one_sti
     found = mutation.run_witness(subject, load_problem(subject.problem, "gpu"), mutants, "triton-cuda", 1, 300.0, None)
     assert found["mutants"]["suite:relu/far"]["wrong"], found
     assert not found["mutants"]["suite:relu/same"]["wrong"], found["mutants"]["suite:relu/same"]
+
+
+def test_resume_keeps_the_verdicts_a_cut_run_wrote_and_judges_only_the_rest(monkeypatch, tmp_path):
+    """A batch run cut while judging (four H200s lost 600 s of judging that way) keeps what it had judged in its
+    JSON; `--resume` reads those verdicts back and judges only the kernels without one: here none is left, so no
+    evaluator starts, and the report holds the kept verdicts."""
+
+    def fake(subject, problem, mutants, backend, seeds, timeout, gpu):
+        return {"original": {"wrong": False}, "mutants": {m.id: {"wrong": True, "why": "w"} for m in mutants}}
+
+    monkeypatch.setattr(mutation, "_run_witness", fake)
+    out = tmp_path / "m.json"
+    common = ["--backend", "triton-cpu", "--size", "cpu", "--no-honest", "--only", "suite:relu", "--sites", "1"]
+    common += ["--operator", "mask_le", "--batch", "--out", str(out)]
+    subject = next(s for s in mutation.suite_subjects("cpu") if s.name == "suite:relu")
+    (mutant,) = [m for m in mutation.mutants_of(subject, 1) if m.operator == "mask_le"]
+    cut = {
+        "backend": "triton-cpu",
+        "size": "cpu",
+        "originals": {"suite:relu": {"witness": "right", "status": "ok", "message": "ok: kept", "generality": ""}},
+        "mutants": [{"id": mutant.id, "witness": "wrong", "status": "incorrect", "message": "incorrect: kept"}],
+    }
+    out.write_text(json.dumps(cut))
+
+    def no_judging(*_a, **_k):
+        raise AssertionError("every verdict was kept: nothing to judge")
+
+    monkeypatch.setattr(mutation.Judge, "__call__", no_judging)
+    report = mutation.main([*common, "--resume"])
+    assert report.originals["suite:relu"]["status"] == "ok"
+    assert [(m["id"], m["status"], m["message"]) for m in report.mutants] == [
+        (mutant.id, "incorrect", "incorrect: kept")
+    ]
+    assert report.summary["overall"] == {"wrong": 1, "killed": 1, "kill_rate": 1.0}
+    out.write_text(json.dumps({**cut, "size": "gpu"}))
+    with pytest.raises(SystemExit, match="another --out"):
+        mutation.main([*common, "--resume"])
