@@ -204,7 +204,11 @@ def run(variant: str, timeout: float, gpu: str | None) -> dict:
     env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {})}
     try:
         done = subprocess.run(
-            [sys.executable, __file__, "--child", variant], capture_output=True, text=True, timeout=timeout, env=env
+            [sys.executable, str(Path(__file__).resolve()), "--child", variant],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return {"variant": variant, "error": f"timed out after {timeout:g} s"}
