@@ -154,6 +154,8 @@ HOSTILE = [
         "relu",
     ),
     ("forbidden", "reference-module", in_forward("", "from tritongym_reference import Model  # <-"), "relu"),
+    ("forbidden", "op-registry", in_forward("", "from torch.library import triton_op, wrap_triton  # <-"), "relu"),
+    ("forbidden", "aten-override", in_forward("", "lib = torch.library.Library('aten', 'IMPL')  # <-"), "relu"),
     ("forbidden", "threading-alias", in_forward("", "import threading as th  # <-"), "relu"),
     ("forbidden", "ctypes-from", in_forward("", "from ctypes import CDLL  # <-"), "relu"),
     ("forbidden", "gc", in_forward("objs = gc.get_objects()", "import gc  # <-"), "relu"),
@@ -1006,6 +1008,9 @@ def test_forbidden_allow_and_extra_modules(host):
         host, uses_os_and_json, options={"forbidden": {"allow_modules": ["os"], "extra_modules": ["json"]}}
     )
     assert not extra["forbidden"].passed and "`json`" in extra["forbidden"].reason
+    # torch's op registry, by what it gives: the reference's own ops replaced, and the way out of it
+    registry = verdicts(host, in_forward("", "from torch.library import triton_op"))["forbidden"]
+    assert not registry.passed and "op registry" in registry.reason and "kernel directly" in registry.reason
     # allowing a package does not allow a more specifically forbidden part of it
     cpp = in_forward("", "from torch.utils.cpp_extension import load_inline")
     still = verdicts(host, cpp, options={"forbidden": {"allow_modules": ["torch.utils"]}})["forbidden"]

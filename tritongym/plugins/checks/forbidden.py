@@ -35,8 +35,12 @@ _WHY = {
     "threads, subprocesses and event loops": "threading _thread multiprocessing concurrent asyncio "
     "torch.multiprocessing torch.distributed",
     "native code or another kernel language": "ctypes _ctypes cffi numpy.ctypeslib cupy pycuda cuda numba "
-    "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.library torch._library "
-    "torch.cuda.cudart torch.cuda.jiterator",
+    "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.cuda.cudart "
+    "torch.cuda.jiterator",
+    # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls; `triton_op` and `custom_op`
+    # define ops of their own, but the judge's accounting of torch work sees an op it cannot look into
+    "access to torch's op registry, where the reference's own ops can be replaced; launch the @triton.jit kernel "
+    "directly instead": "torch.library torch._library",
     "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
     "inspect dis traceback types code codeop pdb bdb trace tracemalloc sysconfig site pyximport unittest "
     "torch.jit.load torch._C torch._dynamo torch._inductor torch._ops torch._guards torch._functorch torch._prims "
