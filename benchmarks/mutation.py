@@ -1053,7 +1053,7 @@ def main(argv: list[str] | None = None) -> Report:
                 m.status, m.message, _ = verdicts.get(m.id, ("", "", ""))
 
     # read before the first write below rewrites `out`
-    kept = kept_verdicts(out, report) if args.resume and args.batch else {}
+    kept = kept_verdicts(out, report) if args.resume else {}
     witnesses = witnessed(judged_subjects, per_subject, problems, args)
     if not (args.batch or args.witness_only):
         with Judge(args.backend, args.size) as judge:

@@ -38,7 +38,7 @@ _WHY = {
     "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.cuda.cudart "
     "torch.cuda.jiterator",
     # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls; `triton_op` and `custom_op`
-    # define ops of their own, but the judge's accounting of torch work sees an op it cannot look into
+    # register through the same registry, so the module is refused whole
     "access to torch's op registry, where the reference's own ops can be replaced; launch the @triton.jit kernel "
     "directly instead": "torch.library torch._library",
     "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
