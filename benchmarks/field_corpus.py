@@ -95,12 +95,29 @@ def main() -> None:
         action="store_true",
         help="add to the repeats already in --out (same backend, size and kernels) until --repeats are done",
     )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="judge nothing: join the repeats of these JSON files (runs of the same kernels, backend and size, "
+        "made side by side on different GPUs, say) into --out",
+    )
     args = parser.parse_args()
     size = args.size or ("gpu" if args.backend == "triton-cuda" else "cpu")
     workers = args.workers or (4 if args.backend == "triton-cuda" else max(1, os.cpu_count() or 1))
     kernels = select(manifest(), args.backend, args.only, args.limit)
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"field_corpus-{args.backend}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        runs, device, repeats_on, wall_s = merged(args.merge, kernels, args.backend, size)
+        payload = summary(kernels, runs, args, size, device, len(repeats_on), wall_s)
+        payload["repeats_on"] = repeats_on
+        payload["merged_from"] = [str(p) for p in args.merge]
+        out.write_text(json.dumps(payload, indent=1) + "\n")
+        print_table(kernels, runs)
+        print(f"wrote {out}: {len(repeats_on)} repeats from {len(args.merge)} files")
+        return
     runs: dict[str, list[dict]] = {k["name"]: [] for k in kernels}
     device, done, earlier_s, repeats_on = None, 0, 0.0, []
     if args.resume and out.exists():
@@ -122,20 +139,35 @@ def main() -> None:
     print(f"wrote {out}")
 
 
-def resumed(out: Path, kernels: list[dict], backend: str, size: str) -> tuple[dict, str, int, float, list]:
+def resumed(
+    out: Path, kernels: list[dict], backend: str, size: str, flag: str = "--resume"
+) -> tuple[dict, str, int, float, list]:
     """The repeats an earlier run (another call on the device machine, say) wrote to `out`: a run that judged other
     kernels, another backend or size is not the same measurement, so it is refused rather than mixed in."""
     earlier = json.loads(out.read_text())
     names = [k["name"] for k in kernels]
     if earlier["backend"] != backend or earlier["size"] != size or sorted(earlier["runs"]) != sorted(names):
-        raise SystemExit(f"--resume: {out} holds another run (backend, size or kernels differ); give another --out")
+        raise SystemExit(f"{flag}: {out} holds another run (backend, size or kernels differ); give another --out")
     if len({len(rows) for rows in earlier["runs"].values()}) > 1:
-        raise SystemExit(f"--resume: {out} holds an unfinished repeat; give another --out")
+        raise SystemExit(f"{flag}: {out} holds an unfinished repeat; give another --out")
     # Files written before repeats were recorded one by one say only the first repeat's device.
     repeats_on = earlier.get("repeats_on") or [{"device": earlier["device"], "gpus": None, "wall_s": None}] * int(
         earlier["repeats_done"]
     )
     return earlier["runs"], earlier["device"], earlier["repeats_done"], earlier["wall_s"], list(repeats_on)
+
+
+def merged(files: list[Path], kernels: list[dict], backend: str, size: str) -> tuple[dict, str, list, float]:
+    """`--merge`: the repeats of several runs of one measurement joined, each file checked as `--resume` checks
+    one; `wall_s` is the longest file's (runs side by side on different GPUs overlap in time)."""
+    runs: dict[str, list[dict]] = {k["name"]: [] for k in kernels}
+    device, repeats_on, wall_s = None, [], 0.0
+    for path in files:
+        more, device_of, _, seconds, on = resumed(path, kernels, backend, size, "--merge")
+        for name, rows in more.items():
+            runs[name].extend(rows)
+        device, repeats_on, wall_s = device or device_of, repeats_on + on, max(wall_s, seconds)
+    return runs, device, repeats_on, wall_s
 
 
 def machine_of(results: dict, wall_s: float) -> dict:

@@ -620,6 +620,56 @@ def _digest(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+def witness_key(subject: Subject, problem, seeds: int, backend: str) -> str:
+    """What a witness label depends on: the problem, the unmutated kernel, the witness's settings and its own
+    source.  Equal keys mean the same witness ran on the same kernel, so a label kept under the key stands."""
+    return _digest(
+        problem.source,
+        problem.sizes,
+        problem.extra_sizes,
+        subject.source,
+        seeds,
+        WITNESS_SCALES,
+        WRONG_FACTOR,
+        FLOOR,
+        backend,
+        Path(__file__).with_name("mutation_witness.py").read_text(),
+    )
+
+
+def labels_kept(result: Path) -> dict[str, dict]:
+    """`--labels-from`: an earlier result's witness labels, by subject: its `witness_key`, the unmutated kernel's
+    label and each mutant's label by its source's digest.  Subjects written without a key (results older than
+    the key) are left out: their labels cannot be shown to come from today's witness."""
+    earlier = json.loads(result.read_text())
+    kept: dict[str, dict] = {}
+    for name, o in earlier.get("originals", {}).items():
+        if o.get("witness_key") and o.get("witness") in ("right", "wrong"):
+            kept[name] = {"key": o["witness_key"], "original": o, "mutants": {}}
+    for m in earlier.get("mutants", []):
+        if m["subject"] in kept and m.get("digest") and m.get("witness") in ("wrong", "equivalent", "excluded"):
+            kept[m["subject"]]["mutants"][m["digest"]] = m
+    return kept
+
+
+def reused_labels(subject: Subject, mutants: list[Mutant], key: str, kept: dict[str, dict]) -> dict | None:
+    """The witness's result on `subject` rebuilt from `labels_kept`, when the earlier run's witness had the same
+    key and labelled every one of these mutants (same source digest); None sends the subject to the witness."""
+    earlier = kept.get(subject.name)
+    if earlier is None or earlier["key"] != key:
+        return None
+    original = earlier["original"]
+    found = {"original": {"wrong": original["witness"] == "wrong", "why": original.get("why", "")}, "mutants": {}}
+    if original["witness"] == "wrong":
+        return found  # its mutants are excluded whatever they are
+    for m in mutants:
+        label = earlier["mutants"].get(_digest(m.source))
+        if label is None or label["witness"] == "excluded":
+            return None
+        found["mutants"][m.id] = {"wrong": label["witness"] == "wrong", "why": label.get("witness_why", "")}
+    return found
+
+
 def run_witness(
     subject: Subject,
     problem,
@@ -637,18 +687,7 @@ def run_witness(
     witness jobs never share one and a run killed mid-write leaves the previous labels readable."""
     if cache is None:
         return _run_witness(subject, problem, mutants, backend, seeds, timeout, gpu)
-    key = _digest(
-        problem.source,
-        problem.sizes,
-        problem.extra_sizes,
-        subject.source,
-        seeds,
-        WITNESS_SCALES,
-        WRONG_FACTOR,
-        FLOOR,
-        backend,
-        Path(__file__).with_name("mutation_witness.py").read_text(),
-    )
+    key = witness_key(subject, problem, seeds, backend)
     path = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', subject.name)}-{key}.json"
     stored = json.loads(path.read_text()) if path.exists() else {"original": None, "mutants": {}}
     # An unmutated kernel the witness found wrong (or could not run) excludes its mutants: none needs a label, and
@@ -688,10 +727,23 @@ def witnessed(
     """Each subject's witness result and its seconds, as the witnesses finish.  One job (`--witness-jobs 1`) runs
     each witness when the caller asks for the next, as the benchmark always did; more run that many subprocesses
     at once from a thread pool (the witness is a subprocess, so threads only wait), each job holding a slot whose
-    GPU is taken round-robin from `witness_gpus`: J jobs on G GPUs put at most ceil(J / G) witnesses on one GPU."""
+    GPU is taken round-robin from `witness_gpus`: J jobs on G GPUs put at most ceil(J / G) witnesses on one GPU.
+    Subjects whose labels an earlier result holds under the same witness key (`--labels-from`) come first, with
+    no witness run: the witness is independent of the judge, so a judge change needs no new labels."""
+
+    def reused(s: Subject) -> dict | None:
+        key = witness_key(s, problems[s.name], args.witness_seeds, args.backend)
+        found = reused_labels(s, per_subject.get(s.name, []), key, args.labels_kept)
+        return None if found is None else {**found, "key": key, "reused": True}
+
+    for s in subjects:  # labels kept from an earlier result (`--labels-from`) need no witness
+        if (found := reused(s)) is not None:
+            yield s, found, 0.0
+    subjects = [s for s in subjects if reused(s) is None]
 
     def one(s: Subject, gpu: str | None) -> tuple[Subject, dict, float]:
         began = time.perf_counter()
+        key = witness_key(s, problems[s.name], args.witness_seeds, args.backend)
         found = run_witness(
             s,
             problems[s.name],
@@ -702,7 +754,7 @@ def witnessed(
             args.witness_cache,
             gpu,
         )
-        return s, found, time.perf_counter() - began
+        return s, {**found, "key": key}, time.perf_counter() - began
 
     if args.witness_jobs <= 1:
         for s in subjects:
@@ -806,6 +858,7 @@ def label(s: Subject, ms: list[Mutant], found: dict, report: Report) -> list[Mut
     report.originals[s.name] = {
         "witness": "wrong" if original.get("wrong") else "right",
         "why": original.get("why", ""),
+        "witness_key": found.get("key", ""),
         "status": "",  # the judge's, once judged
         "message": "",
     }
@@ -969,6 +1022,13 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--no-honest", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
+        "--labels-from",
+        type=Path,
+        default=None,
+        help="an earlier result JSON: reuse its witness labels for every subject whose witness key (the witness's "
+        "source and settings, the problem, the kernel) and mutant sources are unchanged; the rest are witnessed",
+    )
+    parser.add_argument(
         "--witness-jobs",
         type=int,
         default=1,
@@ -1002,6 +1062,8 @@ def main(argv: list[str] | None = None) -> Report:
             "--witness-only keeps its labels for a later run only in --witness-cache: name a folder, e.g. "
             "--witness-cache .witness"
         )
+
+    args.labels_kept = labels_kept(args.labels_from) if args.labels_from else {}
 
     from tritongym.core.problems import load_problem
 
@@ -1037,7 +1099,9 @@ def main(argv: list[str] | None = None) -> Report:
         order = [s.name for s in judged_subjects]
         report.originals = {n: report.originals[n] for n in order if n in report.originals}
         report.mutants = [
-            {k: v for k, v in asdict(m).items() if k != "source"} for n in order for m in shown.get(n, [])
+            {**{k: v for k, v in asdict(m).items() if k != "source"}, "digest": _digest(m.source)}
+            for n in order
+            for m in shown.get(n, [])
         ]
         report.summary = summarise(report)
         report.summary["seconds"] = round(time.perf_counter() - began, 1)
@@ -1085,9 +1149,12 @@ def main(argv: list[str] | None = None) -> Report:
         mutant_s = sum(r.get("seconds", 0) for r in (found.get("mutants") or {}).values())
         detail = ", ".join(f"{k} {v:.1f}" for k, v in {**parts, "mutants": mutant_s}.items()) if parts else ""
         print(
-            f"{s.name}: witnessed {wrong} wrong of {len(ms)}, unmutated {unmutated} ({seconds:.0f} s"
-            + (f": {detail} s" if detail else "")
-            + ")",
+            f"{s.name}: witnessed {wrong} wrong of {len(ms)}, unmutated {unmutated} "
+            + (
+                f"(labels kept in {args.labels_from})"
+                if found.get("reused")
+                else f"({seconds:.0f} s" + (f": {detail} s" if detail else "") + ")"
+            ),
             flush=True,
         )
         write(final=False)

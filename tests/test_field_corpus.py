@@ -104,3 +104,40 @@ def test_attorch_nll_loss_drops_a_row_where_the_batch_is_not_a_multiple_of_its_b
     assert abs(rows[2048][0]) < 1e-6, rows  # exact where the blocks divide the batch
     off, missing = rows[2049]
     assert abs(off + missing) < 1e-6 and abs(missing) > 1e-4, rows  # short by exactly the last row's term
+
+
+def test_merge_joins_repeats_run_side_by_side_and_refuses_another_measurement(monkeypatch, tmp_path):
+    """Five repeats on four GPUs run fastest as two runs side by side (two GPUs each): `--merge` joins their
+    repeats into one file, as `--resume` would have; a file of other kernels is refused, not mixed in."""
+    kernels = field_corpus.select(field_corpus.manifest(), "triton-cpu", None, 2)
+    names = [k["name"] for k in kernels]
+
+    def run(repeats: int, status: str) -> dict:
+        rows = {n: [{"status": status, "failed": [], "message": status, "error": None}] * repeats for n in names}
+        on = [{"device": "cpu", "gpus": 0, "machine": "m", "wall_s": 1.0}] * repeats
+        return {
+            "backend": "triton-cpu",
+            "size": "cpu",
+            "device": "cpu",
+            "repeats_done": repeats,
+            "wall_s": 2.0 * repeats,
+            "runs": rows,
+            "repeats_on": on,
+        }
+
+    (tmp_path / "a.json").write_text(json.dumps(run(3, "ok")))
+    (tmp_path / "b.json").write_text(json.dumps(run(2, "incorrect")))
+    out = tmp_path / "all.json"
+    argv = ["field_corpus.py", "--backend", "triton-cpu", "--limit", "2", "--out", str(out), "--merge"]
+    monkeypatch.setattr(sys, "argv", [*argv, str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    field_corpus.main()
+    joined = json.loads(out.read_text())
+    assert joined["repeats_done"] == 5 and joined["evaluations"] == 10 and joined["wall_s"] == 6.0
+    assert [r["status"] for r in joined["runs"][names[0]]] == ["ok"] * 3 + ["incorrect"] * 2
+    assert joined["false_refusals"] == 4 and len(joined["repeats_on"]) == 5
+    other = run(1, "ok")
+    other["runs"] = {names[0]: other["runs"][names[0]]}
+    (tmp_path / "c.json").write_text(json.dumps(other))
+    monkeypatch.setattr(sys, "argv", [*argv, str(tmp_path / "a.json"), str(tmp_path / "c.json")])
+    with pytest.raises(SystemExit, match="--merge: .*c.json holds another run"):
+        field_corpus.main()

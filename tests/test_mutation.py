@@ -241,3 +241,29 @@ def test_resume_keeps_the_verdicts_a_cut_run_wrote_and_judges_only_the_rest(monk
     out.write_text(json.dumps({**cut, "size": "gpu"}))
     with pytest.raises(SystemExit, match="another --out"):
         mutation.main([*common, "--resume"])
+
+
+def test_labels_from_an_earlier_result_stand_in_for_the_witness_while_its_key_holds(monkeypatch, tmp_path):
+    """A fresh checkout has no witness cache, and the witness of 300 mutants costs four GPUs four minutes: the
+    result JSON keeps each subject's witness key and each mutant's source digest, so `--labels-from` reuses its
+    labels with no witness run.  A changed setting (here the seeds) changes the key and the subject is witnessed
+    again."""
+    common = ["--backend", "triton-cpu", "--size", "cpu", "--no-honest", "--only", "suite:relu", "--sites", "1"]
+    common += ["--operator", "mask_le", "--witness-only", "--witness-cache", str(tmp_path / "cache")]
+    first = mutation.main([*common, "--witness-seeds", "1", "--out", str(tmp_path / "first.json")])
+    written = json.loads((tmp_path / "first.json").read_text())
+    assert written["originals"]["suite:relu"]["witness_key"]
+    assert [len(m["digest"]) for m in written["mutants"]] == [24]
+
+    def no_witness(*_a, **_k):
+        raise AssertionError("every label was kept: no witness runs")
+
+    monkeypatch.setattr(mutation, "_run_witness", no_witness)
+    common = [*common[:-2], "--witness-cache", str(tmp_path / "empty"), "--labels-from", str(tmp_path / "first.json")]
+    again = mutation.main([*common, "--witness-seeds", "1", "--out", str(tmp_path / "again.json")])
+    assert [(m["id"], m["witness"], m["witness_why"]) for m in again.mutants] == [
+        (m["id"], m["witness"], m["witness_why"]) for m in first.mutants
+    ]
+    assert again.originals["suite:relu"]["witness"] == "right"
+    with pytest.raises(AssertionError, match="no witness runs"):
+        mutation.main([*common, "--witness-seeds", "2", "--out", str(tmp_path / "other.json")])
