@@ -1177,6 +1177,7 @@ def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_
 
     assert TritonCUDABackend.Options().profiler_warm_up == "unlocked"
     assert TritonCUDABackend.Options(profiler_warm_up="startup").profiler_warm_up == "startup"
+    assert TritonCUDABackend.Options(profiler_warm_up="cupti").profiler_warm_up == "cupti"
     for junk in ("background", "before_timing"):
         with pytest.raises(ValidationError):
             TritonCUDABackend.Options(profiler_warm_up=junk)

@@ -24,22 +24,55 @@ def _is_device_event(event) -> bool:
     return getattr(device_type, "name", str(device_type)) in _DEVICE_TYPES
 
 
-def profile_forward(forward, inputs: list, calls: int, own_names: set[str], top: int = 10):
-    """Returns (pr or None, the top kernels by device time per forward)."""
+cupti_failure: str | None = None
+"""Why this process's direct CUPTI tracing gave up (`via="cupti"`), after which it profiles with torch.profiler."""
+
+
+def _kineto_events(window) -> list[tuple[str, float]]:
     from torch.profiler import ProfilerActivity, profile
 
-    trusted.synchronize()
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            forward(inputs)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        window()
+    return [(e.name, e.time_range.elapsed_us()) for e in prof.events() if _is_device_event(e)]
+
+
+def _cupti_events(window) -> list[tuple[str, float]]:
+    from tritongym.core.measure import cupti_activity
+
+    return [(e.name, e.elapsed_us) for e in cupti_activity.trace().collect(window)]
+
+
+def device_events(window, via: str = "kineto") -> list[tuple[str, float]]:
+    """(name, device microseconds) of every kernel, memcpy and memset `window()` ran: read by torch.profiler
+    (`via="kineto"`), or from CUPTI's activity API directly (`via="cupti"`, `cupti_activity`: no Kineto set-up,
+    seconds less per fresh process).  A CUPTI that cannot be used or whose records do not parse is given up for
+    the process (`cupti_failure` says why) and the window runs again under torch.profiler."""
+    global cupti_failure
+    if via == "cupti" and cupti_failure is None:
+        from tritongym.core.measure.cupti_activity import CuptiLayoutError, CuptiUnavailable
+
+        try:
+            return _cupti_events(window)
+        except (CuptiUnavailable, CuptiLayoutError) as exc:
+            cupti_failure = f"{type(exc).__name__}: {exc}"
+    return _kineto_events(window)
+
+
+def profile_forward(forward, inputs: list, calls: int, own_names: set[str], top: int = 10, via: str = "kineto"):
+    """Returns (pr or None, the top kernels by device time per forward)."""
+
+    def window() -> None:
+        with torch.no_grad():
+            for _ in range(calls):
+                forward(inputs)
         trusted.synchronize()
+
+    trusted.synchronize()
     totals: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
-    for event in prof.events():
-        if not _is_device_event(event):
-            continue
-        totals[event.name] += event.time_range.elapsed_us()
-        counts[event.name] += 1
+    for name, us in device_events(window, via):
+        totals[name] += us
+        counts[name] += 1
     all_us = sum(totals.values())
     if all_us <= 0:
         return None, []
@@ -79,3 +112,16 @@ def set_up_profiler() -> None:
 
     with profile(activities=[ProfilerActivity.CUDA]):
         pass
+
+
+def set_up_cupti() -> None:
+    """`PoolOptions.profiler_warm_up = "cupti"`: load libcupti and register the activity callbacks at the worker's
+    start (~0.02 s, nothing launched); a CUPTI that cannot be used is noted in `cupti_failure`, and the worker's
+    profiles then use torch.profiler."""
+    global cupti_failure
+    from tritongym.core.measure import cupti_activity
+
+    try:
+        cupti_activity.trace()
+    except cupti_activity.CuptiUnavailable as exc:
+        cupti_failure = f"{type(exc).__name__}: {exc}"

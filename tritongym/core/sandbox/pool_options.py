@@ -35,7 +35,8 @@ class PoolOptions:
     # how a worker sets up CUPTI for the profiler (~4 s per fresh process on an H100, most of a worker's start),
     # always before it takes a task (set up later, CUPTI apparently missed the kernels of modules loaded before it):
     # "unlocked" (a session that launches no kernel, holding nothing: 64 RL candidates 100 s against 118 s on an H100)
-    # or "startup" (a kernel under the start's shared GPU hold, which every timing's drain then waited for)
+    # or "startup" (a kernel under the start's shared GPU hold, which every timing's drain then waited for), or
+    # "cupti" (no torch.profiler: CUPTI's activity API read directly, ~0.02 s, `measure/cupti_activity.py`)
     profiler_warm_up: str = "unlocked"
     keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2
     extra_env: dict[str, str] = field(default_factory=dict)

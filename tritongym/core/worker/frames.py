@@ -13,7 +13,7 @@ import struct
 HEADER = struct.Struct("!4sQ")
 MAX_FRAME = 8 << 30
 # beside the frames, the pool tells a worker at its start, in its environment, when to set up the profiler
-# (`PoolOptions.profiler_warm_up`: "unlocked" or "startup")
+# (`PoolOptions.profiler_warm_up`: "unlocked", "startup" or "cupti")
 PROFILER_WARM_UP_ENV = "TRITONGYM_PROFILER_WARM_UP"
 
 

@@ -198,14 +198,15 @@ class GPUWorker:
         self.timer = None
         self.startup_parts: dict[str, float] = {}
         # how CUPTI is set up at the start (`PoolOptions.profiler_warm_up`): "unlocked" (a session that launches no
-        # kernel, holding nothing) or "startup" (a kernel, under the start's shared hold).  Never later: set up
+        # kernel, holding nothing), "startup" (a kernel, under the start's shared hold) or "cupti" (no torch.profiler:
+        # CUPTI's activity API read directly, `measure/cupti_activity.py`).  Never later: set up
         # after the candidate's trials, in a thread beside them or before its timing, it missed the candidate's kernels
         # (apparently those of modules loaded before it) and every honest candidate of an RL batch was judged
         # `hacked` (stops 37 and 38)
         self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "unlocked")
         if self.cuda:
             release_gpu_while_compiling(channel)
-            from tritongym.core.measure.gpu_profile import set_up_profiler, warm_profiler
+            from tritongym.core.measure.gpu_profile import set_up_cupti, set_up_profiler, warm_profiler
             from tritongym.core.measure.timing import Timer
 
             # a new context and the timer's buffers launch no kernel: another process's timed matmul is unchanged beside
@@ -227,6 +228,9 @@ class GPUWorker:
                 parts["profiler"] = time.perf_counter() - began - sum(parts.values())
             if self.profiler_warm_up == "unlocked":
                 set_up_profiler()  # launches nothing: no hold, so no timing waits for this worker's ~4 s of it
+                parts["profiler"] += time.perf_counter() - began - sum(parts.values())
+            elif self.profiler_warm_up == "cupti":
+                set_up_cupti()  # CUPTI's activity API without Kineto: ~0.02 s, and it sees kernels loaded before it
                 parts["profiler"] += time.perf_counter() - began - sum(parts.values())
             # where a replacement worker's start goes (RL batch on an H100: ~5.8 s of slot time per evaluation)
             self.startup_parts = {k: round(v, 3) for k, v in parts.items()}
@@ -400,7 +404,11 @@ class GPUWorker:
                     from tritongym.core.measure.gpu_profile import profile_forward
 
                     pr, profile = profile_forward(
-                        forward, source.trial(0), task.timing.profile_calls, set(self.recorder.own_compiled)
+                        forward,
+                        source.trial(0),
+                        task.timing.profile_calls,
+                        set(self.recorder.own_compiled),
+                        via="cupti" if self.profiler_warm_up == "cupti" else "kineto",
                     )
                     lap("profile")
                 # the reference's drift check, in this same exclusive hold (no second drain of the GPU's sharers):

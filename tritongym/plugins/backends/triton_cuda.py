@@ -74,11 +74,13 @@ class TritonCUDABackend(Backend):
             "fresh worker to start (each candidate gets a fresh process); at most workers_per_gpu tasks still run; "
             "None = half of workers_per_gpu (on an H100 the 27 bundled pairs 54 s with 4 against 89.5 s with 0)",
         )
-        profiler_warm_up: Literal["unlocked", "startup"] = Field(
+        profiler_warm_up: Literal["unlocked", "startup", "cupti"] = Field(
             default="unlocked",
-            description="how a fresh worker sets up the profiler (CUPTI, ~4 s per process on an H100) before it "
-            "takes a task: holding no GPU lock, by a session that launches no kernel (unlocked), or running a "
-            "kernel under a shared GPU hold that timings wait for (startup)",
+            description="how a fresh worker sets up the profiler (torch.profiler, ~4-6 s per process on an H100 or "
+            "H200) before it takes a task: holding no GPU lock, by a session that launches no kernel (unlocked), "
+            "running a kernel under a shared GPU hold that timings wait for (startup), or not at all: the kernel "
+            "table read from CUPTI's activity API directly, ~0.02 s (cupti; not yet the default: its first GPU "
+            "runs are owed)",
         )
         starts_at_once: int | None = Field(
             default=None,
