@@ -54,3 +54,21 @@ def test_every_forward_of_a_screen_runs_inside_a_shared_hold(tmp_path, monkeypat
     # the build, then per seed its controls and each transform in holds of their own: never one for the lot
     assert state["holds"] > 1 + len(task.seeds)
     assert state["depth"] == 0
+
+
+def test_a_screen_names_each_part_as_it_ends(tmp_path):
+    """`lap(part)`: the keeper marks the timeline with each part of a screen (on an H200 a cold relu's screen took
+    4.4 s and nothing said where): the build, the first seed's inputs and randomness, each seed's controls and each
+    input transform, in order."""
+    from tritongym.core.worker.controls import TRANSFORMS
+
+    parts: list[str] = []
+    task = task_for(load_problem("softmax"), None, mode="screen")
+    evidence = Evidence()
+    with torch.no_grad():
+        task_runner.run_screen(task, str(tmp_path), evidence, lap=parts.append)
+    assert evidence.stage == "done"
+    expected = ["build", "inputs", "randomness"]
+    for k in range(len(task.seeds)):
+        expected += [f"seed{k}_controls"] + [f"seed{k}_{t}" for t in TRANSFORMS]
+    assert parts == expected

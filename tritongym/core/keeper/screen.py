@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from tritongym.core.models import Evidence
+from tritongym.core.timeline import mark
 from tritongym.core.worker.protocol import ScreenRequest
 from tritongym.core.worker.stages import failures_recorded
 from tritongym.core.worker_task import WorkerTask
@@ -34,11 +36,19 @@ def screen(keeper, payload: bytes) -> dict:
     keeper.builds += 1
     os.makedirs(workdir, exist_ok=True)
     evidence = Evidence(stage="problem", fingerprint=keeper.fingerprint)
+    last = [time.perf_counter()]
+
+    def lap(part: str) -> None:
+        """The timeline's mark for one part of the screen, with its seconds (when `TRITONGYM_TIMELINE` is set)."""
+        now = time.perf_counter()
+        mark("keeper_screen_part", part=part, seconds=round(now - last[0], 4))
+        last[0] = now
+
     try:
         with failures_recorded(evidence):
             configure_precision(task)
             with exact_reference():
-                run_screen(task, workdir, evidence)
+                run_screen(task, workdir, evidence, lap=lap)
     finally:
         # the controls' outputs, on the screen's own inputs, go back to the driver poisoned, as a worker's would
         scrubbed_empty_cache(keeper.device)

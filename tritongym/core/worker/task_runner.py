@@ -235,14 +235,19 @@ def weight_binding(task: WorkerTask, ref_model, binding: dict):
     )
 
 
-def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextlib.nullcontext) -> None:
+def run_screen(
+    task: WorkerTask, workdir: str, evidence: Evidence, hold=contextlib.nullcontext, lap=lambda part: None
+) -> None:
     """Negative controls: each must fail the comparison, or the problem is degenerate; each is also
     compared on every transform of the inputs (`controls.py`), for the parent to pick one that breaks it.
 
     `hold()` is a shared hold of the GPU lock (`gpu_worker.Channel.gpu`), taken around each seed's and each
     transform's GPU work rather than the whole screen (seconds for a large problem): a timing elsewhere waits for
     one piece, never for all of them, and never runs beside one (on an H100: seven honest references in
-    the KernelBench sweep timed ~2x slow in their drift checks while screens ran their forwards unlocked)."""
+    the KernelBench sweep timed ~2x slow in their drift checks while screens ran their forwards unlocked).
+
+    `lap(part)` is called as each part ends (the keeper marks the timeline with it: a cold `eval`'s screen took
+    4.4 s for a relu on an H200 and nothing said where)."""
     import torch
 
     from tritongym.core.measure.compare import compare_output, flatten_outputs
@@ -253,6 +258,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
     with hold():
         ref_model, _ = build_reference(task, reference, device)
         _synchronize(device)
+    lap("build")
     controls: dict[str, list[TrialEvidence]] = {name: [] for name in CONTROLS}
     breaks: dict[str, dict[str, list[TrialEvidence]]] = {name: {t: [] for t in TRANSFORMS} for name in CONTROLS}
     evidence.stage = "run"
@@ -273,9 +279,11 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
         with hold():
             inputs = make_inputs(reference, seed, device)
             if k == 0:  # a reference that draws random numbers (`stochastic.py`): in eval() mode from here on
+                lap("inputs")
                 evidence.stochastic, evidence.stochastic_note = screen_randomness(
                     ref_model, inputs, seed, task.tolerances
                 )
+                lap("randomness")
                 if evidence.stochastic == "always":  # no one answer: the controls would judge draws
                     evidence.stage = "done"
                     return
@@ -293,6 +301,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
                 del answer
             del refs
             _synchronize(device)
+        lap(f"seed{k}_controls")
         for transform in TRANSFORMS:
             with hold():
                 changed = transform_inputs(transform, inputs, seed)
@@ -310,6 +319,7 @@ def run_screen(task: WorkerTask, workdir: str, evidence: Evidence, hold=contextl
                     del changed_answer
                 del changed, changed_refs
                 _synchronize(device)
+            lap(f"seed{k}_{transform}")
         del inputs, other_refs
     evidence.controls = {k: v for k, v in controls.items() if v}
     evidence.control_breaks = {
