@@ -141,7 +141,10 @@ def timeline_line(run: dict) -> str:
     """A run's marks on one line: `seconds event`, in order (the pid only where more than one process marked)."""
     pids = {m[2].get("pid") for m in run.get("timeline", [])}
     return ", ".join(
-        f"{m[0]:.2f} {m[1]}" + (f"[{m[2].get('pid')}]" if len(pids) > 1 else "") for m in run.get("timeline", [])
+        f"{m[0]:.2f} {m[1]}"
+        + (f":{m[2]['part']}" if "part" in m[2] else "")
+        + (f"[{m[2].get('pid')}]" if len(pids) > 1 else "")
+        for m in run.get("timeline", [])
     )
 
 
