@@ -69,6 +69,8 @@ def options(args) -> list[str]:
         found += ["--trials", str(args.trials)]
     if args.gpus:
         found += ["--gpus", args.gpus]
+    if args.config:
+        found += ["--config", str(args.config)]
     return found
 
 
@@ -159,6 +161,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default: the config's)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a candidate is killed")
     parser.add_argument("--gpus", default=None, help="GPU indices for triton-cuda, e.g. 0")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help='a TOML config for every eval and the serve (e.g. [backend_options] profiler_warm_up = "cupti")',
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "eval_latency.json")
     args = parser.parse_args()
     problems = [p.strip() for p in args.problems.split(",") if p.strip()]
