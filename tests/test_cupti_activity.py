@@ -54,6 +54,10 @@ def test_a_record_that_does_not_read_as_its_layout_is_refused_not_counted():
     nameless, _ = record(ca.CONCURRENT_KERNEL, 0, 1)
     with pytest.raises(ca.CuptiLayoutError, match="without a name"):
         ca.parse_record(ctypes.addressof(nameless))
+    elsewhere, _ = record(ca.CONCURRENT_KERNEL, 0, 1, b"k")
+    ctypes.c_uint32.from_address(ctypes.addressof(elsewhere) + 40).value = 0xDEAD
+    with pytest.raises(ca.CuptiLayoutError, match="on device"):
+        ca.parse_record(ctypes.addressof(elsewhere))
 
 
 SIDE_BY_SIDE = textwrap.dedent(

@@ -31,7 +31,7 @@ BUFFER_BYTES = 4 << 20
 # offsets in the records (packed, 8-byte aligned): kind at 0 in all; start and end at 16 and 24 in all three;
 # a kernel's name pointer at 104 (after deviceId..correlationId at 40-95 and the 64-bit gridId at 96); a
 # memcpy's copy kind at byte 4
-START, END, KERNEL_NAME, COPY_KIND = 16, 24, 104, 4
+START, END, DEVICE_ID, KERNEL_NAME, COPY_KIND = 16, 24, 40, 104, 4
 COPY_KINDS = {
     1: "HtoD",
     2: "DtoH",
@@ -124,6 +124,9 @@ def parse_record(address: int) -> DeviceEvent | None:
     if end < start:
         raise CuptiLayoutError(f"a kind-{kind} record ends ({end}) before it starts ({start})")
     if kind == CONCURRENT_KERNEL:
+        device = ctypes.c_uint32.from_address(address + DEVICE_ID).value
+        if device > 1024:  # checked before the name pointer is followed: a wrong layout is refused, not read
+            raise CuptiLayoutError(f"a kernel record on device {device}")
         pointer = ctypes.c_void_p.from_address(address + KERNEL_NAME).value
         if not pointer:
             raise CuptiLayoutError("a kernel record without a name")
