@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import glob
 import json
 import os
 import statistics
@@ -40,9 +39,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from _common import fmt, print_table  # noqa: E402
+
+from tritongym.core.measure.cupti_activity import ActivityTrace  # noqa: E402
 
 MEMCPY, MEMSET, DRIVER, RUNTIME, CONCURRENT_KERNEL, OVERHEAD, EXTERNAL_CORRELATION = 1, 2, 4, 5, 10, 17, 39
 KIND_NAMES = {
@@ -61,17 +63,6 @@ VARIANTS = {
     "driver-first": (RUNTIME, DRIVER, CONCURRENT_KERNEL, MEMCPY, MEMSET, EXTERNAL_CORRELATION, OVERHEAD),
     "profiler": (),
 }
-CUPTI_SUCCESS = 0
-BUFFER_BYTES = 8 << 20
-REQUEST = ctypes.CFUNCTYPE(
-    None,
-    ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
-    ctypes.POINTER(ctypes.c_size_t),
-    ctypes.POINTER(ctypes.c_size_t),
-)
-COMPLETE = ctypes.CFUNCTYPE(
-    None, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t, ctypes.c_size_t
-)
 
 
 @triton.jit
@@ -86,62 +77,9 @@ def times_two(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
 
 
-def cupti_path() -> str:
-    """The libcupti torch loaded (from this process's maps), else one under site-packages' `nvidia/`."""
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "libcupti" in line:
-                return line.split()[-1]
-    import torch
-
-    found = sorted(
-        glob.glob(str(Path(torch.__file__).parent.parent / "nvidia" / "**" / "libcupti.so*"), recursive=True)
-    )
-    if not found:
-        raise SystemExit("no libcupti: neither loaded by torch nor under site-packages/nvidia")
-    return found[0]
-
-
-class Activity:
-    """CUPTI's activity API through ctypes: buffers handed out on request, `CONCURRENT_KERNEL` records counted."""
-
-    def __init__(self, path: str) -> None:
-        self.lib = ctypes.CDLL(path)
-        self.kernels = 0
-        self.records = 0
-        self._buffers: dict[int, ctypes.Array] = {}
-        self._request = REQUEST(self._on_request)  # kept: CUPTI holds the pointers
-        self._complete = COMPLETE(self._on_complete)
-        self.check("cuptiActivityRegisterCallbacks", self._request, self._complete)
-
-    def check(self, name: str, *args) -> None:
-        result = getattr(self.lib, name)(*args)
-        if result != CUPTI_SUCCESS:
-            text = ctypes.c_char_p()
-            self.lib.cuptiGetResultString(result, ctypes.byref(text))
-            raise RuntimeError(f"{name}: CUPTI error {result} ({(text.value or b'').decode()})")
-
-    def _on_request(self, buffer, size, max_records) -> None:
-        raw = (ctypes.c_uint8 * (BUFFER_BYTES + 8))()
-        address = (ctypes.addressof(raw) + 7) & ~7  # CUPTI wants 8-byte alignment
-        self._buffers[address] = raw
-        buffer[0] = ctypes.cast(address, ctypes.POINTER(ctypes.c_uint8))
-        size[0] = BUFFER_BYTES
-        max_records[0] = 0
-
-    def _on_complete(self, _context, _stream, buffer, _size, valid) -> None:
-        record = ctypes.c_void_p()
-        while self.lib.cuptiActivityGetNextRecord(buffer, ctypes.c_size_t(valid), ctypes.byref(record)) == 0:
-            self.records += 1
-            if ctypes.cast(record, ctypes.POINTER(ctypes.c_uint32))[0] == CONCURRENT_KERNEL:
-                self.kernels += 1
-        self._buffers.pop(ctypes.addressof(buffer.contents), None)
-
-    def flush(self) -> int:
-        """Kernel records delivered since the last flush."""
-        before = self.kernels
-        self.check("cuptiActivityFlushAll", ctypes.c_uint32(1))
-        return self.kernels - before
+def kernels_seen(trace: ActivityTrace) -> int:
+    """Kernel records CUPTI delivered since the last call (memcpy and memset records left out)."""
+    return sum(not e.name.startswith(("Memcpy", "Memset")) for e in trace.take())
 
 
 def child(variant: str) -> dict:
@@ -163,7 +101,7 @@ def child(variant: str) -> dict:
     activity = None
     if VARIANTS[variant]:
         step = time.perf_counter()
-        activity = Activity(cupti_path())
+        activity = ActivityTrace()
         out["load_and_register_s"] = time.perf_counter() - step
         out["enable_s"] = {}
         for kind in VARIANTS[variant]:
@@ -180,10 +118,10 @@ def child(variant: str) -> dict:
                 launch()
             torch.cuda.synchronize()
             out[f"{name}_s"] = time.perf_counter() - step
-            out[f"{name}_kernels_seen"] = activity.flush()
+            out[f"{name}_kernels_seen"] = kernels_seen(activity)
         for kind in VARIANTS[variant]:
             activity.check("cuptiActivityDisable", ctypes.c_int(kind))
-        activity.flush()
+        activity.take()
     from torch.profiler import ProfilerActivity, profile
 
     step = time.perf_counter()

@@ -186,15 +186,22 @@ class ActivityTrace:
             self._events.extend(found)
             self._buffers.pop(ctypes.addressof(buffer.contents), None)
 
+    def take(self) -> list[DeviceEvent]:
+        """Every device event recorded since the last `take`: CUPTI's buffers flushed, then handed over."""
+        self.check("cuptiActivityFlushAll", ctypes.c_uint32(1))
+        error, self._error = self._error, None
+        with self._lock:
+            events, self._events = self._events, []
+        if error is not None:
+            raise error
+        return events
+
     def collect(self, window) -> list[DeviceEvent]:
         """The device events of `window()` (which must synchronize the device before it returns)."""
         import torch
 
         torch.cuda.synchronize()
-        self.check("cuptiActivityFlushAll", ctypes.c_uint32(1))  # nothing from before the window
-        with self._lock:
-            self._events.clear()
-        self._error = None
+        self.take()  # nothing from before the window
         for kind in KINDS:
             self.check("cuptiActivityEnable", ctypes.c_int(kind))
         try:
@@ -202,12 +209,7 @@ class ActivityTrace:
         finally:
             for kind in KINDS:
                 self.check("cuptiActivityDisable", ctypes.c_int(kind))
-            self.check("cuptiActivityFlushAll", ctypes.c_uint32(1))
-        if self._error is not None:
-            raise self._error
-        with self._lock:
-            events, self._events = self._events, []
-        return events
+        return self.take()
 
 
 _trace: ActivityTrace | None = None
