@@ -684,10 +684,11 @@ def run_witness(
     witness setting, holding the unmutated kernel's result and each mutant's label by its source's digest.  A
     second run (after a change to the judge) then only judges; the witness is independent of the judge, so its
     labels stand.  Each subject has its own file, written whole (a temporary file renamed over it), so parallel
-    witness jobs never share one and a run killed mid-write leaves the previous labels readable."""
-    if cache is None:
-        return _run_witness(subject, problem, mutants, backend, seeds, timeout, gpu)
+    witness jobs never share one and a run killed mid-write leaves the previous labels readable.  The result
+    carries the subject's `witness_key` as `key`, which the report keeps for a later `--labels-from`."""
     key = witness_key(subject, problem, seeds, backend)
+    if cache is None:
+        return {**_run_witness(subject, problem, mutants, backend, seeds, timeout, gpu), "key": key}
     path = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', subject.name)}-{key}.json"
     stored = json.loads(path.read_text()) if path.exists() else {"original": None, "mutants": {}}
     # An unmutated kernel the witness found wrong (or could not run) excludes its mutants: none needs a label, and
@@ -705,7 +706,7 @@ def run_witness(
         partial.write_text(json.dumps(stored))
         os.replace(partial, path)
     labels = {m.id: stored["mutants"][_digest(m.source)] for m in mutants if _digest(m.source) in stored["mutants"]}
-    return {"original": stored["original"], "mutants": labels}
+    return {"original": stored["original"], "mutants": labels, "key": key}
 
 
 def witness_gpus(backend: str) -> list[str]:
@@ -731,19 +732,21 @@ def witnessed(
     Subjects whose labels an earlier result holds under the same witness key (`--labels-from`) come first, with
     no witness run: the witness is independent of the judge, so a judge change needs no new labels."""
 
+    kept = getattr(args, "labels_kept", None)
+
     def reused(s: Subject) -> dict | None:
         key = witness_key(s, problems[s.name], args.witness_seeds, args.backend)
-        found = reused_labels(s, per_subject.get(s.name, []), key, args.labels_kept)
+        found = reused_labels(s, per_subject.get(s.name, []), key, kept)
         return None if found is None else {**found, "key": key, "reused": True}
 
-    for s in subjects:  # labels kept from an earlier result (`--labels-from`) need no witness
-        if (found := reused(s)) is not None:
-            yield s, found, 0.0
-    subjects = [s for s in subjects if reused(s) is None]
+    if kept:  # labels kept from an earlier result (`--labels-from`) need no witness
+        for s in subjects:
+            if (found := reused(s)) is not None:
+                yield s, found, 0.0
+        subjects = [s for s in subjects if reused(s) is None]
 
     def one(s: Subject, gpu: str | None) -> tuple[Subject, dict, float]:
         began = time.perf_counter()
-        key = witness_key(s, problems[s.name], args.witness_seeds, args.backend)
         found = run_witness(
             s,
             problems[s.name],
@@ -754,7 +757,7 @@ def witnessed(
             args.witness_cache,
             gpu,
         )
-        return s, {**found, "key": key}, time.perf_counter() - began
+        return s, found, time.perf_counter() - began
 
     if args.witness_jobs <= 1:
         for s in subjects:
