@@ -9,12 +9,14 @@ from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable
 from tritongym.core.eval.evaluate import Evaluator
 from tritongym.core.plugins import PluginHost
-from tritongym.core.sandbox.sandbox import _PACKAGE_PARENT, SandboxLimits, run_in_sandbox
+from tritongym.core.sandbox.fork_server import PACKAGE_PARENT
+from tritongym.core.sandbox.sandbox import SandboxLimits, run_in_sandbox
 from tritongym.core.worker_task import WorkerTask
 
 BROKEN_TRITON_BACKEND = """
 from tritongym import hookimpl
-from tritongym.core.sandbox.sandbox import _PACKAGE_PARENT, run_in_sandbox
+from tritongym.core.sandbox.fork_server import PACKAGE_PARENT
+from tritongym.core.sandbox.sandbox import run_in_sandbox
 from tritongym.plugins.backends.triton_cpu import TritonCPUBackend
 
 
@@ -24,7 +26,7 @@ class BrokenTritonBackend(TritonCPUBackend):
     name = "broken-triton"
 
     def measure(self, task, limits):
-        env = {{"TRITON_INTERPRET": "1", "PYTHONPATH": "{fake}:" + _PACKAGE_PARENT}}
+        env = {{"TRITON_INTERPRET": "1", "PYTHONPATH": "{fake}:" + PACKAGE_PARENT}}
         return run_in_sandbox(task.model_copy(update={{"device": "cpu"}}), limits, env)
 
 
@@ -50,7 +52,7 @@ def test_a_broken_triton_is_a_setup_error_not_a_candidate_verdict(fake_triton, r
         candidate_source=RELU_KERNEL,
         seeds=[0],
     )
-    env = {"TRITON_INTERPRET": "1", "PYTHONPATH": f"{fake_triton}:{_PACKAGE_PARENT}"}
+    env = {"TRITON_INTERPRET": "1", "PYTHONPATH": f"{fake_triton}:{PACKAGE_PARENT}"}
     evidence = run_in_sandbox(task, SandboxLimits(timeout_s=60), env)
     assert evidence.stage == "setup" and "this triton is broken" in evidence.error.message
 

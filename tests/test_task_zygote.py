@@ -15,7 +15,8 @@ from conftest import RELU_KERNEL, task_for
 
 from tritongym.core.problems import load_problem
 from tritongym.core.sandbox import sandbox, task_zygote
-from tritongym.core.sandbox.sandbox import _PACKAGE_PARENT, run_in_sandbox
+from tritongym.core.sandbox.fork_server import PACKAGE_PARENT
+from tritongym.core.sandbox.sandbox import run_in_sandbox
 from tritongym.core.worker_task import SandboxLimits
 
 ENV = {"TRITON_INTERPRET": "1"}
@@ -129,7 +130,7 @@ def test_a_zygote_that_cannot_import_triton_leaves_the_task_to_a_fresh_interpret
     fake = tmp_path / "fake"
     (fake / "triton").mkdir(parents=True)
     (fake / "triton" / "__init__.py").write_text("raise ImportError('this triton is broken')\n")
-    env = {**ENV, "PYTHONPATH": f"{fake}:{_PACKAGE_PARENT}"}
+    env = {**ENV, "PYTHONPATH": f"{fake}:{PACKAGE_PARENT}"}
     evidence = run_in_sandbox(task_for(load_problem("relu"), RELU_KERNEL), SandboxLimits(timeout_s=120), env, True)
     assert evidence.stage == "setup" and "this triton is broken" in evidence.error.message
 

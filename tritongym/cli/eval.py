@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -67,6 +68,33 @@ def _print_result(result: EvaluationResult) -> None:
         err.print(result.error.traceback.rstrip(), highlight=False, markup=False)
 
 
+def _start_fork_server_early(backend: str | None, config: Path | None, pool: str, ray: str | None) -> None:
+    """Start the GPU pool's fork server before this command's own imports, when it will likely make a local pool
+    on triton-cuda (`fork_server.start_early`): a cold `eval` started its pool 1.2 s after the CLI did, and every
+    process of the pool waits for the fork server's imports.  A guess, never a decision: a config that cannot be
+    read here is reported by its loading below, and a fork server no pool adopts (a warm `serve` took the
+    candidate) is closed at exit."""
+    if pool == "require" or ray is not None:
+        return
+    chosen = backend
+    if config is not None:
+        import tomllib
+
+        try:
+            settings = tomllib.loads(Path(config).read_text())
+        except (OSError, ValueError):
+            return
+        if settings.get("executor", "local") != "local":
+            return
+        chosen = chosen or settings.get("backend")
+    if chosen in (None, "auto"):
+        chosen = "triton-cuda" if os.path.exists("/dev/nvidiactl") else "triton-cpu"
+    if chosen == "triton-cuda":
+        from tritongym.core.sandbox.fork_server import start_early
+
+        start_early()
+
+
 def eval_command(
     candidate: Annotated[Path, typer.Argument(help="Python file defining ModelNew with Triton kernels.")],
     problem: Annotated[str, typer.Option("--problem", "-p", help="Suite name, .py file, or SOURCE#NAME.")],
@@ -99,6 +127,7 @@ def eval_command(
 
     With a warm pool running (`tritongym serve` on this machine, same backend, options and registry) the candidate
     is judged there, by workers already started; otherwise here, starting only the workers one candidate needs."""
+    _start_fork_server_early(backend, config, pool, ray)
     from tritongym import api
 
     cfg = eval_config(

@@ -26,10 +26,11 @@ Each task's time limit grows with what its reference's side cost (`TaskDriver.BU
 
 This module is the pool's policy: which worker gets which task, when workers start and retire, the keepers, the
 GPUs' budgets.  Along its seams beside it: `pool_options.py` (options, memory shares), `gpu_lock.py` (`GPULock`),
-`admission.py` (`MemoryBudget`, the budget arithmetic, a task's `TaskMemory`), `processes.py` (`Zygote`, `Worker`,
-`KeeperProcess`), `task_driver.py` (one task, `TaskDriver`) with its keeper calls (`keeper_calls.py`), reference
-timing (`reference_timing.py`) and evidence (`task_evidence.py`); the frames they exchange are
-`worker/protocol.py`'s.  Their names are importable from here as before.
+`admission.py` (`MemoryBudget`, the budget arithmetic, a task's `TaskMemory`), `processes.py` (`Worker`,
+`KeeperProcess`), `fork_server.py` (`Zygote`, started early by `eval`), `task_driver.py` (one task, `TaskDriver`)
+with its keeper calls (`keeper_calls.py`), reference timing (`reference_timing.py`) and evidence
+(`task_evidence.py`); the frames they exchange are `worker/protocol.py`'s.  Their names are importable from here
+as before.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from tritongym.core.sandbox.admission import (
     gpu_budget_mb,
     keeper_cache_mb,
 )
+from tritongym.core.sandbox.fork_server import Zygote, adopt_early
 from tritongym.core.sandbox.gpu_lock import GPULock
 from tritongym.core.sandbox.pool_options import (
     CONTEXT_MB,
@@ -60,7 +62,7 @@ from tritongym.core.sandbox.pool_options import (
     PoolOptions,
 )
 from tritongym.core.sandbox.problem_gpus import ProblemGPUs, ReadyWorkers, reference_key
-from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, KeeperUnavailable, Worker, Zygote
+from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, KeeperUnavailable, Worker
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
 from tritongym.core.sandbox.sandbox import sweep_once
 from tritongym.core.sandbox.task_driver import TaskDriver, prepare_ahead, screen_in_keeper
@@ -150,7 +152,8 @@ class WorkerPool:
         self.ahead: set[str] = set()  # problems whose reference side is being built before a worker is free
         mark("pool_start", gpus=options.gpus, on_demand=options.start_on_demand)
         threading.Thread(target=_import_torch_meanwhile, name="tritongym-import-torch", daemon=True).start()
-        self.zygote = Zygote(options) if options.use_zygote else None
+        # the fork server `tritongym eval` started before its own imports (`fork_server.start_early`), else a new one
+        self.zygote = (adopt_early(options.extra_env) or Zygote(options.extra_env)) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
         self.memory: dict[str, MemoryBudget] = {}  # per GPU, once its first keeper said how large it is
         self.total_mb: dict[str, float] = {}

@@ -13,7 +13,6 @@ in another process touches none of them while this one lives.  Their folders are
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import queue
@@ -24,117 +23,16 @@ import sys
 import threading
 
 from tritongym.core.sandbox import owned
+from tritongym.core.sandbox.fork_server import Zygote, gpu_env
 from tritongym.core.sandbox.pool_options import KEEPER_CACHE_SHARE, KEEPER_HOST_CACHE_SHARE, PoolOptions
-from tritongym.core.sandbox.sandbox import _worker_env, log_tail
+from tritongym.core.sandbox.sandbox import log_tail
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import KeeperAnswer, KeeperRequest, Lifecycle
 from tritongym.core.worker.stages import exit_text
 
 END_OF_STREAM = "EOF"  # not a frame: what a process's reader thread queues once its channel ends or breaks
 CLOSED = b"the worker closed its output"  # END_OF_STREAM's payload when the channel ended (not a malformed frame)
-_CUDA_ENV = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NVIDIA_DRIVER_CAPABILITIES", "CC", "TRITON_PTXAS_PATH")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _gpu_env(tmp: str, options: PoolOptions) -> dict[str, str]:
-    """The sandbox's stripped environment, plus what the CUDA driver and Triton's compiler may need."""
-    env = _worker_env(tmp, options.extra_env)
-    env.update({k: os.environ[k] for k in _CUDA_ENV if k in os.environ})
-    # torch's host allocations of 2 MiB and up on huge pages: the keeper parks GiBs of reference outputs in
-    # host memory, and faulting them in 4 KiB at a time was most of a full-size record's build (parking.py)
-    env.setdefault("THP_MEM_ALLOC_ENABLE", "1")
-    return env
-
-
-class Zygote:
-    """The pool's handle on its fork server (`worker.zygote`): spawn requests and exit statuses."""
-
-    def __init__(self, options: PoolOptions) -> None:
-        self.tmp = owned.make_folder("zygote")
-        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = _gpu_env(self.tmp, options)  # names the lifeline (`owned.lifeline_env`), passed on below
-        with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno())],
-                pass_fds=[child.fileno(), owned.lifeline_fd()],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=self.tmp,
-                env=env,
-                start_new_session=True,
-            )
-        owned.started(self.proc.pid, "zygote")
-        child.close()
-        self.cond = threading.Condition()
-        self.ready = False
-        self.dead = False
-        self.pids: dict[int, int] = {}
-        self.exits: dict[int, int] = {}
-        self.gone: set[int] = set()  # children whose exit status was read (`exit_status`)
-        self._ids = itertools.count()
-        self._send_lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self.sock.recv(1 << 16)
-            except OSError:
-                message = b""
-            with self.cond:
-                if not message:
-                    self.dead = True
-                else:
-                    data = json.loads(message)
-                    if data.get("ready"):
-                        self.ready = True
-                    elif "exited" in data:
-                        self.exits[data["exited"]] = data["status"]
-                    else:
-                        self.pids[data["id"]] = data["pid"]
-                self.cond.notify_all()
-            if not message:
-                return
-
-    def spawn(self, fd: int, request: dict, timeout: float) -> int | None:
-        """Fork a worker serving on `fd`; its pid, or None when the zygote is not (or no longer) there."""
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.ready or self.dead, timeout) or self.dead:
-                return None
-        ident = next(self._ids)
-        try:
-            with self._send_lock:
-                socket.send_fds(self.sock, [json.dumps({**request, "id": ident}).encode()], [fd])
-        except OSError:
-            return None
-        with self.cond:
-            self.cond.wait_for(lambda: ident in self.pids or self.dead, timeout)
-            return self.pids.pop(ident, None)
-
-    def exit_status(self, pid: int, timeout: float = 5.0) -> int | None:
-        with self.cond:
-            self.cond.wait_for(lambda: pid in self.exits or self.dead, timeout)
-            if pid in self.exits:
-                self.gone.add(pid)
-            return self.exits.pop(pid, None)
-
-    def wait_gone(self, pid: int, timeout: float) -> bool:
-        """Whether the child `pid` has exited (and been reaped) within `timeout`; its exit status stays."""
-        with self.cond:
-            gone = self.cond.wait_for(lambda: pid in self.exits or pid in self.gone or self.dead, timeout)
-            self.gone.discard(pid)  # read once: a later child given the same pid is not taken for gone
-            return gone
-
-    def close(self) -> None:
-        self.sock.close()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        owned.ended(self.proc.pid)
-        owned.remove_folder(self.tmp)
 
 
 class Worker:
@@ -161,7 +59,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.tmp = owned.make_folder(self.ROLE)
         self.log_path = os.path.join(self.tmp, "worker.log")
-        env = _gpu_env(self.tmp, options)
+        env = gpu_env(self.tmp, options.extra_env)
         device = "cpu" if gpu == "cpu" else "cuda:0"
         env.update(self.role_env())
         env.update(extra_env or {})  # this worker's own: its GPU's timing flag

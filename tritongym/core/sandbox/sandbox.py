@@ -44,32 +44,11 @@ from pydantic import ValidationError
 
 from tritongym.core.models import ErrorInfo, Evidence
 from tritongym.core.sandbox import owned, task_zygote
+from tritongym.core.sandbox.fork_server import worker_env
 from tritongym.core.worker.stages import exit_text, killed_from_outside
 from tritongym.core.worker_task import SandboxLimits, WorkerTask
 
 RESULT_TAG = "TRITONGYM-RESULT"
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
-_KEEP_ENV = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")
-
-
-def _worker_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
-    env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
-    env.update(
-        HOME=tmp,
-        TMPDIR=tmp,
-        # the parent's own import path too: the worker runs the same environment (wheels on PYTHONPATH included)
-        PYTHONPATH=os.pathsep.join(p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")) if p),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONHASHSEED="0",
-        PYTHONUNBUFFERED="1",
-        # one intra-op thread: workers run side by side, and the worker forks (an OpenMP pool breaks on fork)
-        OMP_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        TRITON_CACHE_DIR=os.path.join(tmp, "triton-cache"),
-    )
-    env.update(owned.lifeline_env())
-    env.update(extra_env)
-    return env
 
 
 _DIR = re.compile(r"tritongym-(\d+)-[a-z0-9_-]+")
@@ -171,7 +150,7 @@ def run_in_sandbox(
 def _zygote(extra_env: dict[str, str]) -> task_zygote.TaskZygote:
     """This process's fork server for workers in `extra_env`: the environment a worker is started with is its key."""
     return task_zygote.shared(
-        tuple(sorted(_worker_env("", extra_env).items())), lambda folder: _worker_env(folder, extra_env)
+        tuple(sorted(worker_env("", extra_env).items())), lambda folder: worker_env(folder, extra_env)
     )
 
 
@@ -197,7 +176,7 @@ def _attempt(
     log_path = Path(tmp) / "worker.log"
     start = time.monotonic()
     try:
-        request = {"cwd": tmp, "env": _worker_env(tmp, extra_env or {}), "log": str(log_path)}
+        request = {"cwd": tmp, "env": worker_env(tmp, extra_env or {}), "log": str(log_path)}
         proc = _zygote(extra_env or {}).fork(request) if zygote else None
         if proc is not None:
             start = time.monotonic()  # the zygote's own start, waited for once, is not the worker's time
