@@ -198,9 +198,9 @@ class ActivityTrace:
 
     def collect(self, window) -> list[DeviceEvent]:
         """The device events of `window()` (which must synchronize the device before it returns)."""
-        import torch
+        from tritongym.core.measure import trusted
 
-        torch.cuda.synchronize()
+        trusted.synchronize()  # the primitive saved before any candidate ran: a replaced one would cut the window
         self.take()  # nothing from before the window
         for kind in KINDS:
             self.check("cuptiActivityEnable", ctypes.c_int(kind))
