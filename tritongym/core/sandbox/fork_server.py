@@ -1,6 +1,7 @@
-"""The pool's fork server (`worker.zygote`) seen from the parent, and the stripped environments of the sandbox's
-processes: a module that imports no pydantic and no torch, so that `tritongym eval` can start the fork server
-before its own imports are done.
+"""The fork servers (`worker.zygote`) seen from the parent (`ForkServer`: the pool's `Zygote` here, the CPU
+sandbox's `TaskZygote` in `task_zygote.py`), and the stripped environments of the sandbox's processes: a module
+that imports no pydantic and no torch, so that `tritongym eval` can start the pool's fork server before its own
+imports are done.
 
 Why: a cold `eval` on an H200 started its pool 1.2 s after the CLI did (`eval_latency-h200-stop49.json`: the CLI's
 imports, the evaluator, the problem), and every process of the pool waits for the fork server's ~3 s of imports
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from tritongym.core.sandbox import owned
@@ -61,23 +63,25 @@ def gpu_env(tmp: str, extra_env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-class Zygote:
-    """The pool's handle on its fork server (`worker.zygote`): spawn requests and exit statuses."""
+class ForkServer:
+    """A handle on one `worker.zygote` process: started in a private folder of its own (its working directory,
+    HOME and TMPDIR) with the environment `make_env(folder)`, holding this process's lifeline (`owned.py`) as
+    every child it forks does; its messages (ready, a forked child's pid, a child's exit status) read on a thread
+    of their own.  The pool's `Zygote` and the CPU sandbox's `TaskZygote` are both one."""
 
-    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, make_env: Callable[[str], dict[str, str]], role: tuple[str, ...] = (), name: str = "zygote"):
         self.tmp = owned.make_folder("zygote")
+        self.pass_fds = (owned.lifeline_fd(),)
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.extra_env = dict(extra_env or {})
-        env = gpu_env(self.tmp, self.extra_env)  # names the lifeline (`owned.lifeline_env`), passed on below
         with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno())],
-                pass_fds=[child.fileno(), owned.lifeline_fd()],
+                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno()), *role],
+                pass_fds=[child.fileno(), *self.pass_fds],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
                 cwd=self.tmp,
-                env=env,
+                env=make_env(self.tmp),
                 start_new_session=True,
             )
         owned.started(self.proc.pid, "zygote")
@@ -87,10 +91,13 @@ class Zygote:
         self.dead = False
         self.pids: dict[int, int] = {}
         self.exits: dict[int, int] = {}
-        self.gone: set[int] = set()  # children whose exit status was read (`exit_status`)
         self._ids = itertools.count()
         self._send_lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read, name=name, daemon=True).start()
+
+    def _exited(self, pid: int, status: int) -> None:
+        """A child's exit status, as the zygote reported it (called holding `cond`)."""
+        self.exits[pid] = status
 
     def _read(self) -> None:
         while True:
@@ -106,18 +113,42 @@ class Zygote:
                     if data.get("ready"):
                         self.ready = True
                     elif "exited" in data:
-                        self.exits[data["exited"]] = data["status"]
+                        self._exited(data["exited"], data["status"])
                     else:
                         self.pids[data["id"]] = data["pid"]
                 self.cond.notify_all()
             if not message:
                 return
 
+    def serving(self, timeout: float | None) -> bool:
+        """Whether the zygote is ready for requests within `timeout` (False: it failed to start, or died)."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.ready or self.dead, timeout) and not self.dead
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        owned.ended(self.proc.pid)
+        owned.remove_folder(self.tmp)
+
+
+class Zygote(ForkServer):
+    """The pool's fork server (GPU workers and keepers): spawn requests and exit statuses."""
+
+    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+        self.extra_env = dict(extra_env or {})
+        self.gone: set[int] = set()  # children whose exit status was read (`exit_status`)
+        # the environment names the lifeline (`owned.lifeline_env`), passed on by the zygote
+        super().__init__(lambda folder: gpu_env(folder, self.extra_env))
+
     def spawn(self, fd: int, request: dict, timeout: float) -> int | None:
         """Fork a worker serving on `fd`; its pid, or None when the zygote is not (or no longer) there."""
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.ready or self.dead, timeout) or self.dead:
-                return None
+        if not self.serving(timeout):
+            return None
         ident = next(self._ids)
         try:
             with self._send_lock:
@@ -141,16 +172,6 @@ class Zygote:
             gone = self.cond.wait_for(lambda: pid in self.exits or pid in self.gone or self.dead, timeout)
             self.gone.discard(pid)  # read once: a later child given the same pid is not taken for gone
             return gone
-
-    def close(self) -> None:
-        self.sock.close()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        owned.ended(self.proc.pid)
-        owned.remove_folder(self.tmp)
 
 
 _early: Zygote | None = None

@@ -21,84 +21,40 @@ import, or died), `fork` returns None and the caller starts a fresh interpreter,
 from __future__ import annotations
 
 import atexit
-import itertools
 import json
 import os
 import selectors
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 
-from tritongym.core.sandbox import owned
+from tritongym.core.sandbox.fork_server import ForkServer
 
 START_TIMEOUT_S = 120.0  # imports torch and Triton: seconds on an idle machine, far more on a loaded one
 EXIT_REPORT_S = 30.0  # the zygote reaps a child within its poll interval; this bounds a zygote gone silent
 
 
-class TaskZygote:
+class TaskZygote(ForkServer):
     """A handle on one fork server: spawn requests, and the exit statuses of the children still waited for."""
 
     def __init__(self, make_env: Callable[[str], dict[str, str]]) -> None:
         """Start the zygote in a private folder of its own (its working directory, HOME and TMPDIR) with the
         environment `make_env(folder)`; it and every child it forks hold this process's lifeline (`owned.py`)."""
-        self.tmp = owned.make_folder("zygote")
-        self.pass_fds = (owned.lifeline_fd(),)
-        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with open(os.path.join(self.tmp, "zygote.log"), "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.core.worker.zygote", str(child.fileno()), "task"],
-                pass_fds=[child.fileno(), *self.pass_fds],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=self.tmp,
-                env=make_env(self.tmp),
-                start_new_session=True,
-            )
-        owned.started(self.proc.pid, "zygote")
-        child.close()
-        self.cond = threading.Condition()
-        self.ready = False
-        self.dead = False
-        self.pids: dict[int, int] = {}
         self.waited: set[int] = set()  # children whose exit status someone may still ask for
-        self.exits: dict[int, int] = {}
-        self._ids = itertools.count()
-        self._send_lock = threading.Lock()
-        threading.Thread(target=self._read, name="task-zygote", daemon=True).start()
+        super().__init__(make_env, role=("task",), name="task-zygote")
 
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self.sock.recv(1 << 16)
-            except OSError:
-                message = b""
-            with self.cond:
-                if not message:
-                    self.dead = True
-                else:
-                    data = json.loads(message)
-                    if data.get("ready"):
-                        self.ready = True
-                    elif "exited" in data:
-                        if data["exited"] in self.waited:
-                            self.exits[data["exited"]] = data["status"]
-                    else:
-                        self.pids[data["id"]] = data["pid"]
-                self.cond.notify_all()
-            if not message:
-                return
+    def _exited(self, pid: int, status: int) -> None:
+        if pid in self.waited:
+            self.exits[pid] = status
 
     def fork(self, request: dict, timeout: float = START_TIMEOUT_S) -> ForkedWorker | None:
         """A worker forked for `request` (cwd, env, log), its stdin and stdout pipes to this process; None when the
         zygote is not (or no longer) there."""
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.ready or self.dead, timeout) or self.dead:
-                return None
+        if not self.serving(timeout):
+            return None
         ident = next(self._ids)
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
@@ -134,16 +90,6 @@ class TaskZygote:
         with self.cond:
             self.waited.discard(pid)
             self.exits.pop(pid, None)
-
-    def close(self) -> None:
-        self.sock.close()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        owned.ended(self.proc.pid)
-        owned.remove_folder(self.tmp)
 
 
 class ForkedWorker:
