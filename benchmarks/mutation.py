@@ -740,10 +740,13 @@ def witnessed(
         return None if found is None else {**found, "key": key, "reused": True}
 
     if kept:  # labels kept from an earlier result (`--labels-from`) need no witness
+        witness = []
         for s in subjects:
             if (found := reused(s)) is not None:
                 yield s, found, 0.0
-        subjects = [s for s in subjects if reused(s) is None]
+            else:
+                witness.append(s)
+        subjects = witness
 
     def one(s: Subject, gpu: str | None) -> tuple[Subject, dict, float]:
         began = time.perf_counter()
