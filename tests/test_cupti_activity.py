@@ -97,10 +97,13 @@ SIDE_BY_SIDE = textwrap.dedent(
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.timeout(300)
-def test_on_a_gpu_the_direct_table_matches_torch_profilers():
+def test_on_a_gpu_the_direct_table_matches_torch_profilers(tmp_path):
     """In a fresh process, the same forward (a Triton kernel whose module loaded before CUPTI, a cuBLAS GEMM, a
-    fill) read both ways: the same kernels, each as many times, and the direct set-up without Kineto's seconds."""
-    done = subprocess.run([sys.executable, "-c", SIDE_BY_SIDE], capture_output=True, text=True, timeout=280)
+    fill) read both ways: the same kernels, each as many times, and the direct set-up without Kineto's seconds.
+    The script is a file: `@triton.jit` reads its function's source, which `python -c` does not have."""
+    script = tmp_path / "side_by_side.py"
+    script.write_text(SIDE_BY_SIDE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["failure"] is None, seen["failure"]

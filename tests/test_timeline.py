@@ -72,3 +72,28 @@ def test_a_pool_imports_torch_for_its_reports_while_its_processes_start(tmp_path
     assert done.returncode == 0 and done.stdout.strip() == "imported", done.stdout + done.stderr
     events = [m["event"] for m in timeline.read(marks)]
     assert "parent_torch_imported" in events and events.index("pool_start") < events.index("parent_torch_imported")
+
+
+def test_the_keeper_marks_its_screens_parts_and_a_worker_gets_no_timeline(tmp_path, monkeypatch):
+    """The keeper (trusted: no candidate code) inherits the timeline, so a screen's parts reach it (on an H200 the
+    cold eval's screen took 4-6 s and its parts were never seen: the keeper's environment is stripped); a worker's
+    environment, where candidate code runs, never names the file."""
+    from tests.conftest import task_for
+    from tritongym.core.problems import load_problem
+    from tritongym.core.sandbox.gpu_pool import WorkerPool
+    from tritongym.core.sandbox.pool_options import PoolOptions
+    from tritongym.core.sandbox.processes import Worker
+    from tritongym.core.sandbox.task_driver import screen_in_keeper
+
+    marks = tmp_path / "marks"
+    monkeypatch.setenv(timeline.ENV, str(marks))
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096, start_on_demand=True))
+    try:
+        evidence = screen_in_keeper(pool, task_for(load_problem("relu"), None, mode="screen"), 120, "cpu")
+        assert evidence.stage == "done", evidence
+        assert timeline.ENV in pool.keeper("cpu").role_env()
+        assert timeline.ENV not in Worker.role_env(pool.keeper("cpu"))  # the worker's own (none)
+    finally:
+        pool.close()
+    parts = [m["part"] for m in timeline.read(marks) if m["event"] == "keeper_screen_part"]
+    assert parts[:3] == ["build", "inputs", "randomness"], parts

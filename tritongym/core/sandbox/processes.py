@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 
+from tritongym.core import timeline
 from tritongym.core.sandbox import owned
 from tritongym.core.sandbox.fork_server import Zygote, gpu_env
 from tritongym.core.sandbox.pool_options import KEEPER_CACHE_SHARE, KEEPER_HOST_CACHE_SHARE, PoolOptions
@@ -264,11 +265,15 @@ class KeeperProcess(Worker):
         # the parent's parking threshold (worker/parking.py), when set and not the pool's: a test suite can run
         # under tiny parking
         parking = {k: os.environ[k] for k in ("TRITONGYM_PARK_BYTES",) if k in os.environ and k not in self.extra_env}
+        # the keeper runs no candidate code, so it may mark the timeline (`timeline.py`: trusted processes only);
+        # without it the screen's parts (`keeper/screen.py`) never reached `eval_latency.py`'s timeline
+        marks = {k: os.environ[k] for k in (timeline.ENV,) if k in os.environ}
         return {
             "TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}",
             "TRITONGYM_KEEPER_OUTSIDE_MB": f"{self.outside_mb:.0f}",
             "TRITONGYM_KEEPER_HOST_CACHE_SHARE": f"{KEEPER_HOST_CACHE_SHARE * self.host_share:.4f}",
             **parking,
+            **marks,
         }
 
     def start(self, timeout: float) -> None:
