@@ -145,6 +145,8 @@ def timeline_line(run: dict) -> str:
     return ", ".join(
         f"{m[0]:.2f} {m[1]}"
         + (f":{m[2]['part']}" if "part" in m[2] else "")
+        + (f":{m[2]['kind']}" if "kind" in m[2] else "")
+        + (f"({m[2]['seconds']:.2f} s)" if m[2].get("seconds", 0) >= 0.05 else "")
         + (f"[{m[2].get('pid')}]" if len(pids) > 1 else "")
         for m in run.get("timeline", [])
     )

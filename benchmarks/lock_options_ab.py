@@ -26,8 +26,9 @@ cache on as in training) instead of the bundled pairs.  Stop 34 on an H100 (bund
 e.g. `--workload rl --limit 64 --settings unlocked unlocked+handback`; the `yields/eval` column counts them
 (stop 37 on an H100: 228.5 s against 104.8 s: it lost, since with eight workers some timing nearly always waits,
 so every sharer gave its hold back after every call and waited for the queue of timings).
-`profiler=WORD` sets the backend's `profiler_warm_up` (`unlocked`, the default: every worker sets CUPTI up at its
-start with no GPU hold, by a session that launches no kernel; `startup`: a kernel under the start's shared hold).
+`profiler=WORD` sets the backend's `profiler_warm_up` (`cupti`, the default since stop 53: no torch.profiler, CUPTI's
+activity API read directly; `unlocked`: every worker sets Kineto up at its start with no GPU hold, by a session that
+launches no kernel; `startup`: a kernel under the start's shared hold).
 Stop 38 on an H100 (64 RL): `unlocked+profiler=unlocked` 100.1 s against `unlocked` (then `startup`) 118.1 s,
 statuses equal; `profiler=before_timing` (CUPTI set up only for candidates that passed correctness) had all 32
 honest candidates `hacked` (apparently CUPTI misses kernels of modules loaded before it) and was removed.

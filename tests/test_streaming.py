@@ -427,12 +427,12 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
     first = on_a_gpu(evaluator())
     unknown = first._task(Candidate(source=RELU_KERNEL), relu, facts=first._registry_facts(relu))
     assert unknown.reference_peak_mb is None  # nothing kept yet
-    first._keep_reference_peak(Evidence(reference_peak_mb=3600.0), unknown, relu)  # the run's measured peak
-    assert registry.reference_peak_mb(relu.key, first.device_class) == 3600.0
-    first._keep_reference_peak(
-        Evidence(reference_peak_mb=9.0), unknown.model_copy(update={"reference_peak_mb": 3600.0}), relu
-    )
-    assert registry.reference_peak_mb(relu.key, first.device_class) == 3600.0  # a task that carried it stores none
+    measured = Evidence(reference_peak_mb=3600.0, memory_mb={"reference_host_mb": 250.0})  # the run's measured memory
+    first._keep_reference_peak(measured, unknown, relu)
+    assert registry.reference_memory(relu.key, first.device_class) == (3600.0, 250.0)
+    carried = unknown.model_copy(update={"reference_peak_mb": 3600.0, "reference_host_mb": 250.0})
+    first._keep_reference_peak(Evidence(reference_peak_mb=9.0, memory_mb={"reference_host_mb": 1.0}), carried, relu)
+    assert registry.reference_memory(relu.key, first.device_class) == (3600.0, 250.0)  # a task that carried it: none
     first.close()
 
     later = evaluator()  # a new run: its task carries the registry's peak
@@ -440,7 +440,7 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
     later.backend.device_type = "cpu"  # the task itself runs on the CPU pool below
     kept = later._task(Candidate(source=RELU_KERNEL), relu, facts=facts)
     later.close()
-    assert kept.reference_peak_mb == 3600.0 and kept.device == "cpu"
+    assert kept.reference_peak_mb == 3600.0 and kept.reference_host_mb == 250.0 and kept.device == "cpu"
 
     try:
         with budgets(pools[0]) as pool:
@@ -468,6 +468,39 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
             assert budget.asked[0] == max(1024.0, measured)  # the pool's own peak wins
     finally:
         registry.close()
+
+
+def test_a_task_that_carries_the_registrys_memory_asks_the_keeper_to_weigh_nothing(tmp_path, monkeypatch):
+    """A problem the registry knows (its reference's GPU peak and parked host MiB) is reserved from those, with no
+    `SIZE`: a fresh keeper's first meta-device weighing imports torch._dynamo (3.3 s of a cold `tritongym eval` on
+    an H200, seen on the keeper's timeline).  A problem it does not know is weighed, once.  A real CPU pool with
+    budgets of its own; the keeper's requests read from the timeline it writes."""
+    from tritongym.core import timeline
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    marks = tmp_path / "marks"
+    monkeypatch.setenv(timeline.ENV, str(marks))  # before the keeper starts: it inherits the file's name
+    pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
+    try:
+        pool.keeper("cpu")
+        pool.memory["cpu"] = MemoryBudget(100000.0)
+        pool.total_mb["cpu"] = 200000.0
+        pool.host_memory = MemoryBudget(100000.0)
+        relu = load_problem("relu")
+
+        def weighed() -> int:
+            return sum(m["event"] == "keeper_request" and m.get("kind") == "SIZE" for m in timeline.read(marks))
+
+        known = task_for(relu, RELU_KERNEL, seeds=[21, 22])
+        known = known.model_copy(update={"reference_peak_mb": 600.0, "reference_host_mb": 0.0})
+        assert pool.run(known, timeout_s=120).error is None
+        assert weighed() == 0 and any(m["event"] == "keeper_request" for m in timeline.read(marks))
+        pool.peaks.clear()  # what this pool measured meanwhile is forgotten: the problem unknown
+        pool.host_peaks.clear()
+        assert pool.run(task_for(relu, RELU_KERNEL, seeds=[23, 24]), timeout_s=120).error is None
+        assert weighed() == 1
+    finally:
+        pool.close()
 
 
 def test_a_records_parked_outputs_are_reserved_in_host_memory(pools, monkeypatch):

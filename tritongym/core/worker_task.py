@@ -152,6 +152,7 @@ class WorkerTask(BaseModel):
     file_mb: int = 64
     timing: TimingOptions = Field(default_factory=TimingOptions)
     reference_peak_mb: float | None = None  # the reference side's GPU peak the registry knows (pool reserves it)
+    reference_host_mb: float | None = None  # and the host MiB its record parks (pool reserves it; no `SIZE` then)
     cached_reference: dict[str, Any] | None = None  # a TimingStats from the registry, for this device/size/precision
     compile_reference: bool = False  # also time torch.compile(reference), before the candidate is imported
     cached_compile_reference: dict[str, Any] | None = None  # ...unless the registry already holds that timing

@@ -449,13 +449,20 @@ class Evaluator:
     def _registry_facts(self, problem: Problem) -> dict:
         """What the registry knows of a problem's reference on this device class (its timings, peak memory, the
         GPU's bandwidth), for its tasks: read on the Evaluator's own thread."""
-        facts = {"cached": None, "cached_compiled": None, "cached_field": None, "bandwidth": None, "peak_mb": None}
+        facts = {
+            "cached": None,
+            "cached_compiled": None,
+            "cached_field": None,
+            "bandwidth": None,
+            "peak_mb": None,
+            "host_mb": None,
+        }
         if self.registry is not None and self.backend.device_type != "cpu":
             facts["cached"] = self.registry.reference_timing(problem.key, self.device_class, self.config.precision)
             facts["cached_field"] = self.registry.reference_timing(
                 problem.key, self.device_class, self.config.precision, variant="field"
             )
-            facts["peak_mb"] = self.registry.reference_peak_mb(problem.key, self.device_class)
+            facts["peak_mb"], facts["host_mb"] = self.registry.reference_memory(problem.key, self.device_class)
             if self.config.compile_reference:
                 facts["cached_compiled"] = self.registry.reference_timing(
                     problem.key, self.device_class, self.config.precision, variant="compile"
@@ -475,6 +482,7 @@ class Evaluator:
         extra_sizes = shape_sets(problem, self.config.shapes)
         return WorkerTask(
             reference_peak_mb=peak_mb,
+            reference_host_mb=facts["host_mb"],
             cached_reference=cached,
             compile_reference=compiled,
             cached_compile_reference=cached_compiled,
@@ -737,12 +745,16 @@ class Evaluator:
         return Status.incorrect if check is not None and check.fails_as == "incorrect" else Status.hacked
 
     def _keep_reference_peak(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
-        """The reference side's measured GPU peak into the registry, once per problem and device class: the pool
-        reserves it before the problem's next build in any later run."""
+        """The reference side's measured GPU peak and parked host MiB into the registry, once per problem and device
+        class: the pool reserves them before the problem's next build in any later run, and asks the keeper to
+        weigh nothing (`SIZE`: in a fresh keeper its first meta forward imports torch._dynamo, 3.3 s on an H200)."""
         peak = evidence.reference_peak_mb
-        if self.registry is None or self.backend.device_type == "cpu" or not peak or task.reference_peak_mb:
+        host = evidence.memory_mb.get("reference_host_mb")
+        if self.registry is None or self.backend.device_type == "cpu" or not peak or host is None:
             return
-        self.registry.store_reference_peak_mb(problem.key, self.device_class, float(peak))
+        if task.reference_peak_mb and task.reference_host_mb is not None:
+            return
+        self.registry.store_reference_peak_mb(problem.key, self.device_class, float(peak), float(host))
 
     def _reconcile_timing(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """Choose the reference time behind the speedup, keep the registry's reference cache honest, and

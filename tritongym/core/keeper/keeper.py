@@ -40,6 +40,7 @@ import time
 from collections import OrderedDict
 
 from tritongym.core.keeper import screen as keeper_screen
+from tritongym.core.timeline import mark
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
@@ -941,6 +942,9 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
             # its own time, so the pool can tell work here from waiting for this keeper (phase `keeper_queue`)
             answer["_keeper_s"] = round(time.perf_counter() - began, 6)
             frames.send(out_fd, KeeperAnswer.OKAY, json.dumps(answer).encode())
+            # on the timeline (when one is named: `timeline.py`), each request with its own seconds: a cold eval's
+            # 3.3 s inside the keeper was a `SIZE` (its first meta forward), not the screen it was taken for
+            mark("keeper_request", kind=kind, seconds=answer["_keeper_s"])
         except StageError as exc:
             failed = True
             refusal = {"stage": exc.stage, "error": exc.info.model_dump()}

@@ -508,3 +508,12 @@ def m017_field_convention_speedup(db: sqlite_utils.Database) -> None:
     # `reference_timings` under variant 'field' and need no schema change.
     for column, kind in (("field_ref_runtime_ms", float), ("speedup_field", float), ("field_convention", str)):
         db["evaluations"].add_column(column, kind)
+
+
+@migration
+def m018_reference_host_memory(db: sqlite_utils.Database) -> None:
+    # Issue 40 item 3: the host memory the keeper parks for a problem's record, beside its GPU peak. Without it a
+    # fresh pool asked the keeper to weigh the reference on the meta device before every problem's first build
+    # (`SIZE`, for the parked estimate), and a fresh keeper's first meta forward imports torch._dynamo: 3.3 s of a
+    # cold `tritongym eval` on an H200 for a problem the registry already knew. Rows stored before keep NULL.
+    db["reference_memory"].add_column("host_mb", float)

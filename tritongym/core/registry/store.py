@@ -621,23 +621,27 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
 
     # --- the reference side's GPU memory -----------------------------------------------------------------
 
-    def reference_peak_mb(self, problem_key: str, device_class: str) -> float | None:
-        """The reference side's peak GPU memory its keeper measured for this problem on this device class."""
+    def reference_memory(self, problem_key: str, device_class: str) -> tuple[float | None, float | None]:
+        """(GPU peak, host MiB parked) of the reference side that its keeper measured for this problem on this
+        device class; None where not measured (the host's was not kept before the registry's migration 18)."""
         rows = list(
             self.db.query(
-                "SELECT peak_mb FROM reference_memory WHERE problem_key = ? AND device_class = ?",
+                "SELECT peak_mb, host_mb FROM reference_memory WHERE problem_key = ? AND device_class = ?",
                 [problem_key, device_class],
             )
         )
-        return float(rows[0]["peak_mb"]) if rows else None
+        if not rows:
+            return None, None
+        host = rows[0]["host_mb"]
+        return float(rows[0]["peak_mb"]), None if host is None else float(host)
 
     @writes()
-    def store_reference_peak_mb(self, problem_key: str, device_class: str, peak_mb: float) -> None:
+    def store_reference_peak_mb(
+        self, problem_key: str, device_class: str, peak_mb: float, host_mb: float | None = None
+    ) -> None:
         with self._transaction():
-            self.db["reference_memory"].upsert(
-                {"problem_key": problem_key, "device_class": device_class, "peak_mb": peak_mb, "measured_at": _now()},
-                pk=("problem_key", "device_class"),
-            )
+            row = {"problem_key": problem_key, "device_class": device_class, "peak_mb": peak_mb, "host_mb": host_mb}
+            self.db["reference_memory"].upsert({**row, "measured_at": _now()}, pk=("problem_key", "device_class"))
 
     # --- problem screens (negative controls) ----------------------------------------------------------
 

@@ -210,7 +210,8 @@ class TaskMemory:
         if budget is None:
             return
         peak = self.pool.peaks.get(self.reference_key, self.task.reference_peak_mb)  # this pool's, or the registry's
-        parked = self.pool.host_peaks.get(self.reference_key) if parking else 0.0
+        # this pool's, or the registry's (`WorkerTask.reference_host_mb`): known, the keeper weighs nothing
+        parked = self.pool.host_peaks.get(self.reference_key, self.task.reference_host_mb) if parking else 0.0
         if peak is None or (parked is None and self.pool.host_memory is not None):
             payload = encode(SizeRequest(task=self.task.model_dump(mode="json")))
             ok, answer = self.keeper.call(KeeperRequest.SIZE, payload, 120.0)

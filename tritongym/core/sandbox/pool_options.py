@@ -33,11 +33,11 @@ class PoolOptions:
     start_timeout_s: float = 180.0
     use_zygote: bool = True  # fork warm workers from a process that has imported torch and Triton once
     # how a worker sets up CUPTI for the profiler (~4 s per fresh process on an H100, most of a worker's start),
-    # always before it takes a task (set up later, CUPTI apparently missed the kernels of modules loaded before it):
-    # "unlocked" (a session that launches no kernel, holding nothing: 64 RL candidates 100 s against 118 s on an H100)
-    # or "startup" (a kernel under the start's shared GPU hold, which every timing's drain then waited for), or
-    # "cupti" (no torch.profiler: CUPTI's activity API read directly, ~0.02 s, `measure/cupti_activity.py`)
-    profiler_warm_up: str = "unlocked"
+    # always before it takes a task (set up later, Kineto missed the kernels of modules loaded before it): "cupti"
+    # (the default: no torch.profiler, CUPTI's activity API read directly, ~0.02 s, `measure/cupti_activity.py`),
+    # "unlocked" (Kineto's session that launches no kernel, holding nothing: 64 RL candidates 100 s against 118 s on
+    # an H100) or "startup" (a kernel under the start's shared GPU hold, which every timing's drain then waited for)
+    profiler_warm_up: str = "cupti"
     keepers_per_gpu: int | None = None  # reference keepers per GPU (problems spread by key); None: workers // 2
     extra_env: dict[str, str] = field(default_factory=dict)
     # per GPU, MiB held by processes outside the pool when it starts (a trainer beside the judge): left out of the

@@ -203,7 +203,7 @@ class GPUWorker:
         # after the candidate's trials, in a thread beside them or before its timing, it missed the candidate's kernels
         # (apparently those of modules loaded before it) and every honest candidate of an RL batch was judged
         # `hacked` (stops 37 and 38)
-        self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "unlocked")
+        self.profiler_warm_up = os.environ.get(frames.PROFILER_WARM_UP_ENV, "cupti")
         if self.cuda:
             release_gpu_while_compiling(channel)
             from tritongym.core.measure.gpu_profile import set_up_cupti, set_up_profiler, warm_profiler

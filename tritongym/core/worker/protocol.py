@@ -175,9 +175,9 @@ def untagged(payload: bytes) -> tuple[str, bytes]:
     return task_id.decode("ascii"), rest
 
 
-WORKER_HIDDEN = tuple(f for f in WorkerTask.model_fields if f.startswith("cached_")) + ("reference_peak_mb",)
+WORKER_HIDDEN = tuple(f for f in WorkerTask.model_fields if f.startswith("cached_")) + ("reference_peak_mb", "reference_host_mb")
 """The reference's numbers the parent and the keeper use (its known timings, every `cached_*` field, and its memory
-peak) and the candidate's worker must not see: it has no use for them, and a candidate that read the reference's
+peak and parked bytes) and the candidate's worker must not see: it has no use for them, and a candidate that read the reference's
 median time could shape its own timing against it."""
 
 
