@@ -1167,10 +1167,11 @@ def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypat
 
 def test_when_workers_set_up_the_profiler_reaches_them_and_junk_is_refused(relu_problem):
     """`profiler_warm_up` (the backend's option, the pool's, then each worker's environment): "cupti" (the
-    default) reads CUPTI's activity API directly, "unlocked" has a worker set Kineto up at its start holding no GPU
-    lock, "startup" under a shared hold (~4 s per fresh worker on an H100).  The GPU path is a device A/B
-    (`lock_options_ab.py ... unlocked+profiler=startup`) and the GPU tests; here, that the setting reaches the candidate's process as set, and that the backend refuses a
-    value it does not know (a set-up after the candidate's modules loaded sees none of its kernels on an H100)."""
+    default) reads CUPTI's activity API directly, "unlocked" has a worker set Kineto up at its start holding no
+    GPU lock, "startup" under a shared hold (~4 s per fresh worker on an H100).  The GPU path is a device A/B
+    (`lock_options_ab.py ... unlocked+profiler=startup`) and the GPU tests; here, that the setting reaches the
+    candidate's process as set, and that the backend refuses a value it does not know (a set-up after the
+    candidate's modules loaded sees none of its kernels on an H100)."""
     from pydantic import ValidationError
 
     from tritongym.plugins.backends.triton_cuda import TritonCUDABackend

@@ -40,10 +40,10 @@ import time
 from collections import OrderedDict
 
 from tritongym.core.keeper import screen as keeper_screen
-from tritongym.core.timeline import mark
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
+from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
 from tritongym.core.worker.parking import Parked, fetch, park_all, split_bytes
 from tritongym.core.worker.protocol import MALFORMED, KeeperAnswer, KeeperRequest, Lifecycle, record_key, untagged

@@ -175,10 +175,13 @@ def untagged(payload: bytes) -> tuple[str, bytes]:
     return task_id.decode("ascii"), rest
 
 
-WORKER_HIDDEN = tuple(f for f in WorkerTask.model_fields if f.startswith("cached_")) + ("reference_peak_mb", "reference_host_mb")
-"""The reference's numbers the parent and the keeper use (its known timings, every `cached_*` field, and its memory
-peak and parked bytes) and the candidate's worker must not see: it has no use for them, and a candidate that read the reference's
-median time could shape its own timing against it."""
+WORKER_HIDDEN = tuple(f for f in WorkerTask.model_fields if f.startswith("cached_")) + (
+    "reference_peak_mb",
+    "reference_host_mb",
+)
+"""The reference's numbers the parent and the keeper use (its known timings, every `cached_*` field, its memory
+peak and parked bytes) and the candidate's worker must not see: it has no use for them, and a candidate that read
+the reference's median time could shape its own timing against it."""
 
 
 def worker_view(task: WorkerTask) -> WorkerTask:
