@@ -402,7 +402,7 @@ def test_a_task_waits_for_gpu_memory_before_its_reference_is_built(monkeypatch):
 def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
     """A peak the registry kept from an earlier run is reserved before the build instead of the meta-device
     estimate, and a peak this pool measured itself wins over both.  The path is the production one from end to
-    end: the Evaluator stores a run's measured peak (`_keep_reference_peak`), a later Evaluator's task carries it
+    end: the Evaluator stores a run's measured peak (`_keep_reference_memory`), a later Evaluator's task carries it
     (`_registry_facts`, `_task`: `WorkerTask.reference_peak_mb`), and the pool reserves what that task carries
     (`RecordingBudget.asked`), waiting while it does not fit.  Two stand-ins, both because the CPU measures no
     peak: the evidence's measured peak (a CPU keeper reports 0 MiB, and a GPU's would be stored) and the
@@ -428,10 +428,10 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
     unknown = first._task(Candidate(source=RELU_KERNEL), relu, facts=first._registry_facts(relu))
     assert unknown.reference_peak_mb is None  # nothing kept yet
     measured = Evidence(reference_peak_mb=3600.0, memory_mb={"reference_host_mb": 250.0})  # the run's measured memory
-    first._keep_reference_peak(measured, unknown, relu)
+    first._keep_reference_memory(measured, unknown, relu)
     assert registry.reference_memory(relu.key, first.device_class) == (3600.0, 250.0)
     carried = unknown.model_copy(update={"reference_peak_mb": 3600.0, "reference_host_mb": 250.0})
-    first._keep_reference_peak(Evidence(reference_peak_mb=9.0, memory_mb={"reference_host_mb": 1.0}), carried, relu)
+    first._keep_reference_memory(Evidence(reference_peak_mb=9.0, memory_mb={"reference_host_mb": 1.0}), carried, relu)
     assert registry.reference_memory(relu.key, first.device_class) == (3600.0, 250.0)  # a task that carried it: none
     first.close()
 

@@ -235,7 +235,7 @@ class Evaluator:
         for i, evidence, started in self.executor.measure_many(tasks):
             candidate, problem = items[i]
             task = tasks[i].task if isinstance(tasks[i], TaskBehindScreen) else tasks[i]
-            self._keep_reference_peak(evidence, task, problem)
+            self._keep_reference_memory(evidence, task, problem)
             self._reconcile_timing(evidence, task, problem)
             self._remeasure_if_implausible(evidence, candidate, problem)
             result = self._judge(candidate, problem, evidence, static[i], started, task)
@@ -744,7 +744,7 @@ class Evaluator:
         check = next((c for c in self.runtime_checks if c.name == verdict.name), None)
         return Status.incorrect if check is not None and check.fails_as == "incorrect" else Status.hacked
 
-    def _keep_reference_peak(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
+    def _keep_reference_memory(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """The reference side's measured GPU peak and parked host MiB into the registry, once per problem and device
         class: the pool reserves them before the problem's next build in any later run, and asks the keeper to
         weigh nothing (`SIZE`: in a fresh keeper its first meta forward imports torch._dynamo, 3.3 s on an H200)."""
@@ -754,7 +754,7 @@ class Evaluator:
             return
         if task.reference_peak_mb and task.reference_host_mb is not None:
             return
-        self.registry.store_reference_peak_mb(problem.key, self.device_class, float(peak), float(host))
+        self.registry.store_reference_memory(problem.key, self.device_class, float(peak), float(host))
 
     def _reconcile_timing(self, evidence: Evidence, task: WorkerTask, problem: Problem) -> None:
         """Choose the reference time behind the speedup, keep the registry's reference cache honest, and

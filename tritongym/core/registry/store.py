@@ -636,7 +636,7 @@ class Registry(TuningRecords, JudgeVerdicts, ServiceTasks):
         return float(rows[0]["peak_mb"]), None if host is None else float(host)
 
     @writes()
-    def store_reference_peak_mb(
+    def store_reference_memory(
         self, problem_key: str, device_class: str, peak_mb: float, host_mb: float | None = None
     ) -> None:
         with self._transaction():

@@ -267,7 +267,7 @@ class KeeperProcess(Worker):
         parking = {k: os.environ[k] for k in ("TRITONGYM_PARK_BYTES",) if k in os.environ and k not in self.extra_env}
         # the keeper runs no candidate code, so it may mark the timeline (`timeline.py`: trusted processes only);
         # without it the screen's parts (`keeper/screen.py`) never reached `eval_latency.py`'s timeline
-        marks = {k: os.environ[k] for k in (timeline.ENV,) if k in os.environ}
+        marks = {timeline.ENV: os.environ[timeline.ENV]} if timeline.ENV in os.environ else {}
         return {
             "TRITONGYM_KEEPER_CACHE_SHARE": f"{KEEPER_CACHE_SHARE * self.share:.4f}",
             "TRITONGYM_KEEPER_OUTSIDE_MB": f"{self.outside_mb:.0f}",
