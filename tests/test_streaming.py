@@ -473,34 +473,66 @@ def test_the_registrys_peak_is_what_a_new_pool_reserves(pools, tmp_path):
 def test_a_task_that_carries_the_registrys_memory_asks_the_keeper_to_weigh_nothing(tmp_path, monkeypatch):
     """A problem the registry knows (its reference's GPU peak and parked host MiB) is reserved from those, with no
     `SIZE`: a fresh keeper's first meta-device weighing imports torch._dynamo (3.3 s of a cold `tritongym eval` on
-    an H200, seen on the keeper's timeline).  A problem it does not know is weighed, once.  A real CPU pool with
-    budgets of its own; the keeper's requests read from the timeline it writes."""
+    an H200, seen on the keeper's timeline).  A problem it does not know is weighed, once, when a neighbour holds
+    part of the GPU; a lone task (nothing else in the pool, nothing held) weighs nothing and reserves the whole GPU
+    and host budget, since weighing only serves packing.  A real CPU pool with budgets of its own; the keeper's
+    requests read from the timeline it writes."""
     from tritongym.core import timeline
-    from tritongym.core.sandbox.gpu_pool import MemoryBudget
 
     marks = tmp_path / "marks"
     monkeypatch.setenv(timeline.ENV, str(marks))  # before the keeper starts: it inherits the file's name
     pool = WorkerPool(PoolOptions(gpus=["cpu"], workers_per_gpu=1, memory_mb=4096))
     try:
         pool.keeper("cpu")
-        pool.memory["cpu"] = MemoryBudget(100000.0)
+        budget = pool.memory["cpu"] = RecordingBudget(100000.0)
         pool.total_mb["cpu"] = 200000.0
-        pool.host_memory = MemoryBudget(100000.0)
+        host = pool.host_memory = RecordingBudget(100000.0)
         relu = load_problem("relu")
 
         def weighed() -> int:
             return sum(m["event"] == "keeper_request" and m.get("kind") == "SIZE" for m in timeline.read(marks))
 
+        def forget() -> None:  # what this pool measured is forgotten: the problem unknown again
+            pool.peaks.clear()
+            pool.host_peaks.clear()
+            settled(budget)  # the last task's keeper memory given back (its `FREE` runs in the background)
+            budget.asked.clear()
+            host.asked.clear()
+
         known = task_for(relu, RELU_KERNEL, seeds=[21, 22])
         known = known.model_copy(update={"reference_peak_mb": 600.0, "reference_host_mb": 0.0})
         assert pool.run(known, timeout_s=120).error is None
         assert weighed() == 0 and any(m["event"] == "keeper_request" for m in timeline.read(marks))
-        pool.peaks.clear()  # what this pool measured meanwhile is forgotten: the problem unknown
-        pool.host_peaks.clear()
+        assert budget.asked[0] == 1024.0  # the registry's 600 MiB, at the floor
+        forget()
         assert pool.run(task_for(relu, RELU_KERNEL, seeds=[23, 24]), timeout_s=120).error is None
-        assert weighed() == 1
+        assert weighed() == 0  # alone in the pool: nothing weighed
+        assert budget.asked[0] == 100000.0 and host.asked == [100000.0]  # the whole GPU and host, as one run alone
+        assert pool.host_peaks and host.reserved_mb == 0.0  # measured by the build; the hold given back
+        forget()
+        held = budget.reserve(500.0)  # a neighbour on the GPU
+        try:
+            assert pool.run(task_for(relu, RELU_KERNEL, seeds=[25, 26]), timeout_s=120).error is None
+        finally:
+            budget.release(held)
+        assert weighed() == 1  # beside it, the problem was weighed, once
+        assert budget.asked[1] < 100000.0  # and reserved from the weighing, not whole
     finally:
         pool.close()
+
+
+def test_a_lone_tasks_whole_host_hold_is_cut_to_its_measured_record():
+    """`MemoryBudget.shrink`: a lone task's whole-budget hold cut to what its record measured lets a task that came
+    meanwhile in at once, while the holder keeps the rest until it ends."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget
+
+    host = MemoryBudget(1000.0)
+    whole = host.reserve(1000.0)
+    assert not host.admits(100.0)  # held whole: nobody fits beside it
+    kept = host.shrink(whole, 250.0)
+    assert kept == 250.0 and host.reserved_mb == 250.0 and host.admits(700.0) and not host.admits(800.0)
+    host.release(kept)
+    assert host.reserved_mb == 0.0 and host.idle()
 
 
 def test_a_records_parked_outputs_are_reserved_in_host_memory(pools, monkeypatch):

@@ -38,6 +38,11 @@ class MemoryBudget:
         # an idle GPU goes to a task waiting to have it alone first, whichever thread wakes first
         return not self.waiting_alone and (self.holders == 0 or self.reserved_mb + need_mb <= self.capacity_mb)
 
+    def idle(self) -> bool:
+        """Whether nothing is held or waited for: nobody on this GPU (or host) that a reservation must fit beside."""
+        with self.cond:
+            return self.holders == 0 and self.waiting == 0
+
     def admits(self, need_mb: float) -> bool:
         """Whether `reserve(need_mb)` would be granted at once, without waiting."""
         with self.cond:
@@ -69,6 +74,15 @@ class MemoryBudget:
             self.peak_mb = max(self.peak_mb, self.reserved_mb)
             self.holders += 1
         return grant
+
+    def shrink(self, granted_mb: float, to_mb: float) -> float:
+        """Part of a grant back while its holder keeps the rest (a whole-budget hold cut to what was measured);
+        the MiB still granted."""
+        kept = min(granted_mb, max(to_mb, 0.0))
+        with self.cond:
+            self.reserved_mb = max(self.reserved_mb - (granted_mb - kept), 0.0)
+            self.cond.notify_all()
+        return kept
 
     def take(self, need_mb: float) -> float:
         """Count `need_mb` as held at once, without waiting: memory already in use that others must see (waiting
@@ -212,7 +226,14 @@ class TaskMemory:
         peak = self.pool.peaks.get(self.reference_key, self.task.reference_peak_mb)  # this pool's, or the registry's
         # this pool's, or the registry's (`WorkerTask.reference_host_mb`): known, the keeper weighs nothing
         parked = self.pool.host_peaks.get(self.reference_key, self.task.reference_host_mb) if parking else 0.0
-        if peak is None or (parked is None and self.pool.host_memory is not None):
+        unknown = peak is None or (parked is None and self.pool.host_memory is not None)
+        if unknown and self._alone_in_pool(budget):
+            # nobody beside it to protect: the whole GPU (and host budget), nothing weighed; the build measures
+            if peak is None:
+                peak = budget.capacity_mb
+            if parked is None and self.pool.host_memory is not None:
+                parked = self.host_whole_mb = self.pool.host_memory.capacity_mb
+        elif unknown:
             payload = encode(SizeRequest(task=self.task.model_dump(mode="json")))
             ok, answer = self.keeper.call(KeeperRequest.SIZE, payload, 120.0)
             answer = json.loads(answer) if ok else {}
@@ -229,6 +250,29 @@ class TaskMemory:
         waited = time.monotonic() - began
         self.deadline += waited
         self.memory_wait_s += waited
+
+    def _fit_host_to_record(self) -> None:
+        """A lone task's hold on the whole host budget (`_alone_in_pool`) cut to what its record parked, once `PREP`
+        measured it, so that a task that came meanwhile waits for the build, not for the whole task."""
+        if not self.host_whole_mb or self.host_record is None or self.prep.get("record_host_mb") is None:
+            return
+        with self.pool._guard:
+            hold = self.pool.host_records.get(self.host_record)
+        if hold is not None and hold.granted_mb == self.host_whole_mb:
+            hold.granted_mb = self.pool.host_memory.shrink(hold.granted_mb, float(self.prep["record_host_mb"]))
+        self.host_whole_mb = 0.0
+
+    def _alone_in_pool(self, budget: MemoryBudget) -> bool:
+        """Whether this task is the only one in its pool (`WorkerPool.tasks_in_flight`) and nothing holds its GPU's
+        budget or the host's: a lone `eval`, cold or handed to a served pool.  Weighing a problem it never saw (`SIZE`) exists so that tasks are packed beside
+        each other; a lone task has nobody beside it, and the weighing cost it 4.2-4.5 s on an H200 (a fresh
+        keeper's first meta-device forward imports `torch._dynamo`), a third of a cold eval.  It reserves the
+        whole GPU instead, as a task run alone does, and its build's measured peak sizes every later one.  A task
+        that comes meanwhile waits for that reservation: at most the screen's or the build's seconds."""
+        with self.pool._guard:
+            lone = self.pool.tasks_in_flight <= 1
+        host = self.pool.host_memory
+        return lone and budget.idle() and (host is None or host.idle())
 
     def _hold_host(self, parked_mb: float) -> None:
         """Hold the host memory of this task's record: reserved by the first task of the record, shared by the

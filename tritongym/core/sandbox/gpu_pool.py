@@ -150,6 +150,8 @@ class WorkerPool:
         self.device_records: dict[tuple[str, str], _SharedHold] = {}
         self._busy_s = {gpu: 0.0 for gpu in options.gpus}  # seconds workers of each GPU spent on tasks
         self.ahead: set[str] = set()  # problems whose reference side is being built before a worker is free
+        # tasks inside `run` now (screens included): one alone has no neighbour for whom its memory is weighed
+        self.tasks_in_flight = 0
         mark("pool_start", gpus=options.gpus, on_demand=options.start_on_demand)
         threading.Thread(target=_import_torch_meanwhile, name="tritongym-import-torch", daemon=True).start()
         # the fork server `tritongym eval` started before its own imports (`fork_server.start_early`), else a new one
@@ -426,11 +428,15 @@ class WorkerPool:
         """Evidence for one task, on the GPU its problem is placed on (`ProblemGPUs`) unless another GPU's worker
         would idle; a worker death is retried once on a fresh worker."""
         placed = self.problem_gpus.place(reference_key(task))
+        with self._guard:
+            self.tasks_in_flight += 1
         try:
             if task.mode == "screen":  # by the GPU's keeper: no worker waits for it, nor it for a worker's start
                 return screen_in_keeper(self, task, timeout_s, placed)
             return self._run_placed(task, timeout_s, placed)
         finally:
+            with self._guard:
+                self.tasks_in_flight -= 1
             self.problem_gpus.done(placed)
 
     def _run_placed(self, task: WorkerTask, timeout_s: float, placed: str) -> Evidence:

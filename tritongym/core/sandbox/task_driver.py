@@ -111,6 +111,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.capped_here = False  # the worker's allocator cap is the pool's (`_admit`), not the configuration's
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
         self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
+        self.host_whole_mb = 0.0  # a lone task's hold on the whole host budget, until its record is measured
         # the keeper's GPU memory for this task, counted until its FREE (`_count_keeper_memory`); None: not counted
         self.keeper_mb: float | None = None
         self.device_record: tuple | None = None  # (gpu, record key) whose device memory this task counts with others
@@ -144,6 +145,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
                     self._reserve_reference()
                 failed = self._prepare()
                 self._release_reference()
+                self._fit_host_to_record()
                 if failed is not None:
                     return self._problem(failed, started), False
                 if not self.alone:
