@@ -264,11 +264,12 @@ class TaskMemory:
 
     def _alone_in_pool(self, budget: MemoryBudget) -> bool:
         """Whether this task is the only one in its pool (`WorkerPool.tasks_in_flight`) and nothing holds its GPU's
-        budget or the host's: a lone `eval`, cold or handed to a served pool.  Weighing a problem it never saw (`SIZE`) exists so that tasks are packed beside
-        each other; a lone task has nobody beside it, and the weighing cost it 4.2-4.5 s on an H200 (a fresh
-        keeper's first meta-device forward imports `torch._dynamo`), a third of a cold eval.  It reserves the
-        whole GPU instead, as a task run alone does, and its build's measured peak sizes every later one.  A task
-        that comes meanwhile waits for that reservation: at most the screen's or the build's seconds."""
+        budget or the host's: a lone `eval`, cold or handed to a served pool.  Weighing a problem never seen
+        (`SIZE`) exists so that tasks are packed beside each other; a lone task has nobody beside it, and the
+        weighing cost it 4.2-4.5 s on an H200 (a fresh keeper's first meta-device forward imports `torch._dynamo`),
+        a third of a cold eval.  It reserves the whole GPU instead, as a task run alone does, and its build's
+        measured peak sizes every later one.  A task that comes meanwhile waits for that reservation: at most the
+        screen's or the build's seconds."""
         with self.pool._guard:
             lone = self.pool.tasks_in_flight <= 1
         host = self.pool.host_memory
