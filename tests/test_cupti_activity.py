@@ -120,7 +120,9 @@ def test_on_a_gpu_the_direct_table_matches_torch_profilers(tmp_path):
     assert direct.get("add_one") == 3 and kineto.get("add_one") == 3, (direct, kineto)
     assert sum(direct.values()) == sum(kineto.values()), (direct, kineto)
     assert sorted(direct.values()) == sorted(kineto.values()), (direct, kineto)
-    assert seen["direct_s"] < 1.0, seen["direct_s"]  # set-up and window, against Kineto's seconds
+    # set-up and window, against Kineto's in the same process (the seconds themselves: benchmarks/cupti_setup.py;
+    # an absolute bound here failed at 1.8 s with three other GPU tests beside it)
+    assert seen["direct_s"] < seen["kineto_s"], (seen["direct_s"], seen["kineto_s"])
 
 
 @pytest.mark.gpu
