@@ -283,6 +283,8 @@ def run_candidate(
 
 def _unfinished(trial: int, flat: list, copies: list) -> list[str]:
     """Side work, from one trial's snapshot (copies taken when forward returned) against its outputs now."""
+    import torch
+
     from tritongym.core.measure.tensors import same_value
 
     found = []
@@ -291,7 +293,11 @@ def _unfinished(trial: int, flat: list, copies: list) -> list[str]:
             # compared on the GPU: the side work has ended (synchronised), so a device copy of the snapshot is
             # safe now, and one upload from pinned memory is a fraction of a download plus a host-side compare
             # (0.26 s of a warm relu task on an H200, py-spy)
-            o, c = o.detach().reshape(-1)[: c.numel()], c.to(o.device)
+            o = o.detach().reshape(-1)[: c.numel()]
+            try:
+                c = c.to(o.device)
+            except torch.OutOfMemoryError:  # no room left beside the candidate's own: on the host, as before
+                o = o.cpu()
         if c is not None and not same_value(o, c):
             found.append(
                 f"output {i} of trial {trial} was still being written after forward returned "
