@@ -106,9 +106,27 @@ def test_eval_hands_over_to_a_warm_pool_and_the_verdict_equals_a_cold_one(servic
     assert code == 0 and "warm_pool_s" not in cold["phases"]
     assert verdict(warm) == verdict(cold)
 
+    # a fresh interpreter that hands over loads neither the registry's store (sqlite-utils, numpy) nor torch
+    done = subprocess.run([sys.executable, "-c", HAND_OVER_PROBE, str(registry)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"warm": True, "status": "ok", "loaded": []}
+
     proc.send_signal(signal.SIGTERM)  # a clean stop takes the announcement away
     proc.wait(60)
     assert not list(runtime.glob("serve-*.json"))
+
+
+HAND_OVER_PROBE = f"""
+import json, sys
+from tritongym import api
+from tritongym.core.config import EvalConfig
+
+config = EvalConfig(backend="triton-cpu", size="cpu", trials=2, timeout_s=60)
+result = api.evaluate({SOLUTION!r}, "relu", config, sys.argv[1], pool="require")
+heavy = ("sqlite_utils", "numpy", "torch", "tritongym.core.registry.store")
+print(json.dumps({{"warm": "warm_pool_s" in result.phases, "status": result.status,
+                  "loaded": [m for m in heavy if m in sys.modules]}}))
+"""
 
 
 def announcement(runtime: Path, pid: int, started: str, **terms) -> Path:
@@ -205,3 +223,18 @@ def test_announcements_in_a_directory_others_could_write_are_ignored(runtime):
     assert warm_pool.records() == []
     runtime.chmod(0o700)
     assert [r.pid for r in warm_pool.records()] == [os.getpid()]
+
+
+def test_eval_starts_no_early_fork_server_when_a_pool_is_announced(runtime, monkeypatch):
+    """The early fork server (`fork_server.start_early`) imports torch beside the command; with a `serve` announced
+    the candidate most likely goes there, so `eval` starts none (and still does with `--pool off`)."""
+    from tritongym.cli import eval as eval_cli
+    from tritongym.core.sandbox import fork_server
+
+    started = []
+    monkeypatch.setattr(fork_server, "start_early", lambda: started.append("zygote"))
+    announcement(runtime, dead_pid(), "gone/1", url="http://127.0.0.1:9", **terms_of_this_eval(runtime / "r.db"))
+    eval_cli._start_fork_server_early("triton-cuda", None, "auto", None)
+    assert started == []
+    eval_cli._start_fork_server_early("triton-cuda", None, "off", None)
+    assert started == ["zygote"]

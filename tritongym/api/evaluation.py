@@ -17,10 +17,10 @@ from tritongym.core.eval.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.plugins import Registered, get_host
 from tritongym.core.problems import load_problem, load_problems, select
-from tritongym.core.registry import Registry
 
 if TYPE_CHECKING:
     from tritongym.core.eval.screen import ScreenResult
+    from tritongym.core.registry import Registry
 
 
 MAX_CANDIDATE_BYTES = 1 << 20
@@ -71,32 +71,55 @@ def evaluate(
     would, into the same registry, when there is one (`api/warm_pool.py`; its result has the phase `warm_pool_s`),
     and otherwise evaluates here; "off" always evaluates here; "require" raises `NoWarmPool` when no such service
     judges it.  Here, the backend starts only what one candidate needs (`Evaluator.size_to`)."""
-    from tritongym.api.warm_pool import POOL_CHOICES
+    from tritongym.api.warm_pool import POOL_CHOICES, announced
     from tritongym.core.timeline import mark
 
     if pool not in POOL_CHOICES:
         raise ConfigError(f"pool takes {', '.join(POOL_CHOICES)}; got {pool!r}")
     mark("evaluate_called", pool=pool)
+    if not isinstance(candidate, Candidate):
+        candidate = read_candidate(candidate)
+    if pool == "require" or (pool == "auto" and announced()):
+        handed = _hand_over(candidate, problem, config, registry, extra_plugins, required=pool == "require")
+        if handed is not None:
+            return handed
     with make_evaluator(config, registry, extra_plugins) as evaluator:
         mark("evaluator_made")
-        if not isinstance(candidate, Candidate):
-            candidate = read_candidate(candidate)
         if not isinstance(problem, Problem):
             problem = load_problem(problem, evaluator.size)
         mark("problem_loaded")
-        if pool != "off":
-            from tritongym.api.warm_pool import hand_over
-
-            handed = hand_over(evaluator, candidate, problem, required=pool == "require")
-            mark("hand_over_tried", handed=handed is not None)
-            if handed is not None:
-                return handed
         evaluator.size_to(1)
         mark("backend_sized")
         with _keeping_verdicts(evaluator.registry) as kept:
             kept.append(evaluator.evaluate(candidate, problem))
         mark("evaluated", status=kept[0].status)
         return kept[0]
+
+
+def _hand_over(
+    candidate: Candidate,
+    problem: str | Problem,
+    config: EvalConfig | str | Path | None,
+    registry: RegistryArg,
+    extra_plugins: Sequence[str],
+    required: bool,
+) -> EvaluationResult | None:
+    """A warm pool's verdict (`warm_pool.hand_over`), or None.  The evaluator made here only says how this call
+    judges (`warm_pool.terms`): it opens no registry, so a hand-over never loads the store (sqlite-utils and numpy,
+    0.35-0.4 s on the lent H200's image), and it starts nothing (a backend's workers start with its first task)."""
+    from tritongym.api.registries import registry_path
+    from tritongym.api.warm_pool import hand_over
+    from tritongym.core.timeline import mark
+
+    with make_evaluator(config, False, extra_plugins) as judge:
+        mark("evaluator_made", registry=False)
+        if not isinstance(problem, Problem):
+            problem = load_problem(problem, judge.size)
+        mark("problem_loaded")
+        path = registry_path(registry)
+        handed = hand_over(judge, candidate, problem, None if path is None else str(path), required=required)
+        mark("hand_over_tried", handed=handed is not None)
+        return handed
 
 
 @contextmanager

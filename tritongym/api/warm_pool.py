@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from tritongym.api.pool_announcements import RUNTIME_DIR_ENV, announced, pool_dir  # noqa: F401 - re-exported
 from tritongym.core.errors import NoWarmPool, ServiceError
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tritongym.pool")
 
-RUNTIME_DIR_ENV = "TRITONGYM_RUNTIME_DIR"
 POOL_CHOICES = ("auto", "off", "require")
 HEALTH_TIMEOUT_S = 5.0
 FORMAT = 1
@@ -79,16 +79,6 @@ class PoolRecord(BaseModel):
     registry: str
     gpus: list[int] | None = None
     token: str | None = None
-
-
-def pool_dir() -> Path:
-    """Where this user's services announce themselves."""
-    if os.environ.get(RUNTIME_DIR_ENV):
-        return Path(os.environ[RUNTIME_DIR_ENV])
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
-        return Path(runtime) / "tritongym"
-    return Path.home() / ".cache" / "tritongym" / "pools"
 
 
 def process_start(pid: int) -> str | None:
@@ -280,11 +270,15 @@ def _client(record: PoolRecord, **kwargs):
 
 
 def hand_over(
-    evaluator: Evaluator, candidate: Candidate, problem: Problem, required: bool = False
+    evaluator: Evaluator,
+    candidate: Candidate,
+    problem: Problem,
+    registry: str | Path | None,
+    required: bool = False,
 ) -> EvaluationResult | None:
-    """The verdict of a warm pool that fits (`find`), or None: the caller evaluates here.  `required`: raise
-    `NoWarmPool` instead of returning None."""
-    registry = evaluator.registry.path if evaluator.registry is not None else None
+    """The verdict of a warm pool that fits (`find`) and stores into `registry` (a path; None: this evaluation keeps
+    none), or None: the caller evaluates here.  `required`: raise `NoWarmPool` instead of returning None.
+    `evaluator` only says how this evaluation would judge (`terms`): it needs no registry opened."""
     record, reasons = find(evaluator, registry)
     if record is None:
         how = (

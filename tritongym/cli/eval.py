@@ -73,9 +73,15 @@ def _start_fork_server_early(backend: str | None, config: Path | None, pool: str
     on triton-cuda (`fork_server.start_early`): a cold `eval` started its pool 1.2 s after the CLI did, and every
     process of the pool waits for the fork server's imports.  A guess, never a decision: a config that cannot be
     read here is reported by its loading below, and a fork server no pool adopts (a warm `serve` took the
-    candidate) is closed at exit."""
+    candidate) is closed at exit.  Not when a `tritongym serve` is announced here and may take the candidate: the
+    fork server would import torch beside this command's hand-over, for nothing."""
     if pool == "require" or ray is not None:
         return
+    if pool == "auto":
+        from tritongym.api.pool_announcements import announced
+
+        if announced():
+            return
     chosen = backend
     if config is not None:
         import tomllib

@@ -15,6 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from tritongym.core.config import EvalConfig
 from tritongym.core.errors import BackendUnavailable, CheckUnavailable, ConfigError, PluginError, ProblemFormatError
@@ -38,7 +39,6 @@ from tritongym.core.models import (
 )
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.problems import main_sizes
-from tritongym.core.registry import Registry
 from tritongym.core.source import parse_source
 from tritongym.core.verdict import (
     ShapeJudgement,
@@ -52,6 +52,9 @@ from tritongym.core.verdict import (
     weights_note,
 )
 from tritongym.core.worker_task import ProbeSpec, SandboxLimits, WorkerTask
+
+if TYPE_CHECKING:  # the store (sqlite-utils) loads with the registry a caller opens: a warm `eval` opens none
+    from tritongym.core.registry import Registry
 
 OnResult = Callable[[EvaluationResult], None]
 

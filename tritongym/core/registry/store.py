@@ -27,19 +27,13 @@ from tritongym.core.models import Candidate, EvaluationResult, Problem, RewardBr
 from tritongym.core.registry.failures import explain, guard_reads, unwritable, writes
 from tritongym.core.registry.judge_verdicts import JudgeVerdicts
 from tritongym.core.registry.migrations import damage, migrate, pending_migrations, unknown_migrations
+from tritongym.core.registry.paths import DEFAULT_REGISTRY, default_registry_path
 from tritongym.core.registry.sqlite import (
     sqlite_utils,  # first: sqlite-utils without pandas
     warn_if_affected,
 )
 from tritongym.core.registry.tasks import ServiceTasks
 from tritongym.core.registry.tuning import TuningRecords
-
-DEFAULT_REGISTRY = "registry.db"
-
-
-def default_registry_path() -> Path:
-    """`TRITONGYM_REGISTRY`, else registry.db in the working directory."""
-    return Path(os.environ.get("TRITONGYM_REGISTRY") or DEFAULT_REGISTRY)
 
 
 def _timeout(timeout_s: float | None) -> float:

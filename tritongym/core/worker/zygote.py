@@ -33,7 +33,7 @@ import socket
 import sys
 import time
 
-from tritongym.core.worker import lifeline
+from tritongym.core.worker import lifeline, triton_cache
 
 
 def _preload() -> None:
@@ -58,8 +58,9 @@ def _preload() -> None:
 def _warm_triton() -> None:
     """What every fresh worker's first Triton compile computed for itself, done once here before any fork: the hash
     of Triton's own compiler and backend sources and its 100-MiB library (`triton_key`, cached per process: 0.35
-    s of every warm task on an H200) and the `gluon` modules a JIT function's launcher imports (0.08 s).  Neither
-    touches CUDA, so forking after them is safe."""
+    s of every warm task on an H200), the `gluon` modules a JIT function's launcher imports (0.08 s) and Triton's
+    CUDA utilities, a C module every worker compiled with gcc (`triton_cache.py`).  None touches CUDA, so forking
+    after them is safe."""
     from triton.runtime.cache import triton_key
 
     triton_key()
@@ -67,6 +68,7 @@ def _warm_triton() -> None:
         import triton.experimental.gluon  # noqa: F401
     except ImportError:  # a Triton without gluon: nothing to load
         pass
+    triton_cache.build()  # Triton's CUDA utilities, compiled once here and written into each child's cache
 
 
 def _preload_task() -> None:
@@ -149,6 +151,7 @@ def _child(request: dict, fds: list[int], home: str) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    triton_cache.seed()  # into this child's own, empty Triton cache
     serve(fd, fd, request["log"], request["device"], time.monotonic())
 
 
