@@ -37,6 +37,21 @@ def _one_gpu_per_xdist_worker() -> None:
 _one_gpu_per_xdist_worker()
 
 
+def _own_runtime_dir() -> None:
+    """Every `tritongym serve` a test starts announces itself as a warm pool (`api/pool_announcements.py`), and
+    every pool records its processes, in this test run's own folder, never in the user's: a developer's real
+    `eval` must not hand its candidate to a test's serve.  xdist's workers share the controller's folder, so a
+    test that must see no other test's serve sets its own.  One already set is kept: a test's subprocess that
+    imports this module keeps its parent's folder, and whoever set one for a run chose it."""
+    import tempfile
+
+    if not os.environ.get("TRITONGYM_RUNTIME_DIR"):
+        os.environ["TRITONGYM_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="tritongym-test-runtime-")
+
+
+_own_runtime_dir()
+
+
 def _one_torch_thread_per_xdist_worker() -> None:
     """Under pytest-xdist (`make test`: `-n auto`, a process per CPU) each worker's torch runs one thread, and so
     do the processes it starts (they inherit the environment): with torch's default of a thread per CPU, every

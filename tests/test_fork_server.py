@@ -14,7 +14,10 @@ from tritongym.core.sandbox.gpu_pool import PoolOptions, WorkerPool
 
 
 @pytest.fixture(autouse=True)
-def no_early_fork_server_left():
+def no_early_fork_server_left(tmp_path, monkeypatch):
+    """No early fork server outlives a test, and no other test's `serve` is announced to this one's `eval` (an
+    announced serve means the CLI starts no early fork server)."""
+    monkeypatch.setenv("TRITONGYM_RUNTIME_DIR", str(tmp_path / "runtime"))
     yield
     fork_server._close_early()
 

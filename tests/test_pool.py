@@ -235,6 +235,16 @@ def test_workers_are_forked_warm_from_the_zygote_or_spawned_without_it(pool, rel
         plain.close()
 
 
+def test_the_zygote_takes_a_launchers_request_without_forking_and_forks_on(pool, relu_problem):
+    """The pool passes what a worker reported launching to its fork server (`triton_cache.build_launchers`): a
+    request that forks nothing and is not answered, however malformed, and the next fork is unaffected."""
+    pool.zygote.build_launchers([["*fp32", "*fp32", "i32", "constexpr"], ["not a type"], "junk"])
+    evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
+    assert evidence.error is None and evidence.stage == "done"
+    assert evidence.launchers == []  # Triton's interpreter compiles no launcher on the CPU
+    assert not pool.zygote.dead
+
+
 class WatchedCondition(threading.Condition):
     """The GPU lock's condition, remembering which threads have blocked in it, so a test waits for a thread
     to be queued in the lock instead of sleeping and hoping.  Only a thread's first block notifies (waiters

@@ -492,6 +492,9 @@ class Evidence(_Model):
     reference_torch_work: dict[str, float] = Field(default_factory=dict)
     tf32_kernels: list[str] = Field(default_factory=list)  # own compiled kernels multiplying in TF32
     autotune: list[AutotuneChoice] = Field(default_factory=list)  # the config each autotuned own kernel ran with
+    # the argument types of the own kernels launched: hints for the fork server, which builds their Triton launchers
+    # for later workers after checking every type (`worker/triton_cache.py`); never part of a verdict
+    launchers: list[list[str]] = Field(default_factory=list)
     fingerprint: Fingerprint | None = None
     # the reference's peak GPU memory (MiB) while the keeper computed its outputs, gold and probes (GPU pool)
     reference_peak_mb: float | None = None

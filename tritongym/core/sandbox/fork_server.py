@@ -159,6 +159,17 @@ class Zygote(ForkServer):
             self.cond.wait_for(lambda: ident in self.pids or self.dead, timeout)
             return self.pids.pop(ident, None)
 
+    def build_launchers(self, signatures: list[list[str]]) -> None:
+        """Ask the zygote to build the Triton launchers of `signatures` (what a worker reported launching) for the
+        workers it forks after this request (`worker/triton_cache.py`).  Not answered; nothing when it is gone."""
+        if self.dead or not signatures:
+            return
+        try:
+            with self._send_lock:
+                self.sock.send(json.dumps({"role": "launchers", "signatures": signatures}).encode())
+        except OSError:
+            pass
+
     def exit_status(self, pid: int, timeout: float = 5.0) -> int | None:
         with self.cond:
             self.cond.wait_for(lambda: pid in self.exits or self.dead, timeout)

@@ -455,6 +455,8 @@ class WorkerPool:
             try:
                 evidence, died = driver.drive()
                 mark("task_end", mode=task.mode, gpu=worker.gpu)
+                if self.zygote is not None:  # before this worker's replacement is forked: it gets them too
+                    self.zygote.build_launchers(evidence.launchers)
                 evidence.phases["wait_worker"] = round(waited, 4)
                 with self._guard:
                     self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)

@@ -281,6 +281,8 @@ class GPUWorker:
             else:
                 self._run(task, taskdir, evidence)
         evidence.autotune = list(self.recorder.autotune.choices)  # also for a failed run: what it ran with
+        if self.cuda:  # for the fork server, which builds these launchers once for the workers after this one
+            evidence.launchers = triton_cache.launcher_signatures(self.recorder.own_kernels.values())
         if self.channel.compile_s:
             evidence.phases["compile_unlocked"] = round(self.channel.compile_s, 4)
         self.channel.send(FromWorker.DONE, evidence.model_dump_json().encode())

@@ -1,4 +1,4 @@
-"""Triton's own compiled helper, built once in the fork server and written into every worker's fresh cache.
+"""Triton's own compiled helpers, built once in the fork server and written into every worker's fresh cache.
 
 Each GPU worker gets a Triton cache folder of its own (`TRITON_CACHE_DIR` in its private folder): no candidate
 can leave a compiled kernel or launcher behind for the next one to load.  The price was that every worker, at its
@@ -12,6 +12,14 @@ memory*; each forked worker writes them into its own empty cache folder (`seed`)
 finds them by its usual content hash and loads them instead of compiling.  Nothing is shared on disk between
 workers: a candidate that overwrote its copy changed only its own process, as before.
 
+The same holds for Triton's *launchers* (Triton 3.6 and earlier): the C glue that calls a compiled kernel, one
+module per kernel signature, compiled with gcc at a kernel's first launch (0.2-0.3 s).  Its source is made by
+Triton from the signature's argument types alone (no value, no name, no candidate code), so a worker reports the
+signatures it launched (`launcher_signatures`, in its evidence), the pool passes them to the fork server, which
+checks every type against Triton's type names, has Triton generate and compile each new one once
+(`build_launchers`, at most `MAX_LAUNCHERS` in a fork server's life), and seeds later workers with them too.  A
+hostile worker can only make the fork server compile launchers for well-formed signatures.
+
 Building needs a CUDA toolchain's headers that Triton ships, a C compiler and `libcuda.so.1`; where any is missing
 (this project's CPU machines) `build` keeps nothing and workers build as before.  Loading the module into the fork
 server links `libcuda.so.1` without calling `cuInit`, so forking afterwards stays safe; the worker makes Triton's
@@ -20,15 +28,27 @@ driver itself, after its CUDA context (`activate`), in its start-up rather than 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
+from collections.abc import Iterable
 
 log = logging.getLogger("tritongym.worker")
 
 CACHE_ENV = "TRITON_CACHE_DIR"
 MAX_SEED_BYTES = 64 << 20  # a cache that grew past this is not what `build` made: keep nothing
 
+MAX_LAUNCHERS = 64  # launchers one fork server builds in its life: every worker's seed is written at its fork
+MAX_SIGNATURES_PER_TASK = 8
+MAX_ARGUMENTS = 128
+_SCALAR = r"(i1|i8|i16|i32|i64|u1|u8|u16|u32|u64|fp8e4nv|fp8e4b15|fp8e4b8|fp8e5|fp8e5b16|fp16|bf16|fp32|fp64)"
+ARGUMENT_TYPE = re.compile(rf"^(\*k?{_SCALAR}|{_SCALAR}|constexpr)$")
+"""A kernel argument's type as Triton's signatures spell it: a pointer to a scalar, a scalar, or a constexpr.
+Tensor descriptors and tuples are left to the worker (their launchers depend on more than the types)."""
+
 _seed: list[tuple[str, bytes]] = []
+_launchers: set[str] = set()  # digests of the launcher sources built here
 
 
 def collect(cache_dir: str) -> list[tuple[str, bytes]]:
@@ -84,6 +104,68 @@ def build() -> int:
         return 0
     _seed[:] = collect(cache_dir)
     return len(_seed)
+
+
+def valid_signature(signature: object) -> list[str] | None:
+    """`signature` as a list of Triton argument types when every one is well-formed (`ARGUMENT_TYPE`), else None."""
+    if not isinstance(signature, (list, tuple)) or not 0 < len(signature) <= MAX_ARGUMENTS:
+        return None
+    if not all(isinstance(t, str) and ARGUMENT_TYPE.match(t) for t in signature):
+        return None
+    return list(signature)
+
+
+def launcher_signatures(kernels: Iterable[object]) -> list[list[str]]:
+    """In a worker, after its task: the argument types of the compiled kernels it launched (Triton's
+    `CompiledKernel.src.signature`), each signature once; kernels with tensor descriptors are left out."""
+    found: list[list[str]] = []
+    for compiled in kernels:
+        if getattr(getattr(compiled, "metadata", None), "tensordesc_meta", None):
+            continue
+        types = getattr(getattr(compiled, "src", None), "signature", None)
+        signature = valid_signature(list(types.values())) if isinstance(types, dict) else None
+        if signature is not None and signature not in found:
+            found.append(signature)
+    return found[:MAX_SIGNATURES_PER_TASK]
+
+
+def build_launchers(signatures: object) -> int:
+    """In the fork server: compile the launchers of the well-formed `signatures` not built yet, exactly as Triton's
+    `CudaLauncher` would in a worker, and add them to the seed; how many were built.  Nothing on a Triton that
+    launches through one generic module (no per-signature launcher) or where the toolchain is missing."""
+    cache_dir = os.environ.get(CACHE_ENV)
+    if not cache_dir or not isinstance(signatures, list):
+        return 0
+    try:
+        from triton.backends.nvidia.driver import include_dirs, libraries, library_dirs, make_launcher
+        from triton.runtime.build import compile_module_from_src
+    except Exception:  # noqa: BLE001 - a Triton without per-signature launchers: nothing to build
+        return 0
+    built = 0
+    for signature in signatures[:MAX_SIGNATURES_PER_TASK]:
+        types = valid_signature(signature)
+        if types is None or len(_launchers) >= MAX_LAUNCHERS:
+            continue
+        try:
+            source = make_launcher({}, dict(enumerate(types)), None)
+            digest = hashlib.sha256(source.encode()).hexdigest()
+            if digest in _launchers:
+                continue
+            compile_module_from_src(
+                src=source,
+                name="__triton_launcher",
+                library_dirs=library_dirs(),
+                include_dirs=include_dirs,
+                libraries=libraries,
+            )
+        except Exception as exc:  # noqa: BLE001 - the worker compiles it itself, as before
+            log.debug("launcher for %s not built in the fork server: %s", types, exc)
+            continue
+        _launchers.add(digest)
+        built += 1
+    if built:
+        _seed[:] = collect(cache_dir)
+    return built
 
 
 def seed() -> int:

@@ -19,7 +19,8 @@ Protocol: over a SOCK_SEQPACKET pair, the pool sends a JSON request with file de
 worker's: its end of a socketpair; a task's: the read end of its stdin and the write end of its stdout); the
 zygote answers `{"id": ..., "pid": ...}` messages, and
 `{"exited": pid, "status": code}` when a child ends (only their parent can reap them and know how
-they died).
+they died).  A request whose role is "launchers" forks nothing and is not answered: the zygote builds the Triton
+launchers it names for the children it forks after it (`triton_cache.build_launchers`).
 """
 
 from __future__ import annotations
@@ -190,6 +191,11 @@ def main() -> None:
         if not message:
             os._exit(0)  # the pool is gone; its workers die with their sessions' killpg
         request = json.loads(message)
+        if request.get("role") == "launchers":  # built here, for the children forked after (`triton_cache`)
+            for fd in fds:
+                os.close(fd)
+            triton_cache.build_launchers(request.get("signatures"))
+            continue
         pid = os.fork()
         if pid == 0:
             try:
