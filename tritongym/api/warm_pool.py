@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tritongym.api.pool_announcements import RUNTIME_DIR_ENV, announced, pool_dir  # noqa: F401 - re-exported
 from tritongym.core.errors import NoWarmPool, ServiceError
+from tritongym.core.timeline import mark
 
 if TYPE_CHECKING:
     from tritongym.core.eval.evaluate import Evaluator
@@ -287,6 +288,7 @@ def hand_over(
         )
         return _not_handed(required, f"no warm pool fits this evaluation: {'; '.join(reasons)}; {how}")
     started = time.perf_counter()
+    mark("hand_over_found")
     try:
         with _client(record) as service:
             task = service.submit(
@@ -295,7 +297,9 @@ def hand_over(
                 problem_name=problem.name,
                 origin=candidate.origin or "eval",
             )
+            mark("hand_over_submitted")
             task = service.wait(task.id)
+            mark("hand_over_answered")
     except ServiceError as exc:
         return _not_handed(required, f"the warm pool at {record.url} failed: {exc}")
     result = task.result

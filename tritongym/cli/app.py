@@ -11,6 +11,8 @@ module level, so `tritongym --help` reads the signatures and nothing else (tests
 
 from __future__ import annotations
 
+import gc
+
 import typer
 
 from tritongym.cli import advantages as cli_advantages
@@ -54,7 +56,13 @@ cli_service_client.register(app)  # client: talk to a running service
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    finally:
+        # the interpreter's last cycle collection at exit walks every object the command's ~600 modules made: 0.09 s
+        # after each command (a warm `eval` takes 2 s in all).  Frozen, it skips them; atexit handlers still run and
+        # modules are still cleared (files close) as before.
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import hmac
 import json
 import math
 import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from typing import Annotated
 
@@ -60,7 +61,7 @@ from tritongym.service.service import (
     SubmissionError,
 )
 
-POLL_S = 0.05
+RECHECK_S = 1.0  # a wait checks its tasks at least this often, besides every time one finishes
 
 
 class Guard:
@@ -192,13 +193,31 @@ def create_app(
             raise HTTPException(404, f"no task '{task_id}' here")
         return view
 
+    async def _until(done: Callable[[], bool], timeout_s: float) -> bool:
+        """Whether `done()` held within `timeout_s`: checked again whenever a task finishes or the service begins
+        to stop (`EvaluationService.on_change`), and at least every `RECHECK_S`; no poll in between (a poll every
+        50 ms made each answer wait 25 ms on average after its task had finished)."""
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+        stop_watching = service.on_change(lambda: loop.call_soon_threadsafe(changed.set))
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                changed.clear()
+                if done():
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                try:
+                    await asyncio.wait_for(changed.wait(), min(left, RECHECK_S))
+                except TimeoutError:
+                    pass
+        finally:
+            stop_watching()
+
     async def _wait(task_ids: list[str], timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not service.all_finished(task_ids):
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(POLL_S)
-        return True
+        return await _until(lambda: service.all_finished(task_ids), timeout_s)
 
     # --- native API ------------------------------------------------------------------------------------
 
@@ -303,10 +322,13 @@ def create_app(
         """KernelGYM's: answered once the task has finished, with its result.  A task still queued when the
         service begins to stop is answered as it is (pending): it runs after the restart."""
         task_id = (await run_in_threadpool(_kernelgym_submit, request)).id
-        while not service.all_finished([task_id]):  # in memory, as `_wait`: no registry read per poll
-            if service.stopping and service.view(task_id).state == TaskState.queued:
-                break
-            await asyncio.sleep(POLL_S)
+
+        def answerable() -> bool:  # in memory, as `_wait`: no registry read per check
+            finished = service.all_finished([task_id])
+            return finished or (service.stopping and service.view(task_id).state == TaskState.queued)
+
+        while not await _until(answerable, RECHECK_S):
+            pass
         view = await run_in_threadpool(_task, task_id)
         return kernelgym.evaluation_response(view, await run_in_threadpool(service.request_of, task_id) or {})
 

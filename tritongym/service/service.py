@@ -46,6 +46,7 @@ from tritongym.core.fingerprint import local_fingerprint
 from tritongym.core.models import Candidate, EvaluationResult, Problem
 from tritongym.core.problems import parse_problem
 from tritongym.core.registry import Registry
+from tritongym.core.timeline import mark
 from tritongym.service import kernelgym, sandboxes
 from tritongym.service.metrics import ServiceMetrics
 from tritongym.service.protocol import Health, Submission, TaskState, TaskView
@@ -136,6 +137,9 @@ class EvaluationService:
         self.metrics = ServiceMetrics(counts=self.counts, capacity=capacity, lanes=lanes, busy=self._busy)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
+        # told (under the lock) whenever a task finishes or the service begins to stop: the HTTP layer's waits
+        # wake at once instead of at their next poll (`on_change`)
+        self._watchers: set[Callable[[], None]] = set()
         self._queue: deque[_Task] = deque()
         self._active: dict[str, _Task] = {}  # queued and running tasks, by id
         self._running_keys: set[tuple[str, str]] = set()
@@ -184,6 +188,7 @@ class EvaluationService:
         with self._lock:
             self._stopping = True
             self._changed.notify_all()
+            self._tell_watchers()
 
     def stop(self, drain_s: float = 60.0) -> bool:
         """Take no new task; wait up to `drain_s` for running ones.  True when every lane finished (the
@@ -212,6 +217,25 @@ class EvaluationService:
             registry.close()
         self._stopped = True
         return True
+
+    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (from a lane's thread, quickly: it must not block) whenever a task finishes or the
+        service begins to stop, until the function returned here is called."""
+        with self._lock:
+            self._watchers.add(callback)
+
+        def stop_watching() -> None:
+            with self._lock:
+                self._watchers.discard(callback)
+
+        return stop_watching
+
+    def _tell_watchers(self) -> None:
+        for callback in list(self._watchers):
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - a watcher that went away (its event loop closed) must not stop a lane
+                log.debug("a task-change watcher failed", exc_info=True)
 
     def lanes_alive(self) -> bool:
         return any(t.is_alive() for t in self._threads)
@@ -299,6 +323,7 @@ class EvaluationService:
                 if views[i] is None:
                     views[i] = self._view_locked(new_ids.get(i) or item.task_id)
             self._changed.notify_all()
+        mark("submitted", tasks=len(new))
         self.metrics.count_submitted(len(new))
         return [v for v in views if v is not None]
 
@@ -448,9 +473,11 @@ class EvaluationService:
             started = time.monotonic()
             result: EvaluationResult | None = None
             error = ""
+            mark("lane_took")
             try:
                 task.attempts = registry.start_task(task.id)
                 task.started_at = registry.service_task(task.id)["started_at"]
+                mark("lane_started")
                 if task.attempts > self.max_attempts:
                     error = (
                         f"the service stopped {task.attempts - 1} times while evaluating this task; given up "
@@ -465,15 +492,18 @@ class EvaluationService:
             except Exception as exc:  # a bug, not the candidate: reported on the task, logged with its traceback
                 log.exception("task %s failed inside the service", task.id)
                 error = f"internal error in the service: {type(exc).__name__}: {exc}"
+            mark("lane_evaluated")
             if result is not None:
                 registry.finish_task(task.id, "done", result.model_dump_json(), result.evaluation_id)
             else:
                 registry.finish_task(task.id, "failed", error=error)
+            mark("lane_finished")
             self.metrics.count_finished(result, time.monotonic() - started)
             with self._lock:
                 self._active.pop(task.id, None)
                 self._running_keys.discard(task.key)
                 self._changed.notify_all()
+                self._tell_watchers()
 
     def _tuned(self, lane: Evaluator, applied: dict) -> Evaluator:
         """The lane's Evaluator with a task's own trial count and time limit (`applied`), over the same backend

@@ -40,6 +40,7 @@ from tritongym.core.models import (
 from tritongym.core.plugins import PluginHost, get_host
 from tritongym.core.problems import main_sizes
 from tritongym.core.source import parse_source
+from tritongym.core.timeline import mark
 from tritongym.core.verdict import (
     ShapeJudgement,
     crashed_at_shape_set,
@@ -238,11 +239,14 @@ class Evaluator:
         for i, evidence, started in self.executor.measure_many(tasks):
             candidate, problem = items[i]
             task = tasks[i].task if isinstance(tasks[i], TaskBehindScreen) else tasks[i]
+            mark("measured")
             self._keep_reference_memory(evidence, task, problem)
             self._reconcile_timing(evidence, task, problem)
             self._remeasure_if_implausible(evidence, candidate, problem)
             result = self._judge(candidate, problem, evidence, static[i], started, task)
+            mark("judged")
             results[i] = self._store(result, candidate, problem)
+            mark("stored")
             if on_result:
                 on_result(results[i])
             for j in copies[i]:
