@@ -106,7 +106,8 @@ def test_eval_hands_over_to_a_warm_pool_and_the_verdict_equals_a_cold_one(servic
     assert code == 0 and "warm_pool_s" not in cold["phases"]
     assert verdict(warm) == verdict(cold)
 
-    # a fresh interpreter that hands over loads neither the registry's store (sqlite-utils, numpy) nor torch
+    # a fresh interpreter that hands over loads neither the registry's store (sqlite-utils, numpy) nor torch, and,
+    # its config being the service's own in the same environment (`quick_find`), neither the plugins nor an evaluator
     done = subprocess.run([sys.executable, "-c", HAND_OVER_PROBE, str(registry)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"warm": True, "status": "ok", "loaded": []}
@@ -123,7 +124,7 @@ from tritongym.core.config import EvalConfig
 
 config = EvalConfig(backend="triton-cpu", size="cpu", trials=2, timeout_s=60)
 result = api.evaluate({SOLUTION!r}, "relu", config, sys.argv[1], pool="require")
-heavy = ("sqlite_utils", "numpy", "torch", "tritongym.core.registry.store")
+heavy = ("sqlite_utils", "numpy", "torch", "tritongym.core.registry.store", "tritongym.core.plugins")
 print(json.dumps({{"warm": "warm_pool_s" in result.phases, "status": result.status,
                   "loaded": [m for m in heavy if m in sys.modules]}}))
 """
@@ -238,3 +239,37 @@ def test_eval_starts_no_early_fork_server_when_a_pool_is_announced(runtime, monk
     assert started == []
     eval_cli._start_fork_server_early("triton-cuda", None, "off", None)
     assert started == ["zygote"]
+
+
+def test_a_quick_hand_over_needs_the_services_own_config_environment_registry_and_gpus(runtime, tmp_path):
+    """`quick_fits` skips the evaluator only where equal terms are certain: the same EvalConfig (GPUs aside) in the
+    same environment, into the same registry, on GPUs the service covers, with a backend named, run locally.
+    Anything else goes to `find`, which compares the terms themselves."""
+    registry = tmp_path / "registry.db"
+    config = EvalConfig(backend="triton-cpu", size="cpu", trials=2, timeout_s=60)
+    me = warm_pool.process_start(os.getpid())
+    terms = terms_of_this_eval(registry)
+
+    def announced(**changes) -> None:
+        for old in runtime.glob("serve-*.json"):
+            old.unlink()
+        fields = {"config": config.model_dump(mode="json"), "environment": warm_pool.environment(), **changes}
+        announcement(runtime, os.getpid(), me, url="http://127.0.0.1:9", **{**terms, **fields})
+
+    def fits(asked: EvalConfig = config, where: Path = registry, plugins: tuple = ()) -> bool:
+        return len(warm_pool.quick_fits(asked, str(where), plugins)) == 1
+
+    announced()
+    assert fits()
+    assert fits(config.model_copy(update={"gpus": [0]}))  # a service free to use every GPU covers any
+    assert not fits(config.model_copy(update={"trials": 3}))
+    assert not fits(config.model_copy(update={"workers": 4}))  # changes no term, but only `find` can say so
+    assert not fits(config.model_copy(update={"backend": "auto"}))  # resolved against this process's GPUs
+    assert not fits(where=tmp_path / "other.db")
+    assert not fits(plugins=("my_plugins",))
+    announced(environment={**warm_pool.environment(), "prefix": "/another/venv"})
+    assert not fits()
+    announced(config=None, environment=None)  # an announcement from before these fields
+    assert not fits()
+    announced(gpus=[1])
+    assert fits() and not fits(config.model_copy(update={"gpus": [0]}))

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from tritongym.api.registries import RegistryArg, open_registry  # noqa: F401 - re-exported: api.RegistryArg
 from tritongym.core.config import EvalConfig, load_config
 from tritongym.core.errors import CandidateFileError, ConfigError, ProblemNotFound, RegistryNotStored
-from tritongym.core.eval.evaluate import Evaluator, trial_seeds
 from tritongym.core.models import Candidate, EvaluationResult, Problem
-from tritongym.core.plugins import Registered, get_host
 from tritongym.core.problems import load_problem, load_problems, select
 
 if TYPE_CHECKING:
+    from tritongym.core.eval.evaluate import Evaluator
     from tritongym.core.eval.screen import ScreenResult
+    from tritongym.core.plugins import Registered
     from tritongym.core.registry import Registry
 
 
@@ -48,12 +48,18 @@ def _config(config: EvalConfig | str | Path | None) -> EvalConfig:
 
 def plugins(extra_plugins: Sequence[str] = ()) -> list[Registered]:
     """Every registered backend, check, reward, estimator, sample filter, engine and search strategy."""
+    from tritongym.core.plugins import get_host
+
     return get_host(extra_plugins).all()
 
 
 def make_evaluator(
     config: EvalConfig | str | Path | None = None, registry: RegistryArg = None, extra_plugins: Sequence[str] = ()
 ) -> Evaluator:
+    # the judge's modules and the plugins load when an evaluator is made: a warm `eval` hands over without one
+    from tritongym.core.eval.evaluate import Evaluator
+    from tritongym.core.plugins import get_host
+
     return Evaluator(_config(config), registry=open_registry(registry), host=get_host(extra_plugins))
 
 
@@ -104,20 +110,33 @@ def _hand_over(
     extra_plugins: Sequence[str],
     required: bool,
 ) -> EvaluationResult | None:
-    """A warm pool's verdict (`warm_pool.hand_over`), or None.  The evaluator made here only says how this call
-    judges (`warm_pool.terms`): it opens no registry, so a hand-over never loads the store (sqlite-utils and numpy,
-    0.35-0.4 s on the lent H200's image), and it starts nothing (a backend's workers start with its first task)."""
+    """A warm pool's verdict (`warm_pool`), or None.  First a service announced with this very config in this
+    environment (`quick_find`: no evaluator made); else one whose terms equal those of an evaluator made here,
+    which only says how this call judges (`warm_pool.terms`).  Neither opens the registry, so a hand-over never
+    loads the store (sqlite-utils and numpy, 0.35-0.4 s on the lent H200's image), and neither starts anything."""
     from tritongym.api.registries import registry_path
-    from tritongym.api.warm_pool import hand_over
+    from tritongym.api.warm_pool import hand_over, hand_over_to, quick_find
     from tritongym.core.timeline import mark
 
-    with make_evaluator(config, False, extra_plugins) as judge:
+    path = registry_path(registry)
+    registry_file = None if path is None else str(path)
+    settings = _config(config)
+    record = quick_find(settings, registry_file, extra_plugins)
+    if record is not None:
+        mark("quick_found")
+        if not isinstance(problem, Problem):
+            problem = load_problem(problem, record.size)
+        asked = (problem.key, candidate.kernel_id, record.protocol, record.backend, record.device_class)
+        handed = hand_over_to(record, candidate, problem, asked)
+        mark("hand_over_tried", handed=handed is not None, quick=True)
+        if handed is not None:
+            return handed
+    with make_evaluator(settings, False, extra_plugins) as judge:
         mark("evaluator_made", registry=False)
         if not isinstance(problem, Problem):
             problem = load_problem(problem, judge.size)
         mark("problem_loaded")
-        path = registry_path(registry)
-        handed = hand_over(judge, candidate, problem, None if path is None else str(path), required=required)
+        handed = hand_over(judge, candidate, problem, registry_file, required=required)
         mark("hand_over_tried", handed=handed is not None)
         return handed
 
@@ -192,6 +211,7 @@ def check_problems(
     on_result: Callable[[ScreenResult], None] | None = None,
 ) -> list[ScreenResult]:
     """`tritongym problems check`: run the negative controls on every problem, in parallel."""
+    from tritongym.core.eval.evaluate import trial_seeds
     from tritongym.core.eval.screen import screen_problem
 
     evaluator = make_evaluator(config, False, extra_plugins)

@@ -40,8 +40,10 @@ import json
 import logging
 import os
 import stat
+import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +54,7 @@ from tritongym.core.errors import NoWarmPool, ServiceError
 from tritongym.core.timeline import mark
 
 if TYPE_CHECKING:
+    from tritongym.core.config import EvalConfig
     from tritongym.core.eval.evaluate import Evaluator
     from tritongym.core.models import Candidate, EvaluationResult, Problem
 
@@ -80,6 +83,10 @@ class PoolRecord(BaseModel):
     registry: str
     gpus: list[int] | None = None
     token: str | None = None
+    # what lets an `eval` recognise these terms without making an evaluator (`quick_find`): the service's EvalConfig
+    # and the environment that turns a config into terms; absent in older announcements (then `find` only)
+    config: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None
 
 
 def process_start(pid: int) -> str | None:
@@ -118,6 +125,26 @@ def terms(evaluator: Evaluator) -> dict[str, Any]:
     }
 
 
+def environment(extra_plugins: Sequence[str] = ()) -> dict[str, Any]:
+    """What, beside an EvalConfig, decides the terms an evaluator derives from it: this installation and its
+    interpreter (the entry-point plugins it finds, the checks' code), the plugins named on the command line, the
+    import path they are found on, and the GPUs this process may see."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("tritongym")
+    except PackageNotFoundError:
+        installed = "dev"
+    return {
+        "tritongym": installed,
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "pythonpath": os.environ.get("PYTHONPATH", ""),
+        "plugins": sorted(extra_plugins),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
 def _private_dir(create: bool) -> Path | None:
     """The announcement directory, when it is this user's alone (created 0700 when `create`); else None."""
     directory = pool_dir()
@@ -137,7 +164,12 @@ def _private_dir(create: bool) -> Path | None:
 
 
 def announce(
-    url: str, evaluator: Evaluator, registry: str | Path, gpus: list[int] | None, token: str | None
+    url: str,
+    evaluator: Evaluator,
+    registry: str | Path,
+    gpus: list[int] | None,
+    token: str | None,
+    extra_plugins: Sequence[str] = (),
 ) -> Path | None:
     """Write this process's announcement; its path, or None where it cannot be told apart from a recycled pid (no
     /proc) or the directory is not private (a warning says which)."""
@@ -159,6 +191,8 @@ def announce(
         registry=os.path.realpath(registry),
         gpus=gpus,
         token=token,
+        config=evaluator.config.model_dump(mode="json"),
+        environment=environment(extra_plugins),
         **terms(evaluator),
     )
     path = directory / f"serve-{os.getpid()}.json"
@@ -245,6 +279,41 @@ def find(evaluator: Evaluator, registry: str | Path | None) -> tuple[PoolRecord 
             fits.append(record)
     if not fits and not reasons:
         reasons.append(f"no tritongym serve of this user's is announced in {pool_dir()}")
+    return _least_busy(fits, reasons), reasons
+
+
+def quick_find(config: EvalConfig, registry: str | Path | None, extra_plugins: Sequence[str] = ()) -> PoolRecord | None:
+    """The announced service whose own EvalConfig and environment equal this evaluation's (the least busy that
+    answers), found without making an evaluator: equal configs in an equal environment give equal terms.  Only
+    for a config that names its backend (`auto` is resolved against this process's GPUs and plugins) and runs
+    locally; None sends the caller to `find`, which compares the terms themselves (0.16 s more on an H200: the
+    plugins' imports and the evaluator)."""
+    return _least_busy(quick_fits(config, registry, extra_plugins), [])
+
+
+def quick_fits(config: EvalConfig, registry: str | Path | None, extra_plugins: Sequence[str] = ()) -> list[PoolRecord]:
+    """The announcements `quick_find` may hand over to, before asking any of them whether it is healthy."""
+    if config.backend == "auto" or config.executor != "local" or registry is None:
+        return []
+    ours = config.model_dump(mode="json")
+    here = environment(extra_plugins)
+    fits = []
+    for record in records():
+        if record.config is None or record.environment != here:
+            continue
+        if {k: v for k, v in record.config.items() if k != "gpus"} != {k: v for k, v in ours.items() if k != "gpus"}:
+            continue
+        if record.registry != os.path.realpath(registry):
+            continue
+        if config.gpus and record.gpus is not None and not set(config.gpus) <= set(record.gpus):
+            continue  # as `differences`: a service free to use every GPU covers any
+        fits.append(record)
+    return fits
+
+
+def _least_busy(fits: list[PoolRecord], reasons: list[str]) -> PoolRecord | None:
+    """Of `fits`, the service that answers healthy, judging what it announced, with the fewest tasks; each one
+    that does not is added to `reasons`."""
     best, load = None, None
     for record in fits:
         try:
@@ -259,7 +328,7 @@ def find(evaluator: Evaluator, registry: str | Path | None) -> tuple[PoolRecord 
             continue
         if load is None or health.queued + health.running < load:
             best, load = record, health.queued + health.running
-    return best, reasons
+    return best
 
 
 def _client(record: PoolRecord, **kwargs):
@@ -287,6 +356,15 @@ def hand_over(
             f"--registry {registry or 'PATH'}` and this evaluation's other options"
         )
         return _not_handed(required, f"no warm pool fits this evaluation: {'; '.join(reasons)}; {how}")
+    asked = (problem.key, candidate.kernel_id, evaluator.protocol, evaluator.backend_name, evaluator.device_class)
+    return hand_over_to(record, candidate, problem, asked, required)
+
+
+def hand_over_to(
+    record: PoolRecord, candidate: Candidate, problem: Problem, asked: tuple, required: bool = False
+) -> EvaluationResult | None:
+    """`candidate` judged by the service `record` announces, when its verdict is the evaluation `asked` for
+    (problem key, kernel id, protocol, backend, device class); else None (`required`: `NoWarmPool`)."""
     started = time.perf_counter()
     mark("hand_over_found")
     try:
@@ -305,7 +383,6 @@ def hand_over(
     result = task.result
     if result is None:
         return _not_handed(required, f"the warm pool at {record.url} could not judge it: {task.error}")
-    asked = (problem.key, candidate.kernel_id, evaluator.protocol, evaluator.backend_name, evaluator.device_class)
     got = (result.problem_key, result.kernel_id, result.protocol, result.backend, result.device_class)
     if got != asked:
         return _not_handed(

@@ -167,7 +167,7 @@ def serve(
         gpus, registry_path = config.gpus, service.registry_path
 
         def announce() -> Path | None:
-            return warm_pool.announce(url, service.evaluator, registry_path, gpus, serve.token)
+            return warm_pool.announce(url, service.evaluator, registry_path, gpus, serve.token, extra_plugins)
 
     server = draining_server(
         uvicorn.Config(app, lifespan="on", timeout_graceful_shutdown=5, log_level="info"),

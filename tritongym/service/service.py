@@ -137,8 +137,6 @@ class EvaluationService:
         self.metrics = ServiceMetrics(counts=self.counts, capacity=capacity, lanes=lanes, busy=self._busy)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        # told (under the lock) whenever a task finishes or the service begins to stop: the HTTP layer's waits
-        # wake at once instead of at their next poll (`on_change`)
         self._watchers: set[Callable[[], None]] = set()
         self._queue: deque[_Task] = deque()
         self._active: dict[str, _Task] = {}  # queued and running tasks, by id
@@ -219,8 +217,8 @@ class EvaluationService:
         return True
 
     def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` (from a lane's thread, quickly: it must not block) whenever a task finishes or the
-        service begins to stop, until the function returned here is called."""
+        """Call `callback` (from a lane's thread; it must not block) when a task finishes or the service begins to
+        stop, until the function returned is called: the HTTP layer's waits wake then, not at a next poll."""
         with self._lock:
             self._watchers.add(callback)
 
@@ -473,11 +471,9 @@ class EvaluationService:
             started = time.monotonic()
             result: EvaluationResult | None = None
             error = ""
-            mark("lane_took")
             try:
                 task.attempts = registry.start_task(task.id)
                 task.started_at = registry.service_task(task.id)["started_at"]
-                mark("lane_started")
                 if task.attempts > self.max_attempts:
                     error = (
                         f"the service stopped {task.attempts - 1} times while evaluating this task; given up "

@@ -185,6 +185,12 @@ class Zygote(ForkServer):
             return gone
 
 
+def build_launchers(zygote: Zygote | None, signatures: list[list[str]]) -> None:
+    """`Zygote.build_launchers`, for a pool that may run without a zygote."""
+    if zygote is not None:
+        zygote.build_launchers(signatures)
+
+
 _early: Zygote | None = None
 _early_lock = threading.Lock()
 

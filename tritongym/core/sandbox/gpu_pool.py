@@ -52,7 +52,7 @@ from tritongym.core.sandbox.admission import (
     gpu_budget_mb,
     keeper_cache_mb,
 )
-from tritongym.core.sandbox.fork_server import Zygote, adopt_early
+from tritongym.core.sandbox.fork_server import Zygote, adopt_early, build_launchers
 from tritongym.core.sandbox.gpu_lock import GPULock
 from tritongym.core.sandbox.pool_options import (
     CONTEXT_MB,
@@ -455,8 +455,7 @@ class WorkerPool:
             try:
                 evidence, died = driver.drive()
                 mark("task_end", mode=task.mode, gpu=worker.gpu)
-                if self.zygote is not None:  # before this worker's replacement is forked: it gets them too
-                    self.zygote.build_launchers(evidence.launchers)
+                build_launchers(self.zygote, evidence.launchers)  # before the replacement's fork: it gets them too
                 evidence.phases["wait_worker"] = round(waited, 4)
                 with self._guard:
                     self._busy_s[worker.gpu] = self._busy_s.get(worker.gpu, 0.0) + (evidence.worker_s or 0.0)
