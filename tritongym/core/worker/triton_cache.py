@@ -16,8 +16,9 @@ The same holds for Triton's *launchers* (Triton 3.6 and earlier): the C glue tha
 module per kernel signature, compiled with gcc at a kernel's first launch (0.2-0.3 s).  Its source is made by
 Triton from the signature's argument types alone (no value, no name, no candidate code), so a worker reports the
 signatures it launched (`launcher_signatures`, in its evidence), the pool passes them to the fork server, which
-checks every type against Triton's type names, has Triton generate and compile each new one once
-(`build_launchers`, at most `MAX_LAUNCHERS` in a fork server's life), and seeds later workers with them too.  A
+checks every type against Triton's type names (`plan_launchers`), has Triton generate and compile each new one
+once in a child of its own (`build_planned`: no fork waits for gcc; at most `MAX_LAUNCHERS` in a fork server's
+life), and seeds the workers forked after that child ended with them too (`reseed`).  A
 hostile worker can only make the fork server compile launchers for well-formed signatures.
 
 Building needs a CUDA toolchain's headers that Triton ships, a C compiler and `libcuda.so.1`; where any is missing
@@ -129,30 +130,44 @@ def launcher_signatures(kernels: Iterable[object]) -> list[list[str]]:
     return found[:MAX_SIGNATURES_PER_TASK]
 
 
-def build_launchers(signatures: object) -> int:
-    """In the fork server: compile the launchers of the well-formed `signatures` not built yet, exactly as Triton's
-    `CudaLauncher` would in a worker, and add them to the seed; how many were built.  Nothing on a Triton that
-    launches through one generic module (no per-signature launcher) or where the toolchain is missing."""
-    cache_dir = os.environ.get(CACHE_ENV)
-    if not cache_dir or not isinstance(signatures, list):
-        return 0
+def plan_launchers(signatures: object) -> list[list[str]]:
+    """In the fork server: of `signatures`, the well-formed ones whose launcher is neither built nor planned yet (at
+    most `MAX_LAUNCHERS` in a fork server's life), marked planned.  Empty on a Triton without per-signature
+    launchers."""
+    if not os.environ.get(CACHE_ENV) or not isinstance(signatures, list):
+        return []
     try:
-        from triton.backends.nvidia.driver import include_dirs, libraries, library_dirs, make_launcher
-        from triton.runtime.build import compile_module_from_src
+        from triton.backends.nvidia.driver import make_launcher
     except Exception:  # noqa: BLE001 - a Triton without per-signature launchers: nothing to build
-        return 0
-    built = 0
+        return []
+    plan = []
     for signature in signatures[:MAX_SIGNATURES_PER_TASK]:
         types = valid_signature(signature)
         if types is None or len(_launchers) >= MAX_LAUNCHERS:
             continue
         try:
-            source = make_launcher({}, dict(enumerate(types)), None)
-            digest = hashlib.sha256(source.encode()).hexdigest()
-            if digest in _launchers:
-                continue
+            digest = hashlib.sha256(make_launcher({}, dict(enumerate(types)), None).encode()).hexdigest()
+        except Exception:  # noqa: BLE001 - a signature Triton cannot make a launcher for: the worker's own affair
+            continue
+        if digest not in _launchers:
+            _launchers.add(digest)
+            plan.append(types)
+    return plan
+
+
+def build_planned(plan: list[list[str]]) -> int:
+    """Compile the launchers of `plan` into this process's cache exactly as Triton's `CudaLauncher` would in a
+    worker; how many were built.  The fork server runs this in a child of its own, so that no fork waits for gcc."""
+    try:
+        from triton.backends.nvidia.driver import include_dirs, libraries, library_dirs, make_launcher
+        from triton.runtime.build import compile_module_from_src
+    except Exception:  # noqa: BLE001 - no per-signature launchers here
+        return 0
+    built = 0
+    for types in plan:
+        try:
             compile_module_from_src(
-                src=source,
+                src=make_launcher({}, dict(enumerate(types)), None),
                 name="__triton_launcher",
                 library_dirs=library_dirs(),
                 include_dirs=include_dirs,
@@ -161,10 +176,23 @@ def build_launchers(signatures: object) -> int:
         except Exception as exc:  # noqa: BLE001 - the worker compiles it itself, as before
             log.debug("launcher for %s not built in the fork server: %s", types, exc)
             continue
-        _launchers.add(digest)
         built += 1
-    if built:
+    return built
+
+
+def reseed() -> int:
+    """In the fork server, once a build has ended: keep the cache's files, now with the new launchers, for `seed`."""
+    cache_dir = os.environ.get(CACHE_ENV)
+    if cache_dir:
         _seed[:] = collect(cache_dir)
+    return len(_seed)
+
+
+def build_launchers(signatures: object) -> int:
+    """`plan_launchers`, `build_planned` and `reseed` in this process: how many launchers were built."""
+    built = build_planned(plan_launchers(signatures))
+    if built:
+        reseed()
     return built
 
 

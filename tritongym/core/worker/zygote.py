@@ -19,8 +19,8 @@ Protocol: over a SOCK_SEQPACKET pair, the pool sends a JSON request with file de
 worker's: its end of a socketpair; a task's: the read end of its stdin and the write end of its stdout); the
 zygote answers `{"id": ..., "pid": ...}` messages, and
 `{"exited": pid, "status": code}` when a child ends (only their parent can reap them and know how
-they died).  A request whose role is "launchers" forks nothing and is not answered: the zygote builds the Triton
-launchers it names for the children it forks after it (`triton_cache.build_launchers`).
+they died).  A request whose role is "launchers" is not answered: the zygote has a child of its own build the
+Triton launchers it names, for the children forked after that build (`triton_cache.py`).
 """
 
 from __future__ import annotations
@@ -110,8 +110,6 @@ def _task_child(request: dict, fds: list[int], home: str) -> None:
     import resource
     import tempfile
 
-    signal.set_wakeup_fd(-1)  # the zygote's SIGCHLD wake-up, whose pipe closes below
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -141,7 +139,33 @@ ROLE_MODULES = {"worker": "tritongym.core.worker.gpu_worker", "keeper": "tritong
 above the worker (`core/__init__.py`'s `LAYERS`), and this fork server starts both."""
 
 
+_WAKE_FDS: tuple[int, ...] = ()  # the SIGCHLD wake-up pipe of `main`: the zygote's own, never a child's
+
+
+def _plain_child() -> None:
+    """In a fresh child: SIGCHLD as by default, and no share in the zygote's wake-up pipe."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in _WAKE_FDS:
+        os.close(fd)
+
+
+def _build_launchers(plan: list[list[str]], control: socket.socket) -> int:
+    """Fork a child that compiles the launchers of `plan` into the zygote's cache (`triton_cache.build_planned`) and
+    exits; its pid.  The zygote keeps forking meanwhile and reseeds when the child has ended."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            control.close()
+            _plain_child()
+            triton_cache.build_planned(plan)
+        finally:
+            os._exit(0)
+    return pid
+
+
 def _child(request: dict, fds: list[int], home: str) -> None:
+    _plain_child()
     if request.get("role") == "task":
         _task_child(request, fds, home)
         return
@@ -165,25 +189,31 @@ def main() -> None:
         _preload_task()
     else:
         _preload()
-    watch, poll_s = [control], 0.1
-    if tasks:  # a task's exit status is read right after its result: reap on SIGCHLD, not at the next poll
-        wake, poke = os.pipe()
-        os.set_blocking(poke, False)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.set_wakeup_fd(poke)
-        watch, poll_s = [control, wake], None
+    # a child's exit status is read right after its end (a task's after its result, a retired GPU worker's before
+    # its task's verdict goes back): reap on SIGCHLD, never at a next poll
+    global _WAKE_FDS
+    wake, poke = os.pipe()
+    _WAKE_FDS = (wake, poke)
+    os.set_blocking(poke, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(poke)
     sys.stdout.flush()
     sys.stderr.flush()
     control.sendall(b'{"ready": true}')
     children: set[int] = set()
+    builders: set[int] = set()  # children compiling Triton launchers (`_build_launchers`), not the pool's
     while True:
         for pid in list(children):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 children.discard(pid)
                 control.sendall(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
-        readable, _, _ = select.select(watch, [], [], poll_s)
-        if tasks and wake in readable:
+        for pid in list(builders):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                builders.discard(pid)
+                triton_cache.reseed()
+        readable, _, _ = select.select([control, wake], [], [])
+        if wake in readable:
             os.read(wake, 1 << 12)
         if control not in readable:
             continue
@@ -191,10 +221,12 @@ def main() -> None:
         if not message:
             os._exit(0)  # the pool is gone; its workers die with their sessions' killpg
         request = json.loads(message)
-        if request.get("role") == "launchers":  # built here, for the children forked after (`triton_cache`)
+        if request.get("role") == "launchers":  # for the children forked after the build (`triton_cache`)
             for fd in fds:
                 os.close(fd)
-            triton_cache.build_launchers(request.get("signatures"))
+            plan = triton_cache.plan_launchers(request.get("signatures"))
+            if plan:
+                builders.add(_build_launchers(plan, control))
             continue
         pid = os.fork()
         if pid == 0:
