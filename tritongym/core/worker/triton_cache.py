@@ -7,10 +7,10 @@ candidate's first launch, built Triton's CUDA utilities (`cuda_utils`: `driver.c
 evaluation, warm pools included.
 
 That module is Triton's, not the candidate's: the same source for every worker of one installation.  So the fork
-server builds it once, before it forks anything (`build`), and keeps the cache's files *as bytes in its own
-memory*; each forked worker writes them into its own empty cache folder (`seed`) before it serves, where Triton
-finds them by its usual content hash and loads them instead of compiling.  Nothing is shared on disk between
-workers: a candidate that overwrote its copy changed only its own process, as before.
+server has a child of its own build it once (`build_utils`), then keeps the cache's files *as bytes in its own
+memory* (`reseed`); each worker forked after that writes them into its own empty cache folder (`seed`) before it
+serves, where Triton finds them by its usual content hash and loads them instead of compiling.  Nothing is shared
+on disk between workers: a candidate that overwrote its copy changed only its own process, as before.
 
 The same holds for Triton's *launchers* (Triton 3.6 and earlier): the C glue that calls a compiled kernel, one
 module per kernel signature, compiled with gcc at a kernel's first launch (0.2-0.3 s).  Its source is made by
@@ -22,9 +22,9 @@ life), and seeds the workers forked after that child ended with them too (`resee
 hostile worker can only make the fork server compile launchers for well-formed signatures.
 
 Building needs a CUDA toolchain's headers that Triton ships, a C compiler and `libcuda.so.1`; where any is missing
-(this project's CPU machines) `build` keeps nothing and workers build as before.  Loading the module into the fork
-server links `libcuda.so.1` without calling `cuInit`, so forking afterwards stays safe; the worker makes Triton's
-driver itself, after its CUDA context (`activate`), in its start-up rather than in its first task.
+(this project's CPU machines) nothing is kept and workers build as before.  Every build runs in a child the fork
+server forks (no CUDA there either), so no fork waits for gcc; a worker forked before the utilities are kept makes
+Triton's driver itself, after its CUDA context (`activate`), in its start-up rather than in its first task.
 """
 
 from __future__ import annotations
@@ -89,22 +89,25 @@ def write(cache_dir: str, files: list[tuple[str, bytes]]) -> int:
     return written
 
 
-def build() -> int:
-    """In the fork server, before any fork: compile Triton's CUDA utilities into this process's cache and keep the
-    cache's files in memory for `seed`; how many files were kept (0 where Triton cannot build them here)."""
-    cache_dir = os.environ.get(CACHE_ENV)
-    if not cache_dir:
-        return 0
+def build_utils() -> bool:
+    """Compile Triton's CUDA utilities into this process's cache (the fork server has a child of its own do it, so
+    that its first forks do not wait for gcc); whether they were built (False where Triton cannot build them here)."""
+    if not os.environ.get(CACHE_ENV):
+        return False
     try:
         from triton.backends.nvidia.driver import CudaUtils, library_dirs
 
-        library_dirs()  # `ldconfig -p`, once: the answer is cached per process, and the fork keeps it
+        library_dirs()  # `ldconfig -p`, once: the answer is cached per process
         CudaUtils()
     except Exception as exc:  # noqa: BLE001 - no GPU toolchain here: workers build it themselves, as before
         log.debug("Triton's CUDA utilities not built in the fork server: %s", exc)
-        return 0
-    _seed[:] = collect(cache_dir)
-    return len(_seed)
+        return False
+    return True
+
+
+def build() -> int:
+    """`build_utils` and `reseed` in this process: how many files the seed now holds."""
+    return reseed() if build_utils() else 0
 
 
 def valid_signature(signature: object) -> list[str] | None:

@@ -25,6 +25,7 @@ Triton launchers it names, for the children forked after that build (`triton_cac
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -59,9 +60,8 @@ def _preload() -> None:
 def _warm_triton() -> None:
     """What every fresh worker's first Triton compile computed for itself, done once here before any fork: the hash
     of Triton's own compiler and backend sources and its 100-MiB library (`triton_key`, cached per process: 0.35
-    s of every warm task on an H200), the `gluon` modules a JIT function's launcher imports (0.08 s) and Triton's
-    CUDA utilities, a C module every worker compiled with gcc (`triton_cache.py`).  None touches CUDA, so forking
-    after them is safe."""
+    s of every warm task on an H200) and the `gluon` modules a JIT function's launcher imports (0.08 s).  Neither
+    touches CUDA, so forking after them is safe.  (Triton's C helpers are built in a child: `_build_in_child`.)"""
     from triton.runtime.cache import triton_key
 
     triton_key()
@@ -69,7 +69,6 @@ def _warm_triton() -> None:
         import triton.experimental.gluon  # noqa: F401
     except ImportError:  # a Triton without gluon: nothing to load
         pass
-    triton_cache.build()  # Triton's CUDA utilities, compiled once here and written into each child's cache
 
 
 def _preload_task() -> None:
@@ -150,15 +149,15 @@ def _plain_child() -> None:
         os.close(fd)
 
 
-def _build_launchers(plan: list[list[str]], control: socket.socket) -> int:
-    """Fork a child that compiles the launchers of `plan` into the zygote's cache (`triton_cache.build_planned`) and
-    exits; its pid.  The zygote keeps forking meanwhile and reseeds when the child has ended."""
+def _build_in_child(build, control: socket.socket) -> int:
+    """Fork a child that runs `build` (Triton's CUDA utilities, or the launchers of a plan: `triton_cache`) into the
+    zygote's own cache and exits; its pid.  The zygote keeps forking meanwhile, and reseeds once the child ended."""
     pid = os.fork()
     if pid == 0:
         try:
             control.close()
             _plain_child()
-            triton_cache.build_planned(plan)
+            build()
         finally:
             os._exit(0)
     return pid
@@ -201,7 +200,9 @@ def main() -> None:
     sys.stderr.flush()
     control.sendall(b'{"ready": true}')
     children: set[int] = set()
-    builders: set[int] = set()  # children compiling Triton launchers (`_build_launchers`), not the pool's
+    builders: set[int] = set()  # children compiling Triton's C helpers (`_build_in_child`), not the pool's
+    if not tasks:
+        builders.add(_build_in_child(triton_cache.build_utils, control))
     while True:
         for pid in list(children):
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -226,7 +227,7 @@ def main() -> None:
                 os.close(fd)
             plan = triton_cache.plan_launchers(request.get("signatures"))
             if plan:
-                builders.add(_build_launchers(plan, control))
+                builders.add(_build_in_child(functools.partial(triton_cache.build_planned, plan), control))
             continue
         pid = os.fork()
         if pid == 0:
