@@ -127,10 +127,9 @@ def _hand_over(
         if not isinstance(problem, Problem):
             problem = load_problem(problem, record.size)
         asked = (problem.key, candidate.kernel_id, record.protocol, record.backend, record.device_class)
-        handed = hand_over_to(record, candidate, problem, asked)
+        handed = hand_over_to(record, candidate, problem, asked, required=required)
         mark("hand_over_tried", handed=handed is not None, quick=True)
-        if handed is not None:
-            return handed
+        return handed  # None: the pool that fits failed, and `find` would find it again; evaluated here
     with make_evaluator(settings, False, extra_plugins) as judge:
         mark("evaluator_made", registry=False)
         if not isinstance(problem, Problem):
