@@ -124,10 +124,13 @@ def launcher_signatures(kernels: Iterable[object]) -> list[list[str]]:
     `CompiledKernel.src.signature`), each signature once; kernels with tensor descriptors are left out."""
     found: list[list[str]] = []
     for compiled in kernels:
-        if getattr(getattr(compiled, "metadata", None), "tensordesc_meta", None):
+        try:
+            if getattr(getattr(compiled, "metadata", None), "tensordesc_meta", None):
+                continue
+            types = getattr(getattr(compiled, "src", None), "signature", None)
+            signature = valid_signature(list(types.values())) if isinstance(types, dict) else None
+        except Exception:  # noqa: BLE001 - a hint, never the verdict: an odd kernel object is left out
             continue
-        types = getattr(getattr(compiled, "src", None), "signature", None)
-        signature = valid_signature(list(types.values())) if isinstance(types, dict) else None
         if signature is not None and signature not in found:
             found.append(signature)
     return found[:MAX_SIGNATURES_PER_TASK]
