@@ -273,3 +273,26 @@ def test_a_quick_hand_over_needs_the_services_own_config_environment_registry_an
     assert not fits()
     announced(gpus=[1])
     assert fits() and not fits(config.model_copy(update={"gpus": [0]}))
+
+
+def test_a_pool_that_fits_but_fails_is_asked_once_then_the_eval_runs_here(runtime, tmp_path):
+    """A service announced with this eval's very config (`quick_find`) refuses the submission (its request limit is
+    smaller than the candidate): `auto` says so and evaluates here, without asking the same service again through
+    `find`; the service saw one submission."""
+    registry = tmp_path / "warm.db"
+    log = tmp_path / "serve.log"
+    with open(log, "w") as sink:
+        args = ["serve", "--port", "0", "--max-request-mb", "0.001", *OPTIONS, "--registry", str(registry)]
+        proc = subprocess.Popen([sys.executable, "-m", "tritongym", *args], stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(runtime.glob("serve-*.json")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert list(runtime.glob("serve-*.json")), log.read_text()
+        code, result = eval_here(registry)
+        assert code == 0 and result["status"] == "ok" and "warm_pool_s" not in result["phases"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    submissions = [line for line in log.read_text().splitlines() if '"POST /v1/tasks HTTP' in line]
+    assert len(submissions) == 1, log.read_text()
