@@ -22,7 +22,9 @@ column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
   costs (start-up, the tail) show apart from the steady rate.
 
 The columns run in the order given (`--gpu-sets 0 0,1`); `--repeats 2` runs the list again reversed, so an
-order effect shows.  The JSON is rewritten after every column, so a call cut off by its limit keeps what it ran.
+order effect shows.  `--settings` runs every GPU set under each of the backend's settings in turn (the names of
+`lock_options_ab.py`: `default`, `unlocked+handback`, `unlocked+handback+shared=30`, ...), each setting's ratios
+against its own one-GPU column: which lock option scales, measured as the issue's floor is.  The JSON is rewritten after every column, so a call cut off by its limit keeps what it ran.
 
     python benchmarks/gpu_scaling.py --gpu-sets 0 0,1 --out $OUT/scaling.json > $OUT/scaling.log 2>&1
     TRITON_INTERPRET=1 python benchmarks/gpu_scaling.py --device cpu --limit 8   # the script itself, on a CPU
@@ -42,6 +44,7 @@ from pathlib import Path
 
 from _common import fmt, print_table
 from candidate_set import build_candidate_set, interleaved
+from lock_options_ab import backend_options
 
 from tritongym.core import timeline
 from tritongym.core.config import EvalConfig
@@ -175,12 +178,15 @@ def run_column(
     backend: str,
     plugins: list[str],
     steady: int = 0,
+    setting: str = "default",
 ) -> dict:
     """One column: a fresh Evaluator and registry over `gpus`, every candidate in one `evaluate_many` (cold: the
     pool, its keepers, every screen and reference record started from nothing); then `steady` more batches of the
     same candidates on the same evaluator with the cache off, as an RL run's later steps judge new samples of
     problems it has seen (pool warm, screens held, records kept), each judged afresh."""
     options = {"gpus": gpus} if gpus is not None else {}
+    if setting != "default" and backend == "triton-cuda":  # the lock's options are triton-cuda's
+        options.update(backend_options(setting))
     config = EvalConfig(backend=backend, size=size, backend_options=options)
     problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
     screen.forget_held()  # each column screens its problems afresh: held ones made a later column's start free
@@ -204,7 +210,7 @@ def run_column(
         finally:
             evaluator.close()
             os.environ.pop(timeline.ENV, None)
-    column = {"gpus": gpus, "setup_s": round(setup_s, 2), **_summary(cold)}
+    column = {"gpus": gpus, "setting": setting, "setup_s": round(setup_s, 2), **_summary(cold)}
     column["timeline"] = timeline_summary(marks, begun, begun + setup_s, cold["wall_s"])
     if steady_batches:
         column["steady"] = steady_batches
@@ -269,8 +275,18 @@ def main() -> None:
         help="after each column's cold batch, judge the same candidates this many times more on its warm pool, "
         "cache off (an RL run's later steps): `steady_per_min` and its ratio to one GPU's",
     )
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        default=["default"],
+        help="the backend's settings, each over every GPU set (lock_options_ab.py's names: default, "
+        "unlocked+handback, unlocked+shared=30, ...)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "gpu_scaling.json")
     args = parser.parse_args()
+    for setting in args.settings:
+        if setting != "default":
+            backend_options(setting)  # every setting understood before anything runs
 
     size = "gpu" if args.device == "cuda" else "cpu"
     backend = "triton-cuda" if args.device == "cuda" else "triton-cpu"
@@ -284,9 +300,10 @@ def main() -> None:
 
         n = torch.cuda.device_count()
         sets = [list(range(k)) for k in (1, 2, 4) if k <= n]
-    order = list(sets)
+    gpu_order = list(sets)
     for repeat in range(1, args.repeats):
-        order += list(reversed(sets)) if repeat % 2 else list(sets)
+        gpu_order += list(reversed(sets)) if repeat % 2 else list(sets)
+    order = [(setting, gpus) for setting in args.settings for gpus in gpu_order]
     report: dict = {"candidates": len(cands), "size": size, "backend": backend, "columns": []}
     if args.device == "cuda":
         import torch
@@ -294,19 +311,19 @@ def main() -> None:
         report["device_name"] = torch.cuda.get_device_name(0)
         report["visible_gpus"] = torch.cuda.device_count()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for gpus in order:
-        column = run_column(gpus, cands, size, backend, args.plugin, args.steady)
+    for setting, gpus in order:
+        column = run_column(gpus, cands, size, backend, args.plugin, args.steady, setting)
         report["columns"].append(column)
         first = {}
         for c in report["columns"]:
-            first.setdefault(len(c["gpus"] or [0]), c)
-        base = first.get(1)
+            first.setdefault((c["setting"], len(c["gpus"] or [0])), c)
         for c in report["columns"]:
+            base = first.get((c["setting"], 1))
             c["ratio_to_one_gpu"] = round(c["per_min"] / base["per_min"], 3) if base else None
             if base and c.get("steady_per_min") and base.get("steady_per_min"):
                 c["steady_ratio_to_one_gpu"] = round(c["steady_per_min"] / base["steady_per_min"], 3)
                 c["steady_verdicts_equal"] = all(b["verdicts"] == c["verdicts"] for b in c["steady"])
-            c["verdicts_equal"] = c["verdicts"] == report["columns"][0]["verdicts"]
+            c["verdicts_equal"] = c["verdicts"] == report["columns"][0]["verdicts"]  # the first setting's too
         args.out.write_text(json.dumps(report, indent=1))
         hidden = ("verdicts", "phases_s", "counts", "timeline", "steady")
         shown = {k: v for k, v in column.items() if k not in hidden}
@@ -315,6 +332,7 @@ def main() -> None:
     rows = [
         [
             ",".join(map(str, c["gpus"])) if c["gpus"] is not None else "cpu",
+            c["setting"],
             fmt(c["wall_s"]),
             fmt(c["per_min"]),
             fmt(c["ratio_to_one_gpu"]),
@@ -334,6 +352,7 @@ def main() -> None:
         "RL-like batch over the GPUs of one host",
         [
             "GPUs",
+            "setting",
             "wall s",
             "per min",
             "x one GPU",
