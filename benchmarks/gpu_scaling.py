@@ -24,7 +24,8 @@ column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
 The columns run in the order given (`--gpu-sets 0 0,1`); `--repeats 2` runs the list again reversed, so an
 order effect shows.  `--settings` runs every GPU set under each of the backend's settings in turn (the names of
 `lock_options_ab.py`: `default`, `unlocked+handback`, `unlocked+handback+shared=30`, ...), each setting's ratios
-against its own one-GPU column: which lock option scales, measured as the issue's floor is.  The JSON is rewritten after every column, so a call cut off by its limit keeps what it ran.
+against its own one-GPU column: which lock option scales, measured as the issue's floor is.  The JSON is rewritten
+after every column, so a call cut off by its limit keeps what it ran.
 
     python benchmarks/gpu_scaling.py --gpu-sets 0 0,1 --out $OUT/scaling.json > $OUT/scaling.log 2>&1
     TRITON_INTERPRET=1 python benchmarks/gpu_scaling.py --device cpu --limit 8   # the script itself, on a CPU
