@@ -893,9 +893,68 @@ def test_a_retired_workers_gpu_memory_is_released_only_once_its_process_is_gone(
     with gpu_budget(pool, Watching(8000.0)) as budget:
         evidence = pool.run(task_for(relu, relu.solution), timeout_s=120)
         assert evidence.error is None, evidence.error
+        assert settled(budget).reserved_mb == 0.0 and budget.holders == 0  # given back in the background
         assert [kind for kind, _ in events][-2:] == ["retire", "release"], events  # the worker's grant last
         assert events[-1][1] == [False], events  # and by then its process was gone
+
+
+def test_a_verdict_goes_back_before_its_retired_worker_is_gone_and_the_grant_after(pool, monkeypatch):
+    """Waiting for a retired worker's death was 0.1 s of every warm `eval` on an H200, and only the memory needs it:
+    the task is answered at once, and its worker's end is awaited in the background (`gpu_pool._end_in_background`),
+    its GPU grant given back after that, to the budget it came from.  Here the worker's end is held back until the
+    test lets it go: the verdict is back meanwhile, the grant still held."""
+    from tritongym.core.sandbox.gpu_pool import MemoryBudget, TaskDriver
+    from tritongym.core.sandbox.processes import Worker
+
+    let_go = threading.Event()
+    wait_gone = Worker.wait_gone
+
+    def held_back(self, timeout: float = 30.0) -> None:
+        let_go.wait(60)
+        wait_gone(self, timeout)
+
+    monkeypatch.setattr(Worker, "wait_gone", held_back)
+    relu = load_problem("relu")
+    with gpu_budget(pool, MemoryBudget(8000.0)) as budget:
+        try:
+            evidence = pool.run(task_for(relu, relu.solution, seeds=[31, 32]), timeout_s=120)
+            assert evidence.error is None and evidence.stage == "done", evidence.error
+            assert pool.finishing == 1 and budget.reserved_mb >= TaskDriver.WORKER_SLACK_MB  # answered, grant held
+        finally:
+            let_go.set()
         assert settled(budget).reserved_mb == 0.0 and budget.holders == 0
+        with pool._guard:
+            assert pool.finished.wait_for(lambda: pool.finishing == 0, 30)
+
+
+def test_a_lone_task_waits_for_the_workers_of_tasks_answered_before_it(pool):
+    """A task alone in its pool reserves the whole GPU rather than weighing its problem (`TaskMemory._alone_in_pool`);
+    a task answered a moment before may still be giving its worker's memory back, and the lone check waits for that
+    (notified as each ends) rather than calling the GPU busy: an `eval` right after another is still alone.  The
+    module's pool, with one answered task's end still to come."""
+    from tritongym.core.sandbox.admission import MemoryBudget, TaskMemory
+
+    class LoneCheck(TaskMemory):  # the check alone, on the real pool: no task around it
+        def __init__(self, pool) -> None:
+            self.pool = pool
+
+    budget = MemoryBudget(8000.0)
+    held = budget.reserve(3000.0)  # the answered task's worker, not yet gone
+    with pool._guard:
+        assert pool.finishing == 0 and pool.tasks_in_flight == 0
+        pool.finishing = 1
+    answers: list[bool] = []
+    lone = start(lambda: answers.append(LoneCheck(pool)._alone_in_pool(budget)), "lone check")
+    try:
+        lone.join(0.3)
+        assert lone.is_alive() and not answers  # waiting for the worker's end, not answering "busy"
+        budget.release(held)
+    finally:
+        with pool._guard:
+            pool.finishing = 0
+            pool.finished.notify_all()
+    lone.join(10)
+    assert answers == [True]
 
 
 def test_the_gpu_budget_leaves_out_every_processs_context_idle_workers_included():

@@ -493,9 +493,11 @@ def test_a_task_that_carries_the_registrys_memory_asks_the_keeper_to_weigh_nothi
             return sum(m["event"] == "keeper_request" and m.get("kind") == "SIZE" for m in timeline.read(marks))
 
         def forget() -> None:  # what this pool measured is forgotten: the problem unknown again
+            # the last task's worker and keeper memory given back first (its worker's end and the keeper's `FREE`
+            # run in the background, and the first records the build's measured peak as it ends)
+            settled(budget)
             pool.peaks.clear()
             pool.host_peaks.clear()
-            settled(budget)  # the last task's keeper memory given back (its `FREE` runs in the background)
             budget.asked.clear()
             host.asked.clear()
 

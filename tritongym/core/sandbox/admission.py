@@ -187,7 +187,7 @@ class TaskMemory:
         still held by the dying process while the next task allocated beside them."""
         self._release_reference()
         if self.granted_mb is not None:
-            self.pool.memory[self.gpu].release(self.granted_mb)
+            self.granted_from.release(self.granted_mb)  # the budget it came from, whatever stands for the GPU now
             self.granted_mb = None
 
     def worker_need_mb(self) -> float:
@@ -246,6 +246,7 @@ class TaskMemory:
         began = time.monotonic()
         if self.pool.host_memory is not None and parked:
             self._hold_host(parked)  # held until the task ends
+        self.reference_granted_from = budget
         self.reference_granted_mb = budget.reserve(max(1024.0, peak or 0.0))  # contexts: the budget's already
         waited = time.monotonic() - began
         self.deadline += waited
@@ -262,6 +263,10 @@ class TaskMemory:
             hold.granted_mb = self.pool.host_memory.shrink(hold.granted_mb, float(self.prep["record_host_mb"]))
         self.host_whole_mb = 0.0
 
+    FINISHING_WAIT_S = 10.0
+    """How long a lone task waits for the workers of tasks answered before it to be gone (a dying process that takes
+    longer is left to the budget: the task is then weighed, as beside any other work)."""
+
     def _alone_in_pool(self, budget: MemoryBudget) -> bool:
         """Whether this task is the only one in its pool (`WorkerPool.tasks_in_flight`) and nothing holds its GPU's
         budget or the host's: a lone `eval`, cold or handed to a served pool.  Weighing a problem never seen
@@ -269,8 +274,11 @@ class TaskMemory:
         weighing cost it 4.2-4.5 s on an H200 (a fresh keeper's first meta-device forward imports `torch._dynamo`),
         a third of a cold eval.  It reserves the whole GPU instead, as a task run alone does, and its build's
         measured peak sizes every later one.  A task that comes meanwhile waits for that reservation: at most the
-        screen's or the build's seconds."""
+        screen's or the build's seconds.  A task answered a moment before may still be giving its worker's memory back
+        (`gpu_pool._end_in_background`, ~0.1 s): waited for here, so that an `eval` right after another is still
+        alone."""
         with self.pool._guard:
+            self.pool.finished.wait_for(lambda: not self.pool.finishing, timeout=self.FINISHING_WAIT_S)
             lone = self.pool.tasks_in_flight <= 1
         host = self.pool.host_memory
         return lone and budget.idle() and (host is None or host.idle())
@@ -325,8 +333,17 @@ class TaskMemory:
     def _release_reference(self) -> None:
         """The build's reservation back (the keeper's record stays within its cache share); its peak kept."""
         if self.reference_granted_mb is not None:
-            self.pool.memory[self.gpu].release(self.reference_granted_mb)
+            self.reference_granted_from.release(self.reference_granted_mb)
             self.reference_granted_mb = None
+        self.keep_measured_peaks()
+
+    def keep_measured_peaks(self) -> None:
+        """What the build measured (the reference's GPU peak, the host MiB its record parked), for the pool's later
+        tasks of the problem: kept as the task is answered, before its worker's end is awaited, and once (the pool
+        may have forgotten them by the time that end comes)."""
+        if self.peaks_kept:
+            return
+        self.peaks_kept = True
         if self.prep.get("peak_mb") is not None:
             self.pool.peaks[self.reference_key] = float(self.prep["peak_mb"])
         if self.prep.get("record_host_mb") is not None:
@@ -339,6 +356,7 @@ class TaskMemory:
         if budget is None:
             return
         began = time.monotonic()
+        self.granted_from = budget  # released there: a worker's end is awaited in the background (`gpu_pool`)
         self.granted_mb = budget.reserve(budget.capacity_mb if alone else self.worker_need_mb())
         waited = time.monotonic() - began
         self.deadline += waited

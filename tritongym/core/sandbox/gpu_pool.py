@@ -66,7 +66,7 @@ from tritongym.core.sandbox.processes import KeeperProcess, KeeperRefused, Keepe
 from tritongym.core.sandbox.reference_timing import _ReferenceCheck
 from tritongym.core.sandbox.sandbox import sweep_once
 from tritongym.core.sandbox.task_driver import TaskDriver, prepare_ahead, screen_in_keeper
-from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY
+from tritongym.core.sandbox.task_evidence import KEEPER_MEMORY, out_of_memory_beside_others
 from tritongym.core.timeline import mark
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import FromWorker, Lifecycle, ToWorker, record_key
@@ -152,6 +152,10 @@ class WorkerPool:
         self.ahead: set[str] = set()  # problems whose reference side is being built before a worker is free
         # tasks inside `run` now (screens included): one alone has no neighbour for whom its memory is weighed
         self.tasks_in_flight = 0
+        # tasks answered whose retired worker is still dying, its memory not yet given back (`_end_in_background`);
+        # `finished` is notified as each is done, for the next task's lone check (`TaskMemory._alone_in_pool`)
+        self.finishing = 0
+        self.finished = threading.Condition(self._guard)
         mark("pool_start", gpus=options.gpus, on_demand=options.start_on_demand)
         threading.Thread(target=_import_torch_meanwhile, name="tritongym-import-torch", daemon=True).start()
         # the fork server `tritongym eval` started before its own imports (`fork_server.start_early`), else a new one
@@ -451,6 +455,7 @@ class WorkerPool:
             waited = time.monotonic() - waited
             driver = TaskDriver(self, worker, task, timeout_s, alone=alone)
             healthy = False
+            answered = False  # this attempt's evidence is the answer: its retired worker's end is awaited off its path
             mark("task_start", mode=task.mode, gpu=worker.gpu, waited_s=round(waited, 3))
             try:
                 evidence, died = driver.drive()
@@ -465,15 +470,23 @@ class WorkerPool:
                     evidence.phases[f"worker_startup_{part}"] = float(seconds)
                 worker.tasks += 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
+                answered = not died and not (
+                    attempt == 1 and not alone and out_of_memory_beside_others(self, task, evidence)
+                )
             finally:
                 self._slot_freed(worker.gpu)  # a spare on standby starts the next task now
                 if healthy:
                     self._offer(worker)
+                    driver.release_worker_memory()
                 else:
                     self._retire(worker)
-                    worker.wait_gone()
-                driver.release_worker_memory()
-            if attempt == 1 and not alone and self._out_of_memory_beside_others(task, evidence):
+                    if answered:
+                        driver.keep_measured_peaks()  # the pool knows them once the task is answered
+                        _end_in_background(self, worker, driver)
+                    else:  # the task runs again: its next worker is admitted once this one's memory is back
+                        worker.wait_gone()
+                        driver.release_worker_memory()
+            if attempt == 1 and not alone and out_of_memory_beside_others(self, task, evidence):
                 alone = True  # once more with the GPU alone; out of memory alone, the failure stands
                 continue
             if alone:  # a flag: summed over a batch, how many of its tasks ran alone
@@ -485,20 +498,6 @@ class WorkerPool:
             elif evidence.error is not None:
                 _second_death(evidence, first)
         return evidence
-
-    def _out_of_memory_beside_others(self, task: WorkerTask, evidence: Evidence) -> bool:
-        """Whether a task ran out of GPU memory where the pool's sizing, not the task, may be at fault, so that it
-        runs once more with the GPU alone: a screen (its memory is not measured before it runs), the keeper
-        judging a candidate's outputs beside a large worker (`KeeperRefused`, on the H100), the reference's side
-        (the keeper's build, or the worker's own copy of the reference: stage `problem`; three full-size level-1
-        problems started together on the H100 each ran out beside the others' 16-49 GiB), or the candidate's
-        worker, sized from its reference (`TaskDriver.worker_need_mb`) and capped there, on a GPU.  Only out of
-        memory alone is a problem too large for its GPU."""
-        if not _out_of_memory(evidence):
-            return False
-        if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
-            return True
-        return bool(self.memory) and evidence.stage in ("problem", "init", "bind", "run")
 
 
 def _warm_up(worker: Worker, lock: GPULock, deadline: float) -> tuple | None:
@@ -540,6 +539,26 @@ def _import_torch_meanwhile() -> None:
     mark("parent_torch_imported", seconds=round(time.monotonic() - began, 3))
 
 
+def _end_in_background(pool: WorkerPool, worker: Worker, driver: TaskDriver) -> None:
+    """A retired worker's death awaited, then its GPU memory given back, on a thread of its own: the task's verdict
+    needs neither, and waiting for them was 0.1 s of every warm `eval` (a served pool on an H200).  The next task's
+    admission needs both: a lone task's check waits for them (`TaskMemory._alone_in_pool`), and any other waits for
+    the budget they free."""
+    with pool._guard:
+        pool.finishing += 1
+
+    def end() -> None:
+        try:
+            worker.wait_gone()
+            driver.release_worker_memory()
+        finally:
+            with pool._guard:
+                pool.finishing -= 1
+                pool.finished.notify_all()
+
+    threading.Thread(target=end, name="tritongym-worker-end", daemon=True).start()
+
+
 def _second_death(evidence: Evidence, first: str) -> None:
     """A task's worker died on its retry too (`first`: how the first one did): the candidate's `crashed`, unless a
     signal no limit of the pool's sends killed it (`stages.FOREIGN_SIGNALS`: SIGKILL from another process, the OOM
@@ -557,8 +576,3 @@ def _second_death(evidence: Evidence, first: str) -> None:
         "memory kills read as such): another process or the system's OOM killer killed it; not a verdict on the "
         "candidate",
     )
-
-
-def _out_of_memory(evidence: Evidence) -> bool:
-    error = evidence.error
-    return error is not None and ("OutOfMemory" in error.kind or "out of memory" in error.message.lower())

@@ -21,7 +21,7 @@ from tritongym.core.sandbox.keeper_calls import KeeperCalls
 from tritongym.core.sandbox.problem_gpus import reference_key
 from tritongym.core.sandbox.processes import CLOSED, END_OF_STREAM, KeeperProcess, KeeperUnavailable, Worker
 from tritongym.core.sandbox.reference_timing import ReferenceTiming
-from tritongym.core.sandbox.task_evidence import EvidenceAssembly
+from tritongym.core.sandbox.task_evidence import EvidenceAssembly, out_of_memory_beside_others
 from tritongym.core.verdict import judge_every_trial
 from tritongym.core.worker import frames
 from tritongym.core.worker.protocol import (
@@ -110,6 +110,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.granted_mb: float | None = None
         self.capped_here = False  # the worker's allocator cap is the pool's (`_admit`), not the configuration's
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
+        self.peaks_kept = False  # what the build measured handed to the pool (`keep_measured_peaks`)
         self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
         self.host_whole_mb = 0.0  # a lone task's hold on the whole host budget, until its record is measured
         # the keeper's GPU memory for this task, counted until its FREE (`_count_keeper_memory`); None: not counted
@@ -453,7 +454,7 @@ def screen_in_keeper(pool, task: WorkerTask, timeout_s: float, gpu: str) -> Evid
         mark("task_start", mode=task.mode, gpu=gpu, waited_s=0.0)
         evidence, died = TaskDriver(pool, None, task, timeout_s, alone=alone, gpu=gpu).screen_in_keeper()
         mark("task_end", mode=task.mode, gpu=gpu)
-        if attempt == 1 and not alone and pool._out_of_memory_beside_others(task, evidence):
+        if attempt == 1 and not alone and out_of_memory_beside_others(pool, task, evidence):
             alone = True
             continue
         if alone:

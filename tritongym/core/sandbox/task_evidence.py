@@ -108,3 +108,23 @@ class EvidenceAssembly:
         evidence.stdout_tail = self.worker.log_tail()
         evidence.worker_s = time.monotonic() - started
         return evidence
+
+
+def _out_of_memory(evidence: Evidence) -> bool:
+    error = evidence.error
+    return error is not None and ("OutOfMemory" in error.kind or "out of memory" in error.message.lower())
+
+
+def out_of_memory_beside_others(pool, task, evidence: Evidence) -> bool:
+    """Whether a task ran out of GPU memory where `pool`'s sizing, not the task, may be at fault, so that it runs once
+    more with the GPU alone: a screen (its memory is not measured before it runs), the keeper judging a candidate's
+    outputs beside a large worker (`KeeperRefused`, on the H100), the reference's side (the keeper's build, or the
+    worker's own copy of the reference: stage `problem`; three full-size level-1 problems started together on the
+    H100 each ran out beside the others' 16-49 GiB), or the candidate's worker, sized from its reference
+    (`TaskDriver.worker_need_mb`) and capped there, on a GPU.  Only out of memory alone is a problem too large for
+    its GPU."""
+    if not _out_of_memory(evidence):
+        return False
+    if task.mode == "screen" or evidence.error.kind == "KeeperCrashed":
+        return True
+    return bool(pool.memory) and evidence.stage in ("problem", "init", "bind", "run")
