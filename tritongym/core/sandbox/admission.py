@@ -331,19 +331,15 @@ class TaskMemory:
         return copies * float(outputs)
 
     def _release_reference(self) -> None:
-        """The build's reservation back (the keeper's record stays within its cache share); its peak kept."""
+        """The build's reservation back (the keeper's record stays within its cache share)."""
         if self.reference_granted_mb is not None:
             self.reference_granted_from.release(self.reference_granted_mb)
             self.reference_granted_mb = None
-        self.keep_measured_peaks()
 
-    def keep_measured_peaks(self) -> None:
+    def _keep_measured_peaks(self) -> None:
         """What the build measured (the reference's GPU peak, the host MiB its record parked), for the pool's later
-        tasks of the problem: kept as the task is answered, before its worker's end is awaited, and once (the pool
-        may have forgotten them by the time that end comes)."""
-        if self.peaks_kept:
-            return
-        self.peaks_kept = True
+        tasks of the problem: kept as soon as the keeper's `PREP` answers, not when the task's memory goes back
+        (that waits for its worker's end, in the background: `gpu_pool._end_in_background`)."""
         if self.prep.get("peak_mb") is not None:
             self.pool.peaks[self.reference_key] = float(self.prep["peak_mb"])
         if self.prep.get("record_host_mb") is not None:

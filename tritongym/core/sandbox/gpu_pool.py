@@ -455,7 +455,8 @@ class WorkerPool:
             waited = time.monotonic() - waited
             driver = TaskDriver(self, worker, task, timeout_s, alone=alone)
             healthy = False
-            answered = False  # this attempt's evidence is the answer: its retired worker's end is awaited off its path
+            run_again = False  # out of memory beside others: once more with the GPU alone
+            answered = False  # the evidence is the answer: the verdict does not wait for the retired worker's end
             mark("task_start", mode=task.mode, gpu=worker.gpu, waited_s=round(waited, 3))
             try:
                 evidence, died = driver.drive()
@@ -470,9 +471,8 @@ class WorkerPool:
                     evidence.phases[f"worker_startup_{part}"] = float(seconds)
                 worker.tasks += 1
                 healthy = not died and evidence.error is None and worker.tasks < self.options.max_tasks
-                answered = not died and not (
-                    attempt == 1 and not alone and out_of_memory_beside_others(self, task, evidence)
-                )
+                run_again = attempt == 1 and not alone and out_of_memory_beside_others(self, task, evidence)
+                answered = not died and not run_again
             finally:
                 self._slot_freed(worker.gpu)  # a spare on standby starts the next task now
                 if healthy:
@@ -481,12 +481,11 @@ class WorkerPool:
                 else:
                     self._retire(worker)
                     if answered:
-                        driver.keep_measured_peaks()  # the pool knows them once the task is answered
                         _end_in_background(self, worker, driver)
                     else:  # the task runs again: its next worker is admitted once this one's memory is back
                         worker.wait_gone()
                         driver.release_worker_memory()
-            if attempt == 1 and not alone and out_of_memory_beside_others(self, task, evidence):
+            if run_again:
                 alone = True  # once more with the GPU alone; out of memory alone, the failure stands
                 continue
             if alone:  # a flag: summed over a batch, how many of its tasks ran alone

@@ -110,7 +110,6 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         self.granted_mb: float | None = None
         self.capped_here = False  # the worker's allocator cap is the pool's (`_admit`), not the configuration's
         self.reference_granted_mb: float | None = None  # the keeper's build's reservation, until it is done
-        self.peaks_kept = False  # what the build measured handed to the pool (`keep_measured_peaks`)
         self.host_record: str | None = None  # the record whose host reservation this task holds, until it ends
         self.host_whole_mb = 0.0  # a lone task's hold on the whole host budget, until its record is measured
         # the keeper's GPU memory for this task, counted until its FREE (`_count_keeper_memory`); None: not counted
@@ -293,6 +292,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         if not ok:
             return prep
         self.prep = prep
+        self._keep_measured_peaks()
         answer_mb = float(prep.get("answer_host_mb") or 0.0)
         if answer_mb and self.pool.host_memory is not None:
             # the task's own answer (`ReferenceRecord.precomputed_answer`), parked beside the shared record: already
