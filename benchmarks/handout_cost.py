@@ -17,7 +17,11 @@ two modes:
 * `reused`: one allocation per pair, exported and opened once, then per lend only the fill + sync, the copy + sync
   and the compare: what a per-task arena would cost.
 
-Per mode, size and pair count: each step's median and p90 (ms), one lend's round trip as the keeper sees it, and
+`--churn K ...` runs each case again beside K processes that create CUDA contexts one after another (a spawned
+child each, exiting once its context exists), as the pool's worker starts do: whether a context's creation holds
+up the other processes' driver calls (a context alone takes ~0.2 s of the driver, 16 at once ~3 s each).
+
+Per mode, size, pair count and churn: each step's median and p90 (ms), one lend's round trip as the keeper sees it, and
 the handouts per second of all pairs together.  If a step's median grows with the pairs on one GPU and as much
 with the same pairs over two GPUs, the driver serialises it host-wide.
 
@@ -143,9 +147,35 @@ def _worker(gpu: str, mode: str, nbytes: int, conn) -> None:
         conn.send(times)
 
 
-def run_case(mode: str, pairs: int, mib: int, gpus: list[str], iterations: int) -> dict:
+def _context_once(gpu: str) -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    import torch
+
+    torch.empty(1, device="cuda")
+
+
+def _churn(gpu: str, stop, made) -> None:
+    """Fresh processes one after another, each creating its CUDA context and exiting, until `stop` is set: the
+    pool's worker starts, beside the handouts (`made` counts the contexts)."""
+    ctx = mp.get_context("spawn")
+    while not stop.is_set():
+        child = ctx.Process(target=_context_once, args=(gpu,))
+        child.start()
+        child.join()
+        with made.get_lock():
+            made.value += 1
+
+
+def run_case(mode: str, pairs: int, mib: int, gpus: list[str], iterations: int, churn: int = 0) -> dict:
     ctx = mp.get_context("spawn")
     nbytes = mib << 20
+    stop, made = ctx.Event(), ctx.Value("i", 0)
+    churners = [ctx.Process(target=_churn, args=(gpus[c % len(gpus)], stop, made)) for c in range(churn)]
+    for churner in churners:
+        churner.start()
+    if churn:
+        time.sleep(5.0)  # the churn under way (its first contexts made) before the handouts begin
+    made_before = made.value
     barrier = ctx.Barrier(pairs)
     results = ctx.Queue()
     procs = []
@@ -158,9 +188,11 @@ def run_case(mode: str, pairs: int, mib: int, gpus: list[str], iterations: int) 
     for proc in procs:
         proc.start()
     gathered = [results.get(timeout=300) for _ in range(pairs)]
-    for proc in procs:
-        proc.join(timeout=60)
+    contexts = made.value - made_before
     wall = time.perf_counter() - began
+    stop.set()
+    for proc in procs + churners:
+        proc.join(timeout=60)
     merged: dict[str, list[float]] = {step: [] for step in STEPS[mode]}
     for times in gathered:
         for step, values in times.items():
@@ -172,6 +204,8 @@ def run_case(mode: str, pairs: int, mib: int, gpus: list[str], iterations: int) 
         "mib": mib,
         "gpus": ",".join(gpus),
         "iterations": iterations,
+        "churn": churn,
+        "contexts_per_s": round(contexts / wall, 2),
         "wall_s": round(wall, 2),
         "handouts_per_s": round(pairs / lends_s, 1),
     }
@@ -189,6 +223,13 @@ def main() -> int:
     parser.add_argument("--gpus", default="0", help="comma-separated GPU indices the pairs are spread over")
     parser.add_argument("--modes", nargs="+", default=["fresh", "reused"], choices=sorted(STEPS))
     parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument(
+        "--churn",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="processes creating CUDA contexts one after another beside the handouts (the pool's worker starts)",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "handout_cost.json")
     args = parser.parse_args()
     import torch
@@ -201,11 +242,14 @@ def main() -> int:
     for mib in args.mib:
         for mode in args.modes:
             for pairs in args.pairs:
-                rows.append(run_case(mode, pairs, mib, gpus, args.iterations))
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows}, indent=1))
-                print(json.dumps(rows[-1]), flush=True)
-    columns = ["mode", "pairs", "mib", "gpus", "handouts_per_s"] + [f"{s}_ms" for s in STEPS["fresh"]]
+                for churn in args.churn:
+                    rows.append(run_case(mode, pairs, mib, gpus, args.iterations, churn))
+                    args.out.parent.mkdir(parents=True, exist_ok=True)
+                    device = torch.cuda.get_device_name(0)
+                    args.out.write_text(json.dumps({"device": device, "rows": rows}, indent=1))
+                    print(json.dumps(rows[-1]), flush=True)
+    columns = ["mode", "pairs", "mib", "gpus", "churn", "contexts_per_s", "handouts_per_s"]
+    columns += [f"{step}_ms" for step in STEPS["fresh"]]
     print_table("CUDA IPC handouts (median ms per step)", columns, [[r.get(c, "") for c in columns] for r in rows])
     return 0
 
