@@ -14,7 +14,8 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
 
 `workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8), `spares=N` its
 `spare_workers_per_gpu` (warm workers on standby, so a task never waits for a fresh one to start), `starts=N` its
-`starts_at_once` (workers starting at one time on the host: `unlocked+starts=8`).
+`starts_at_once` (workers starting at one time on the host: `unlocked+starts=8`), `connections=N` its
+`device_connections` (hardware queues per CUDA context; the default 1, `connections=8` the driver's own default).
 `shared=S` sets `shared_check_s` (how recent another task's timing of the reference before its candidate may be to
 serve this one; `shared=0`: every task takes an exclusive hold to time it itself).
 `window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
@@ -56,6 +57,7 @@ COUNTS = {
     "workers": "workers_per_gpu",
     "spares": "spare_workers_per_gpu",
     "starts": "starts_at_once",
+    "connections": "device_connections",
 }  # `name=N` parts: backend options
 WORDS = {"profiler": "profiler_warm_up"}  # `name=word` parts: backend options by name (`profiler=startup`)
 

@@ -60,14 +60,8 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self.tmp = owned.make_folder(self.ROLE)
         self.log_path = os.path.join(self.tmp, "worker.log")
-        env = gpu_env(self.tmp, options.extra_env)
+        env = process_env(gpu, options, self.tmp, {**self.role_env(), **(extra_env or {})})
         device = "cpu" if gpu == "cpu" else "cuda:0"
-        env.update(self.role_env())
-        env.update(extra_env or {})  # this worker's own: its GPU's timing flag
-        if gpu == "cpu":
-            env["TRITON_INTERPRET"] = "1"
-        else:
-            env["CUDA_VISIBLE_DEVICES"] = gpu
         pid = None
         if zygote is not None:
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -239,6 +233,21 @@ class KeeperRefused(KeeperUnavailable):
     def __init__(self, kind: str, message: str) -> None:
         prefix = f"the reference keeper failed on {kind}: "  # how the keeper words it (keeper.serve)
         super().__init__(f"on {kind}: {message.removeprefix(prefix)}")
+
+
+def process_env(gpu: str, options: PoolOptions, tmp: str, own: dict[str, str]) -> dict[str, str]:
+    """A pool process's environment: the sandbox's stripped one (`fork_server.gpu_env`), its role's and its own
+    variables (`own`: a worker's timing flag, a keeper's cache shares), and its device: the interpreter on the
+    CPU, else its GPU alone, with `PoolOptions.device_connections` hardware queues (read when its context is made)."""
+    env = gpu_env(tmp, options.extra_env)
+    env.update(own)
+    if gpu == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    if options.device_connections:
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(options.device_connections)
+    return env
 
 
 class KeeperProcess(Worker):

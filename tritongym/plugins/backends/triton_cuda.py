@@ -90,6 +90,15 @@ class TritonCUDABackend(Backend):
             description="workers starting at one time on this host (fork, CUDA context, profiler set-up); None = "
             "no limit (every worker and spare of every GPU at once)",
         )
+        device_connections: int | None = Field(
+            default=1,
+            ge=1,
+            le=32,
+            description="hardware work queues per CUDA context of the pool's workers and keepers "
+            "(CUDA_DEVICE_MAX_CONNECTIONS); None = the driver's default, 8.  A candidate may use the current stream "
+            "only, so one queue costs it nothing, and contexts are created ~3x faster when many start (16 at once on "
+            "an H200: 0.83 s each against 2.63 s; an RL batch 153 against 114 candidates per minute)",
+        )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
         )
@@ -156,6 +165,7 @@ class TritonCUDABackend(Backend):
                         **self.pool_shape(gpus),
                         max_tasks=self.options.max_tasks_per_worker,
                         starts_at_once=self.options.starts_at_once,
+                        device_connections=self.options.device_connections,
                         profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
                         outside_mb=dict(self._outside),
