@@ -16,6 +16,8 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
 `spare_workers_per_gpu` (warm workers on standby, so a task never waits for a fresh one to start), `starts=N` its
 `starts_at_once` (workers starting at one time on the host: `unlocked+starts=8`), `connections=N` its
 `device_connections` (hardware queues per CUDA context; the default 1, `connections=8` the driver's own default).
+A setting of `name=value` parts alone turns every switch it does not name off (`workers=16` is locked, without
+`handback`); `default+...` keeps the backend's defaults for what it does not name (`default+connections=8`).
 `shared=S` sets `shared_check_s` (how recent another task's timing of the reference before its candidate may be to
 serve this one; `shared=0`: every task takes an exclusive hold to time it itself).
 `window=S` sets `timing_window_s` (a timer waits up to S seconds, sharers still admitted, for other timers to queue
@@ -64,10 +66,14 @@ WORDS = {"profiler": "profiler_warm_up"}  # `name=word` parts: backend options b
 
 def backend_options(setting: str) -> dict:
     """The triton-cuda backend's options for a setting: `locked`, `unlocked`, `yield` and `name=value` parts
-    (`window=S`, `shared=S`, `workers=N`, `spares=N`, `starts=N`) joined by `+`; each named switch on, the others
-    off."""
+    (`window=S`, `shared=S`, `workers=N`, `spares=N`, `starts=N`, `connections=N`) joined by `+`; each named switch
+    on, the others off.  With a `default` part the switches not named keep the backend's defaults instead
+    (`default+workers=12`: today's defaults, 12 workers per GPU), where `workers=12` alone also turns off every
+    switch it does not name (stop 57 compared `workers=16`, locked, with `default`)."""
     switches, timing, backend = set(), {}, {}
-    for part in set(setting.split("+")) - {"locked"}:
+    parts = set(setting.split("+")) - {"locked"}
+    keep_defaults = "default" in parts
+    for part in parts - {"default"}:
         name, eq, value = part.partition("=")
         if not eq and name in OPTIONS:
             switches.add(name)
@@ -87,7 +93,9 @@ def backend_options(setting: str) -> dict:
                 backend[COUNTS[name]] = int(value)
         except ValueError:
             raise SystemExit(f"{part!r}: {name} takes a number, e.g. {name}=2") from None
-    timing.update({option: name in switches for name, option in OPTIONS.items()})
+    timing.update(
+        {option: name in switches for name, option in OPTIONS.items() if name in switches or not keep_defaults}
+    )
     return {"timing": timing, **backend}
 
 

@@ -1,0 +1,39 @@
+"""The settings names of `benchmarks/lock_options_ab.py` and `gpu_scaling.py --settings` (`backend_options`): what
+each one sets, since an A/B is only as good as the one thing its two settings differ in.
+
+Stop 57 compared `workers=16` with `default` on one H200 and read a difference of worker counts where the lock's
+switches differed too (`workers=16` alone turns every switch it does not name off); `default+...` keeps them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from lock_options_ab import backend_options  # noqa: E402
+
+from tritongym.core.worker_task import TimingOptions  # noqa: E402
+
+
+def test_a_default_setting_changes_only_what_it_names():
+    options = backend_options("default+workers=12+connections=8")
+    assert options == {"timing": {}, "workers_per_gpu": 12, "device_connections": 8}
+    timing = TimingOptions(**options["timing"])
+    assert timing.unlock_compiles and timing.yield_to_waiting_timings and timing.shared_check_s == 30.0
+    assert backend_options("default+shared=0")["timing"] == {"shared_check_s": 0.0}
+
+
+def test_a_setting_without_default_turns_off_the_switches_it_does_not_name():
+    timing = backend_options("workers=16")["timing"]
+    assert timing == {"unlock_compiles": False, "yield_between_calls": False, "yield_to_waiting_timings": False}
+    named = backend_options("unlocked+handback+shared=30+connections=8")
+    assert named["timing"]["unlock_compiles"] and named["timing"]["yield_to_waiting_timings"]
+    assert not named["timing"]["yield_between_calls"] and named["device_connections"] == 8
+
+
+def test_an_unknown_part_is_refused_with_the_names_it_could_be():
+    with pytest.raises(SystemExit, match="unknown setting 'fast'"):
+        backend_options("default+fast")
