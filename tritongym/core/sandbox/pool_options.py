@@ -42,8 +42,8 @@ class PoolOptions:
     # hardware work queues per CUDA context of the pool's workers and keepers (`CUDA_DEVICE_MAX_CONNECTIONS`, set in
     # each one's environment before its context exists); None: the driver's default, 8.  A candidate may launch on
     # the current stream only (the `streams` check), so one queue takes nothing from it, and the driver creates a
-    # context with one queue ~3x faster when many start: on an H200, 16 at once 0.83 s each against 2.63 s, and an
-    # RL batch of 64 ran at 153 against 114 per minute steady (`benchmarks/results/*-h200-stop57*`)
+    # context with one queue ~3x faster when many start: on an H200, 16 at once 0.83 s each against 2.63 s, and the
+    # 128 RL candidates took 63 s against 105 s cold on one machine (`gpu_scaling-h200-stop57-connections-ab.json`)
     device_connections: int | None = 1
     extra_env: dict[str, str] = field(default_factory=dict)
     # per GPU, MiB held by processes outside the pool when it starts (a trainer beside the judge): left out of the
