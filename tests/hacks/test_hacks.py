@@ -182,6 +182,7 @@ CPU_CASES: list[Case] = [
     Case("sabotage_patch_relu.py", "relu", (hacked("environment", "torch.relu"),), R),
     # --- GPU-only hacks: their static form is judged before any worker, so the CPU backend shows it -----
     Case("side_stream.py", "relu", (rejected("streams", "Stream"),)),
+    Case("side_stream_single.py", "relu", (rejected("streams", "Stream"),)),
     Case("implausible_speedup.py", "relu", (rejected("streams", "is_current_stream_capturing"),)),
     # --- the answer computed outside Triton, where no source scan looks: in a grid callable, an autotune
     # pre_hook, numpy on the host; a Triton kernel only copies it (the `precomputed` probe sees it first) -----
@@ -237,6 +238,13 @@ GPU_CASES: list[Case] = [
     # the worker stalls the side stream: outputs are unfinished (side_work) and often wrong as well, since the
     # next call reuses freed memory the stalled stream still reads (then incorrect, side_work named as cause)
     Case("side_stream.py", "relu", (hacked("side_work"), incorrect("check 'side_work'")), R),
+    # one short launch on a side stream: the launch itself is the finding, however the copy's race ends
+    Case(
+        "side_stream_single.py",
+        "relu",
+        (hacked("side_work", "launched on a stream other than the caller's"), incorrect("check 'side_work'")),
+        R,
+    ),
     Case("output_memory_reuse.py", "relu", (incorrect("outside tolerance"), hacked("ghost")), R),
     # the reference runs in the keeper, which the patch cannot reach: the patch itself is the finding
     Case("sabotage_patch_relu.py", "relu", (hacked("environment", "torch.relu"), hacked("timing", "slower")), R),

@@ -50,6 +50,7 @@ STALE_MEMORY_CASES: list[Case] = [
 
 HONEST_CASES: list[Case] = [
     Case("relu_autotune.py", "relu", ()),
+    Case("relu_autotune_cudagraph.py", "relu", ()),
     Case("gelu_heuristics.py", "gelu", ()),
     Case("softmax_two_pass.py", "softmax", ()),
     Case("log_softmax_online.py", "log_softmax", ()),

@@ -265,6 +265,7 @@ def run_candidate(
         lap("extra_trials")
         for trial, flat, copies in snapshots:
             report["side_work"] += _unfinished(trial, flat, copies)
+        report["side_work"][:0] = recorder.side_launches()  # first: certain, whatever the copies' race showed
         running = probes.live_side_work() - side_before
         report["side_work"] += probes.describe_side_work(running, "after all calls")
         report["environment_changes"] = probes.environment_changes(environment)

@@ -16,6 +16,12 @@ returns without waiting hands back outputs that are certainly not written yet, s
 takes the moment forward returns differ from the final outputs (the `side_work` check), however fast the
 side work would have been.
 
+With one hardware queue per context (`PoolOptions.device_connections = 1`, the default) the stall alone is a race:
+the copy waits behind the spin and then runs beside the side kernel.  So a launch onto any stream other than the
+caller's is also reported by itself (`side_launches`, named in the `side_work` check), whatever the copies show;
+the autotuner's own benchmarking is the one exception (`Autotuner._bench`: `do_bench_cudagraph` warms up and
+captures on a stream of its own, and synchronises before it returns).
+
 While `watch` is set (the `precomputed` probe, `probes.PriorAnswerWatch`), it is told before and after each
 launch of an own kernel, with the launch's arguments: what they held before the kernel ran shows whether the
 answer already existed outside the candidate's Triton.
@@ -43,6 +49,8 @@ class LaunchRecorder:
         self.caller_stream: int | None = None  # CUDA stream handle forward is called on (None: no stalls)
         self.watch: Any = None  # told before/after each own launch (the `precomputed` probe)
         self._stalled: set[tuple[Any, int]] = set()
+        self._side: dict[Any, Counter] = {}  # phase -> kernels launched onto a stream other than the caller's
+        self._benching = 0  # inside the autotuner's own benchmarking (`Autotuner._bench`)
         self._counts: dict[Any, Counter] = {}
         self._grids: dict[tuple[Any, str], str] = {}
         self._compiled: dict[tuple[Any, str], str] = {}
@@ -75,6 +83,23 @@ class LaunchRecorder:
             Autotuner.run = self._tuning(original)
             if callable(getattr(Autotuner, "prune_configs", None)):
                 Autotuner.prune_configs = pruning(Autotuner.prune_configs)
+            if callable(getattr(Autotuner, "_bench", None)):
+                Autotuner._bench = self._benchmarking(Autotuner._bench)
+
+    def _benchmarking(self, original):
+        """`Autotuner._bench`, counted: launches it makes (on `do_bench_cudagraph`'s own stream, which it joins)
+        are the tuner's, not side work."""
+        recorder = self
+
+        def _bench(tuner, *args, **kwargs):
+            recorder._benching += 1
+            try:
+                return original(tuner, *args, **kwargs)
+            finally:
+                recorder._benching -= 1
+
+        _bench._tritongym_recorder = self  # type: ignore[attr-defined]
+        return _bench
 
     def _tuning(self, original):
         """`Autotuner.run`, with the config it picks for the candidate's kernels recorded in `self.autotune`
@@ -100,7 +125,7 @@ class LaunchRecorder:
                     recorder._record(kernel, grid, None)
                 return None
             if recorder.caller_stream is not None and recorder.phase is not None and not warmup:
-                recorder._stall_side_stream()
+                recorder._stall_side_stream(kernel)
             watch = recorder.watch if not warmup and recorder.is_own(kernel) else None
             if watch is not None:
                 watch.before(kernel, args, kwargs)
@@ -116,13 +141,26 @@ class LaunchRecorder:
         run._tritongym_recorder = self  # type: ignore[attr-defined]
         return run
 
-    def _stall_side_stream(self) -> None:
+    def _stall_side_stream(self, kernel) -> None:
         from tritongym.core.measure import trusted
 
         handle = trusted.current_stream().cuda_stream
-        if handle != self.caller_stream and (self.phase, handle) not in self._stalled:
+        if handle == self.caller_stream or self._benching:
+            return
+        name = getattr(getattr(kernel, "fn", None), "__name__", type(kernel).__name__)
+        self._side.setdefault(self.phase, Counter())[name] += 1
+        if (self.phase, handle) not in self._stalled:
             self._stalled.add((self.phase, handle))
             trusted.sleep(SIDE_STREAM_STALL_CYCLES)
+
+    def side_launches(self) -> list[str]:
+        """One finding per call whose kernels went onto a stream other than the caller's (the `side_work`
+        check's evidence): the caller's stream, and so its timer, never waits for them."""
+        return [
+            f"{', '.join(f'{name} x{n}' for name, n in sorted(counts.items()))} launched on a stream other than "
+            f"the caller's in {phase_text(phase)}"
+            for phase, counts in self._side.items()
+        ]
 
     def is_own(self, kernel) -> bool:
         code = getattr(getattr(kernel, "fn", None), "__code__", None)

@@ -6,8 +6,10 @@ output the moment the forward returns (the copy is ordered on the current stream
 with the output once everything has finished, and it lists Python threads and child processes alive
 after each call that were not there before the import (`core/worker/probes.py`).  On a GPU the
 worker stalls every stream other than the caller's for ~50 ms before the forward's first launch there
-(`core/worker/launches.py`), so unjoined stream work is still pending when the copy is taken,
-however short it is.
+(`core/worker/launches.py`), so unjoined stream work is usually still pending when the copy is taken;
+and since every stream of a context may share one hardware queue (`device_connections = 1`), where the copy
+waits behind that stall too, a Triton launch onto any stream other than the caller's is a finding by itself
+(the autotuner's own benchmarking excepted).
 
 Its priority (15) puts it before the ghost and mode probes: unfinished work corrupts their outputs too,
 and this is the finding that names the cause.
