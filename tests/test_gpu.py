@@ -500,3 +500,36 @@ def test_a_parked_reference_is_compared_without_bringing_it_whole_to_the_gpu(mon
     peak = torch.cuda.max_memory_allocated() - base
     assert result.mismatched == 1 and result.ref_device.startswith("cuda")
     assert peak < (64 << 20), peak  # chunks of 1 Mi elements, never the 256 MiB reference
+
+
+def test_the_fused_comparison_matches_torchs_on_the_gpu():
+    """The keeper's one-pass comparison (`measure/fused_stats.py`) on the GPU, compiled for real: the same counts,
+    maximum and widths as torch's float64 passes, the sums to 1e-12, for each dtype, whole and as a parked
+    reference comes over (host memory, a chunk at a time)."""
+    from tritongym.core.measure import compare, fused_stats
+    from tritongym.core.worker_task import Tolerance
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    tol = Tolerance(atol=1e-3, rtol=1e-2, rel_norm=0.0)
+    exact = ("mismatched", "finite", "nan_differs", "max_abs", "out_nonzero", "out_short", "ref_nonzero", "ref_short")
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        ref = torch.randn(1_000_003, device="cuda", generator=g).to(dtype)
+        out = (ref.double() + 1e-2 * torch.randn(ref.shape, device="cuda", generator=g, dtype=torch.float64)).to(dtype)
+        out[:7], ref[3:9] = float("nan"), float("nan")
+        out[20], ref[20] = float("inf"), float("inf")
+        out[21], ref[21] = float("-inf"), float("inf")
+        if dtype == torch.float32:
+            out[100:5000] = out[100:5000].half().float()
+        want = compare._float_stats(out, ref, tol)
+        assert want["mismatched"] > 10 and want["nan_differs"] >= 5
+        for got in (
+            fused_stats.float_stats(out, ref, tol.atol, tol.rtol, ref.numel()),
+            fused_stats.float_stats(out, ref.cpu(), tol.atol, tol.rtol, 65_537),
+        ):
+            for name in exact:
+                assert got[name] == want[name], (dtype, name)
+            for name in ("sum_abs", "sum_sq", "ref_sq"):
+                assert got[name] == pytest.approx(want[name], rel=1e-12), (dtype, name)
+        table = {str(dtype): tol}
+        one_pass = compare.compare_output(0, out, ref, table, fused=True)
+        assert one_pass.mismatched == compare.compare_output(0, out, ref, table).mismatched

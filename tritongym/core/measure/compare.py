@@ -26,14 +26,22 @@ def flatten_outputs(value) -> list:
 
 
 def compare_output(
-    index: int, out, ref: torch.Tensor, tolerances: dict[str, Tolerance], gold=None, ref_device=None, inputs=None
+    index: int,
+    out,
+    ref: torch.Tensor,
+    tolerances: dict[str, Tolerance],
+    gold=None,
+    ref_device=None,
+    inputs=None,
+    fused: bool = False,
 ) -> OutputComparison:
     """`out` against `ref` at the dtype's tolerance; with `gold` (a `gold.GoldSample`), also the precision
     numbers: the candidate's and the reference's errors against the float64 gold.  `ref_device`: the device
     `ref` stands for when it is kept elsewhere (the keeper's parked outputs, in host memory): it is brought
     there one chunk at a time as it is compared, never whole (a full-size output is 6-16 GiB, and a keeper
     that fetched it whole beside the candidate's handout ran out of GPU memory on the H100).  `inputs`: the
-    trial's inputs, or a callable making them, asked for only when an index output differs (`ties.py`)."""
+    trial's inputs, or a callable making them, asked for only when an index output differs (`ties.py`).  `fused`:
+    the floating-point sums in one Triton pass (`fused_stats.py`; the keeper's, on a GPU), where the dtype allows."""
     ref_device = ref.device if ref_device is None else torch.device(ref_device)
     if ref_device.type == "cuda" and ref_device.index is None:  # as a tensor made there would say
         ref_device = torch.device("cuda", torch.cuda.current_device())
@@ -80,7 +88,13 @@ def compare_output(
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
         result.ref_tf32_err, result.ref_half_err = gold.ref_tf32_err, gold.ref_half_err
         result.ref_tf32_trunc_err = gold.ref_tf32_trunc_err
-    stats = _float_stats(out, ref, tol)
+    if fused and fused_stats_usable(out, ref):
+        from tritongym.core.measure import fused_stats
+
+        whole = ref.device == out.device  # else parked in host memory: brought over a chunk at a time
+        stats = fused_stats.float_stats(out, ref, tol.atol, tol.rtol, ref.numel() if whole else _chunk_elements())
+    else:
+        stats = _float_stats(out, ref, tol)
     result.mismatched = int(stats["mismatched"])
     if stats["finite"]:
         result.max_abs_err = stats["max_abs"]
@@ -109,6 +123,15 @@ CHUNK_ELEMENTS = 1 << 25
 
 def _chunk_elements() -> int:
     return max(1, int(os.environ.get("TRITONGYM_COMPARE_CHUNK_ELEMENTS", CHUNK_ELEMENTS)))
+
+
+def fused_stats_usable(out: torch.Tensor, ref: torch.Tensor) -> bool:
+    """Whether `fused_stats` compares these: an output on a GPU, of a real floating dtype (Triton's interpreter
+    would run the kernel on the CPU too, block by block in Python: slower than torch's passes there)."""
+    return out.is_cuda and out.dtype == ref.dtype and out.dtype in _FUSED_DTYPES
+
+
+_FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def _float_stats(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> dict[str, float]:
