@@ -589,7 +589,9 @@ class Keeper:
 
         data = json.loads(payload)
         state = self._state(data)
+        began = time.perf_counter()
         self._compare_pending(state)
+        compared = time.perf_counter()
         record: ReferenceRecord = state["record"]
         lent = []
         for item in data["outputs"]:
@@ -623,8 +625,14 @@ class Keeper:
         if self.cuda and any(grant and grant["handle"] for grant in lent):
             # `cuMemsetD8` is asynchronous to the host: unfinished, it could overwrite the candidate's copy with
             # 0xFF after the handle was sent (all NaN: a correct kernel judged incorrect, seen once on an H100)
+            allocated = time.perf_counter()
             handouts.synchronize()
-        return {"lent": lent}
+        else:
+            allocated = time.perf_counter()
+        # its parts, on the timeline (`serve`): a warm relu task's lends took 10-15 ms each on an H200, of which
+        # the comparison (one pass, `fused_stats.py`) is under 1 ms
+        parts = {"compare": compared - began, "allocate": allocated - compared, "sync": time.perf_counter() - allocated}
+        return {"lent": lent, "_parts": {k: round(v, 6) for k, v in parts.items()}}
 
     def _allocate_handout(self, dtype, shape: list[int]):
         """A handout, its allocation tried again once after this process's cached blocks went back to the driver
@@ -945,12 +953,13 @@ def serve(in_fd: int, out_fd: int, log_path: str, device_name: str, started: flo
             if handler is None:
                 raise ValueError(f"the keeper does not know request {kind}")
             answer = handler(keeper, payload)
+            parts = answer.pop("_parts", None)  # where a request's time went (`lend`), for the timeline only
             # its own time, so the pool can tell work here from waiting for this keeper (phase `keeper_queue`)
             answer["_keeper_s"] = round(time.perf_counter() - began, 6)
             frames.send(out_fd, KeeperAnswer.OKAY, json.dumps(answer).encode())
             # on the timeline (when one is named: `timeline.py`), each request with its own seconds: a cold eval's
             # 3.3 s inside the keeper was a `SIZE` (its first meta forward), not the screen it was taken for
-            mark("keeper_request", kind=kind, seconds=answer["_keeper_s"])
+            mark("keeper_request", kind=kind, seconds=answer["_keeper_s"], **({"parts": parts} if parts else {}))
         except StageError as exc:
             failed = True
             refusal = {"stage": exc.stage, "error": exc.info.model_dump()}

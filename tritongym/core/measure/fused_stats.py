@@ -33,7 +33,7 @@ BLOCK = 2048
 _LAUNCH = {"num_warps": 8} if os.environ.get("TRITON_INTERPRET") == "1" else {"num_warps": 8, "enable_fp_fusion": False}
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])  # one compiled variant per dtype: a shape set's odd length compiled anew
 def _stats_kernel(a_ptr, b_ptr, tol_ptr, part_ptr, n, BLOCK: tl.constexpr, WIDTHS: tl.constexpr):
     """Partial sums of one block: the same float64 arithmetic as `compare._float_stats`, lane by lane."""
     pid = tl.program_id(0)
@@ -107,8 +107,12 @@ def float_stats(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, 
 _warmed: set[str] = set()
 
 
+WARM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+"""Compiled at the keeper's start, in this order (float32 first: most outputs; float64 compiles when first met)."""
+
+
 def warm_up(device: torch.device) -> threading.Thread | None:
-    """Compile the float32 variant in the background, without running it (the keeper calls this once it is ready:
+    """Compile the common variants in the background, without running them (the keeper calls this once it is ready:
     its first comparison would otherwise wait for the compile).  None where there is nothing to do."""
     key = str(device)
     if device.type != "cuda" or key in _warmed or os.environ.get("TRITON_INTERPRET") == "1":
@@ -118,13 +122,17 @@ def warm_up(device: torch.device) -> threading.Thread | None:
     def compile_once() -> None:
         try:
             with torch.cuda.device(device):
-                x = torch.empty(BLOCK, device=device)  # allocations only: no kernel runs beside the keeper's work
                 tol = torch.empty(2, dtype=torch.float64, device=device)
                 part = torch.empty((1, len(STAT_NAMES)), dtype=torch.float64, device=device)
-                compiled = _stats_kernel.warmup(x, x, tol, part, BLOCK, BLOCK=BLOCK, WIDTHS=True, grid=(1,), **_LAUNCH)
-                load = getattr(compiled, "_init_handles", None)  # the module loaded, its launcher built
-                if callable(load):
-                    load()
+                for dtype in WARM_DTYPES:  # allocations only: no kernel runs beside the keeper's work
+                    x = torch.empty(BLOCK, dtype=dtype, device=device)
+                    widths = dtype == torch.float32
+                    compiled = _stats_kernel.warmup(
+                        x, x, tol, part, BLOCK, BLOCK=BLOCK, WIDTHS=widths, grid=(1,), **_LAUNCH
+                    )
+                    load = getattr(compiled, "_init_handles", None)  # the module loaded, its launcher built
+                    if callable(load):
+                        load()
         except Exception:  # noqa: BLE001 - the first real comparison compiles (or fails) in the open instead
             _warmed.discard(key)
 
