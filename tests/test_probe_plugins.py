@@ -29,9 +29,10 @@ from tritongym.core.plugins import PluginHost, PluginWarning
 from tritongym.core.problems import load_problem
 from tritongym.core.worker_task import BUILTIN_PROBES, ProbeSpec
 
-DEFAULT_PROBES = {*BUILTIN_PROBES, "shifted"}
-"""Every probe the built-in plugins register: the hard-wired built-ins and `shifted` (`plugins/probes/shifted.py`),
-a plain plugin probe with a trusted half, registered as a third party's is."""
+DEFAULT_PROBES = {*BUILTIN_PROBES, "shifted", "host_reads"}
+"""Every probe the built-in plugins register: the hard-wired built-ins, `shifted` (`plugins/probes/shifted.py`), a
+plain plugin probe with a trusted half, and `host_reads` (`plugins/probes/host_reads.py`), one without; both registered
+as a third party's is."""
 
 PROBE_MODULE = "tg_test_probe_functions"
 
@@ -242,6 +243,7 @@ def test_the_built_in_probes_are_registered_through_the_hook_and_declared_by_the
         "precomputed": {"precomputed"},
         "degenerate": {"degenerate"},
         "overflow": {"shifted"},
+        "host_compute": {"host_reads"},
     }
     for check, probes in readers.items():
         assert set(host.get("check", check).cls.probes) == probes, check

@@ -56,6 +56,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.checks.side_work",
     "tritongym.plugins.checks.precomputed",
     "tritongym.plugins.checks.torch_compute",
+    "tritongym.plugins.checks.host_compute",
     "tritongym.plugins.checks.timing",
     "tritongym.plugins.checks.llm_judge",
     "tritongym.plugins.rewards.correctness",
@@ -77,6 +78,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.strategies.random_search",
     "tritongym.plugins.probes.builtin",
     "tritongym.plugins.probes.shifted",
+    "tritongym.plugins.probes.host_reads",
 )
 """Built-in plugins, registered like any third-party plugin."""
 

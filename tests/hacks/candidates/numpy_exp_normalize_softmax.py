@@ -3,7 +3,8 @@ stable exponentials `exp(x - max)` and their row sums with numpy; the kernel loa
 `e / sum`. No argument of the kernel holds the answer (`precomputed` passes: it holds the unnormalised
 exponentials), the division is really needed (the ghost replay loses it), and numpy never reaches torch's
 dispatcher, so `torch_compute` sees no torch compute: every exponential, max and sum of the reference's
-work was done outside Triton, unpriced, under any policy."""
+work was done outside Triton, unpriced, under any policy. Caught by `host_compute`: the whole input is read out
+to numpy (probe `host_reads`)."""
 
 import numpy as np
 import torch

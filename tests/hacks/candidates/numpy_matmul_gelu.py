@@ -3,7 +3,8 @@
 work is really used (the ghost replay loses it) and no argument held the answer (`precomputed` passes).
 `torch_compute` weighs what reaches torch's dispatcher, and numpy never does: the candidate is judged to do
 no torch compute at all, so the `strict` policy passes it and, on a GPU, PR counts only device time, so the
-profiling reward does not price the host GEMM either."""
+profiling reward does not price the host GEMM either. Caught by `host_compute`: both operands are read out to
+numpy (probe `host_reads`)."""
 
 import torch
 import triton

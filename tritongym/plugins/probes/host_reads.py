@@ -1,0 +1,83 @@
+"""The `host_reads` probe: the forward once more, counting the tensor elements the candidate's own code reads out as
+host values (numpy arrays, Python lists and numbers).
+
+Work done with numpy or plain Python on the host never reaches torch's dispatcher, so `torch_compute` sees nothing
+of it, and a Triton kernel that only finishes the job (divides by row sums numpy made, copies a product numpy
+multiplied) passes `precomputed` and `ghost` too: found red-teaming, a softmax whose exponentials and sums came from
+numpy and a matmul done by `numpy.matmul` were `ok` under every policy.  An honest Triton forward reads at most a
+few scalars to the host (a maximum for a grid, a length); computing on the data there means reading all of it.
+
+The probe wraps, for one call, the ways tensor data becomes host values (`Tensor.numpy`, `__array__` (what
+`numpy.asarray` and `numpy.array` call), `tolist`, `item`, the conversions to Python numbers and truth values,
+`UntypedStorage.tolist`), and counts
+the elements only where the wrapped method was called from the candidate's own file: Triton's interpreter converts
+every kernel argument to numpy itself (on `triton-cpu`), and torch's own Python (printing a tensor) is not the
+candidate's choice.  The answer is `{"elements": N, "calls": {method: count}, "input_elements": M}`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tritongym import hookimpl
+from tritongym.core.interfaces import Probe
+
+_METHODS = ("numpy", "__array__", "tolist", "item", "__float__", "__int__", "__index__", "__bool__", "__complex__")
+
+
+def _candidate_file(model) -> str:
+    module = sys.modules.get(type(model).__module__)
+    return getattr(module, "__file__", "") or ""
+
+
+def _counting(original, name: str, tally: dict, own_file: str):
+    def counted(self, *args, **kwargs):
+        caller = sys._getframe(1)
+        if own_file and caller.f_code.co_filename == own_file:
+            tally["calls"][name] = tally["calls"].get(name, 0) + 1
+            try:
+                tally["elements"] += int(self.numel()) if hasattr(self, "numel") else int(self.nbytes())
+            except Exception:  # noqa: BLE001 - a count the object refuses is one element
+                tally["elements"] += 1
+        return original(self, *args, **kwargs)
+
+    return counted
+
+
+def candidate_side(model, inputs: list) -> dict:
+    """The forward on `inputs`, with the elements the candidate's code read out to the host counted."""
+    import torch
+
+    own_file = _candidate_file(model)
+    tally: dict = {"elements": 0, "calls": {}}
+    targets = [(torch.Tensor, name) for name in _METHODS]
+    storage = getattr(torch, "UntypedStorage", None)
+    if storage is not None and hasattr(storage, "tolist"):
+        targets.append((storage, "tolist"))
+    saved = [(cls, name, cls.__dict__.get(name)) for cls, name in targets]
+    try:
+        for cls, name in targets:
+            label = f"{'storage.' if cls is not torch.Tensor else ''}{name}"
+            setattr(cls, name, _counting(getattr(cls, name), label, tally, own_file))
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for cls, name, original in saved:
+            if original is None:
+                delattr(cls, name)  # inherited before (from torch._C.TensorBase): inherited again
+            else:
+                setattr(cls, name, original)
+    sizes = [int(x.numel()) for x in inputs if isinstance(x, torch.Tensor)]
+    return {"elements": tally["elements"], "calls": tally["calls"], "input_elements": sum(sizes)}
+
+
+class HostReadsProbe(Probe):
+    """The forward on the first trial's inputs, counting the tensor elements the candidate's code made host values."""
+
+    name = "host_reads"
+    target = "tritongym.plugins.probes.host_reads:candidate_side"
+
+
+@hookimpl
+def register_probes(register):
+    register(HostReadsProbe)
