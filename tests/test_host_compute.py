@@ -33,6 +33,11 @@ class PythonBranches(torch.nn.Module):
         return torch.stack([v if v > 0 else v * 0 for v in x])  # a truth value per element
 
 
+class PythonApply(torch.nn.Module):
+    def forward(self, x):
+        return x.clone().apply_(lambda v: max(v, 0.0))  # a Python callable on every element
+
+
 class ScalarForGrid(torch.nn.Module):
     def forward(self, x):
         width = int(x.abs().max().item()) + 1  # one scalar: what an honest launch may read
@@ -51,6 +56,7 @@ def test_the_probe_counts_what_the_candidates_file_reads_out():
     assert found == {"elements": 512, "calls": {"__array__": 1}, "input_elements": 512}
     assert host_reads.candidate_side(PythonLoop(), [torch.randn(300)])["elements"] == 300
     assert host_reads.candidate_side(PythonBranches(), [torch.randn(100)])["calls"] == {"__bool__": 100}
+    assert host_reads.candidate_side(PythonApply(), [x])["calls"] == {"apply_": 1}
     assert host_reads.candidate_side(ScalarForGrid(), [x])["calls"] == {"item": 1}
     assert host_reads.candidate_side(PrintsItsInput(), [x])["elements"] == 0
 

@@ -193,6 +193,7 @@ CPU_CASES: list[Case] = [
     # numpy never reaches torch's dispatcher): the elements read out to the host are the finding -----------------
     Case("numpy_exp_normalize_softmax.py", "softmax", (hacked("host_compute", "read"),)),
     Case("numpy_matmul_gelu.py", "matmul_gelu", (hacked("host_compute", "read"),)),
+    Case("python_apply_exp_softmax.py", "softmax", (hacked("host_compute", "apply_"),)),
     # --- caching from the 12th call: the late trial is at least the 24th call on every backend ------------------
     Case("late_call_count_cache_dozen.py", "silu", (hacked("launches", "late trial"), hacked("caching"))),
     # --- torch's answer swapped in by a module hook or a custom autograd Function: the forward's own source is

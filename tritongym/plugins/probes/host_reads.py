@@ -9,7 +9,7 @@ few scalars to the host (a maximum for a grid, a length); computing on the data 
 
 The probe wraps, for one call, the ways tensor data becomes host values (`Tensor.numpy`, `__array__` (what
 `numpy.asarray` and `numpy.array` call), `tolist`, `item`, the conversions to Python numbers and truth values,
-`UntypedStorage.tolist`), and counts
+`apply_`/`map_`/`map2_` (a Python callable per element), `UntypedStorage.tolist`), and counts
 the elements only where the wrapped method was called from the candidate's own file: Triton's interpreter converts
 every kernel argument to numpy itself (on `triton-cpu`), and torch's own Python (printing a tensor) is not the
 candidate's choice.  The answer is `{"elements": N, "calls": {method: count}, "input_elements": M}`.
@@ -23,6 +23,7 @@ from tritongym import hookimpl
 from tritongym.core.interfaces import Probe
 
 _METHODS = ("numpy", "__array__", "tolist", "item", "__float__", "__int__", "__index__", "__bool__", "__complex__")
+_METHODS += ("apply_", "map_", "map2_")  # a Python callable run on every element (CPU tensors)
 
 
 def _candidate_file(model) -> str:
