@@ -38,6 +38,13 @@ class PythonApply(torch.nn.Module):
         return x.clone().apply_(lambda v: max(v, 0.0))  # a Python callable on every element
 
 
+class ThroughDlpackAndStorage(torch.nn.Module):
+    def forward(self, x):
+        host = np.from_dlpack(x)  # __dlpack__
+        raw = bytes(x.untyped_storage())  # the storage iterated
+        return torch.from_numpy(np.maximum(host, 0.0)) + 0 * len(raw)
+
+
 class ScalarForGrid(torch.nn.Module):
     def forward(self, x):
         width = int(x.abs().max().item()) + 1  # one scalar: what an honest launch may read
@@ -57,16 +64,21 @@ def test_the_probe_counts_what_the_candidates_file_reads_out():
     assert host_reads.candidate_side(PythonLoop(), [torch.randn(300)])["elements"] == 300
     assert host_reads.candidate_side(PythonBranches(), [torch.randn(100)])["calls"] == {"__bool__": 100}
     assert host_reads.candidate_side(PythonApply(), [x])["calls"] == {"apply_": 1}
+    assert host_reads.candidate_side(ThroughDlpackAndStorage(), [x]) == {
+        "elements": 512 + 4 * 512,
+        "calls": {"__dlpack__": 1, "storage.__iter__": 1},
+        "input_elements": 512,
+    }
     assert host_reads.candidate_side(ScalarForGrid(), [x])["calls"] == {"item": 1}
     assert host_reads.candidate_side(PrintsItsInput(), [x])["elements"] == 0
 
 
 def test_the_probe_leaves_torch_as_it_found_it():
-    before = dict(vars(torch.Tensor))
+    before = dict(vars(torch.Tensor)), dict(vars(torch.UntypedStorage)), dict(vars(torch.TypedStorage))
     with pytest.raises(RuntimeError, match="probe"):
         host_reads.candidate_side(Raises(), [torch.randn(4)])
     host_reads.candidate_side(NumpySoftmax(), [torch.randn(2, 8)])
-    assert dict(vars(torch.Tensor)) == before
+    assert (dict(vars(torch.Tensor)), dict(vars(torch.UntypedStorage)), dict(vars(torch.TypedStorage))) == before
     assert torch.Tensor.numpy is torch._C.TensorBase.numpy
 
 

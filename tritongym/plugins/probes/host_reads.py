@@ -8,8 +8,9 @@ numpy and a matmul done by `numpy.matmul` were `ok` under every policy.  An hone
 few scalars to the host (a maximum for a grid, a length); computing on the data there means reading all of it.
 
 The probe wraps, for one call, the ways tensor data becomes host values (`Tensor.numpy`, `__array__` (what
-`numpy.asarray` and `numpy.array` call), `tolist`, `item`, the conversions to Python numbers and truth values,
-`apply_`/`map_`/`map2_` (a Python callable per element), `UntypedStorage.tolist`), and counts
+`numpy.asarray` and `numpy.array` call), `__dlpack__` (`numpy.from_dlpack`), `tolist`, `item`, the conversions to
+Python numbers and truth values, `apply_`/`map_`/`map2_` (a Python callable per element), and a storage's `tolist`,
+iteration and indexing), and counts
 the elements only where the wrapped method was called from the candidate's own file: Triton's interpreter converts
 every kernel argument to numpy itself (on `triton-cpu`), and torch's own Python (printing a tensor) is not the
 candidate's choice.  The answer is `{"elements": N, "calls": {method: count}, "input_elements": M}`.
@@ -22,8 +23,9 @@ import sys
 from tritongym import hookimpl
 from tritongym.core.interfaces import Probe
 
-_METHODS = ("numpy", "__array__", "tolist", "item", "__float__", "__int__", "__index__", "__bool__", "__complex__")
-_METHODS += ("apply_", "map_", "map2_")  # a Python callable run on every element (CPU tensors)
+_TENSOR_METHODS = ("numpy", "__array__", "__dlpack__", "tolist", "item", "__float__", "__int__", "__index__")
+_TENSOR_METHODS += ("__bool__", "__complex__", "apply_", "map_", "map2_")  # apply_/map_: a Python callable per element
+_STORAGE_METHODS = ("tolist", "__iter__", "__getitem__")  # bytes(storage) iterates it
 
 
 def _candidate_file(model) -> str:
@@ -31,13 +33,23 @@ def _candidate_file(model) -> str:
     return getattr(module, "__file__", "") or ""
 
 
-def _counting(original, name: str, tally: dict, own_file: str):
+def _size(obj, name: str) -> int:
+    """Elements (a tensor's) or bytes (a storage's) the call reads: one for a storage's single index."""
+    if name == "__getitem__":
+        return 1
+    if hasattr(obj, "numel"):
+        return int(obj.numel())
+    size = getattr(obj, "nbytes", None)
+    return int(size() if callable(size) else len(obj))
+
+
+def _counting(original, name: str, label: str, tally: dict, own_file: str):
     def counted(self, *args, **kwargs):
         caller = sys._getframe(1)
         if own_file and caller.f_code.co_filename == own_file:
-            tally["calls"][name] = tally["calls"].get(name, 0) + 1
+            tally["calls"][label] = tally["calls"].get(label, 0) + 1
             try:
-                tally["elements"] += int(self.numel()) if hasattr(self, "numel") else int(self.nbytes())
+                tally["elements"] += _size(self, name)
             except Exception:  # noqa: BLE001 - a count the object refuses is one element
                 tally["elements"] += 1
         return original(self, *args, **kwargs)
@@ -51,21 +63,20 @@ def candidate_side(model, inputs: list) -> dict:
 
     own_file = _candidate_file(model)
     tally: dict = {"elements": 0, "calls": {}}
-    targets = [(torch.Tensor, name) for name in _METHODS]
-    storage = getattr(torch, "UntypedStorage", None)
-    if storage is not None and hasattr(storage, "tolist"):
-        targets.append((storage, "tolist"))
-    saved = [(cls, name, cls.__dict__.get(name)) for cls, name in targets]
+    targets = [(torch.Tensor, name, name) for name in _TENSOR_METHODS if hasattr(torch.Tensor, name)]
+    for storage in (getattr(torch, "UntypedStorage", None), getattr(torch, "TypedStorage", None)):
+        if storage is not None:
+            targets += [(storage, name, f"storage.{name}") for name in _STORAGE_METHODS if hasattr(storage, name)]
+    saved = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in targets]
     try:
-        for cls, name in targets:
-            label = f"{'storage.' if cls is not torch.Tensor else ''}{name}"
-            setattr(cls, name, _counting(getattr(cls, name), label, tally, own_file))
+        for cls, name, label in targets:
+            setattr(cls, name, _counting(getattr(cls, name), name, label, tally, own_file))
         with torch.no_grad():
             model(*inputs)
     finally:
         for cls, name, original in saved:
             if original is None:
-                delattr(cls, name)  # inherited before (from torch._C.TensorBase): inherited again
+                delattr(cls, name)  # inherited before (from torch._C.TensorBase, _StorageBase): inherited again
             else:
                 setattr(cls, name, original)
     sizes = [int(x.numel()) for x in inputs if isinstance(x, torch.Tensor)]
