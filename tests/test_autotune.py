@@ -8,14 +8,12 @@ real registry; the GPU test is skipped without CUDA (python -m pytest -m gpu tes
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import registry_before
+from interpreted import run_interpreted
 from typer.testing import CliRunner
 
 from tritongym.cli.app import app
@@ -241,17 +239,7 @@ print(json.dumps(recorder.autotune.dump()))
 def test_a_benchmarked_choice_is_recorded_with_its_cost(tmp_path):
     """Triton's own autotuning (what a GPU does), here through the interpreter with a kernel-supplied
     benchmarker and no first-config policy: each new tuning key gives one choice, with Triton's bench_time."""
-    script = tmp_path / "benchmarked.py"
-    script.write_text(BENCHMARKED)
-    root = str(Path(__file__).resolve().parents[1])
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "1",
-        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    choices = [AutotuneChoice.model_validate(c) for c in json.loads(done.stdout.strip().splitlines()[-1])]
+    choices = [AutotuneChoice.model_validate(c) for c in run_interpreted(BENCHMARKED, tmp_path, "benchmarked.py")]
     last = {"BLOCK_SIZE": 1024, "num_warps": 8, "num_stages": 3, "num_ctas": 2, "maxnreg": 128}
     assert [(c.kernel, c.config, c.configs, c.how, c.when) for c in choices] == [
         ("tuned", last, 3, "benchmarked", "trial 0"),

@@ -8,13 +8,8 @@ their last bits (another order of additions).  On a GPU the same comparison is `
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from interpreted import run_interpreted
 
 SCRIPT = """
 import json
@@ -55,17 +50,7 @@ EXACT = ("mismatched", "finite", "nan_differs", "max_abs", "out_nonzero", "out_s
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    script = tmp_path_factory.mktemp("fused") / "fused_stats_check.py"
-    script.write_text(SCRIPT)
-    root = str(Path(__file__).resolve().parents[1])
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "1",
-        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_interpreted(SCRIPT, tmp_path_factory.mktemp("fused"), "fused_stats_check.py")
 
 
 def test_the_one_pass_sums_are_torchs(compared):

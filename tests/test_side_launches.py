@@ -9,11 +9,7 @@ bookkeeping.  That a real side stream is seen on a GPU is `tests/hacks/test_hack
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from interpreted import run_interpreted
 
 SCRIPT = """
 import json
@@ -79,17 +75,7 @@ print(json.dumps({"after_tuning": after_tuning, "findings": recorder.side_launch
 
 
 def test_side_stream_launches_are_findings_and_the_tuners_benchmarking_is_not(tmp_path):
-    script = tmp_path / "side_launches.py"
-    script.write_text(SCRIPT)
-    root = str(Path(__file__).resolve().parents[1])
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "1",
-        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_interpreted(SCRIPT, tmp_path, "side_launches.py")
     assert seen["after_tuning"] == [[], []], "the autotuner's benchmarking on its own stream was taken for side work"
     assert seen["findings"] == [
         "copy_kernel x2, tuned_kernel x1 launched on a stream other than the caller's in trial 0",
