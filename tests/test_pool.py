@@ -672,6 +672,9 @@ def gpu_budget(pool: WorkerPool, budget):
     try:
         yield budget
     finally:
+        # the keeper's FREE runs after the task's answer (in the background): a count it gives back to a budget
+        # already put away would stay in `device_records`, and the module's next test would find it there
+        settled(budget)
         for name, was in saved.items():
             getattr(pool, name).clear()
             getattr(pool, name).update(was)
