@@ -40,6 +40,7 @@ import time
 from collections import OrderedDict
 
 from tritongym.core.keeper import screen as keeper_screen
+from tritongym.core.keeper.device_copies import DeviceCopies
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import tensor_bytes
 from tritongym.core.models import ErrorInfo, OutputComparison, TimingReport, TimingStats
@@ -318,6 +319,9 @@ class Keeper:
         host_default_mb = host_share * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
         self.host_cache_bytes = int(float(os.environ.get("TRITONGYM_KEEPER_HOST_CACHE_MB", host_default_mb)) * 2**20)
         self.records: OrderedDict[str, ReferenceRecord] = OrderedDict()
+        # parked outputs compared again (the next candidates of a problem) from a copy on the device, in the room
+        # the kept records leave in the cache share (`device_copies.py`)
+        self.device_copies = DeviceCopies(self.device, self.cache_bytes)
         self.tasks: dict[str, dict] = {}
         self.handout_ids = 0
         self.builds = 0
@@ -419,6 +423,7 @@ class Keeper:
         """A new record; a reference that cannot fit the GPU is the problem's error, with its size in it."""
         import torch
 
+        self.device_copies.clear()  # another problem's: the build, or a task that has the GPU alone, may need it
         try:
             return ReferenceRecord(task, workdir, self.device)
         except torch.OutOfMemoryError as exc:
@@ -647,6 +652,7 @@ class Keeper:
         except CudaError as exc:
             if "out of memory" not in str(exc):
                 raise
+        self.device_copies.clear()
         scrubbed_empty_cache(self.device)
         try:
             return Handout(dtype, shape)
@@ -734,10 +740,28 @@ class Keeper:
         from tritongym.core.measure.compare import compare_output
 
         if isinstance(stored, Parked):
-            return compare_output(
-                index, out, stored.host, tolerances, gold, ref_device=self.device, inputs=inputs, fused=True
-            )
+            copy = self.device_copies.get(stored, self._copy_room())
+            if copy is None:
+                return compare_output(
+                    index, out, stored.host, tolerances, gold, ref_device=self.device, inputs=inputs, fused=True
+                )
+            stored = copy
         return compare_output(index, out, stored, tolerances, gold, inputs=inputs, fused=True)
+
+    def _copy_room(self) -> int:
+        """The cache share's bytes that the kept records leave for device copies of parked outputs."""
+        return self.cache_bytes - sum(r.device_bytes for r in self.records.values())
+
+    def _live_parked(self) -> set[int]:
+        """The identities of the parked outputs that a kept record or a running task's record holds."""
+        records = list(self.records.values()) + [s["record"] for s in self.tasks.values() if "record" in s]
+        return {
+            id(value)
+            for record in {id(r): r for r in records}.values()
+            for outputs in [*record.ref_outputs, *record.probe_refs.values()]
+            for value in outputs
+            if isinstance(value, Parked)
+        }
 
     def _compare(self, tolerances):
         """A handout's comparison, or an unlent output (stand-in, type name) compared with its reference."""
@@ -850,6 +874,7 @@ class Keeper:
     def release_cache(self) -> None:
         """This process's cached but unused GPU blocks back to the driver (poisoned first), after a failed request."""
         try:
+            self.device_copies.clear()
             scrubbed_empty_cache(self.device)
         except Exception as exc:  # noqa: BLE001 - a broken context fails the next request, which says so
             print(f"tritongym keeper: could not release the cache: {exc}", file=sys.stderr, flush=True)
@@ -874,6 +899,8 @@ class Keeper:
             or sum(r.host_bytes for r in self.records.values()) > self.host_cache_bytes
         ):
             self.records.popitem(last=False)
+        self.device_copies.keep_only(self._live_parked())
+        self.device_copies.trim(self._copy_room())
 
 
 class _Compared:
