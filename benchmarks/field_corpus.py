@@ -4,7 +4,10 @@ Every kernel of the corpus is a library's own code (FlagGems, Liger-Kernel, ...)
 the torch operation it implements, so any verdict but `ok` is a false refusal of the judge (or a wrapper bug:
 see benchmarks/field_corpus/SOURCES.md).  Each repeat judges the whole corpus in one `evaluate_many` batch under
 the default configuration (every check on, fresh secret seeds, no cache); the table gives each kernel's
-statuses, and the JSON (rewritten after every repeat) every verdict and every refusal with its message.
+statuses, and the JSON every verdict and every refusal with its message.  The JSON is rewritten (whole, by a
+rename) after every verdict: the repeat in progress is its `partial`, so a run cut off by a time limit keeps what
+it judged, and `--resume` judges only the rest of that repeat (a full repeat did not fit one 545 s call on one
+H200, and a cut one used to keep nothing).
 
     python benchmarks/field_corpus.py --backend triton-cuda --repeats 5                  # gpu sizes, all kernels
     python benchmarks/field_corpus.py --backend triton-cpu --size cpu --limit 10         # the interpreter's share
@@ -51,8 +54,9 @@ def select(kernels: list[dict], backend: str, only: list[str] | None, limit: int
     return picked
 
 
-def judge(kernels: list[dict], backend: str, size: str, workers: int, timeout_s: int) -> dict:
-    """One repeat: every kernel judged once, in one batch, under the default configuration."""
+def judge(kernels: list[dict], backend: str, size: str, workers: int, timeout_s: int, on_verdict=None) -> dict:
+    """One repeat: every kernel judged once, in one batch, under the default configuration; `on_verdict(name,
+    result)` as each verdict comes."""
     config = EvalConfig(backend=backend, size=size, workers=workers, timeout_s=timeout_s, use_cache=False)
     evaluator = Evaluator(config, registry=None, host=PluginHost(load_entry_points=False))
     try:
@@ -63,7 +67,13 @@ def judge(kernels: list[dict], backend: str, size: str, workers: int, timeout_s:
             )
             for k in kernels
         ]
-        results = evaluator.evaluate_many(pairs)
+        name_of = {problem.key: k["name"] for k, (_, problem) in zip(kernels, pairs)}
+
+        def verdict(result) -> None:
+            if on_verdict is not None:
+                on_verdict(name_of[result.problem_key], result)
+
+        results = evaluator.evaluate_many(pairs, on_result=verdict)
     finally:
         evaluator.close()
     return {k["name"]: r for k, r in zip(kernels, results)}
@@ -93,7 +103,8 @@ def main() -> None:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="add to the repeats already in --out (same backend, size and kernels) until --repeats are done",
+        help="add to the repeats already in --out (same backend, size and kernels) until --repeats are done, "
+        "judging first the rest of a repeat that was cut off",
     )
     parser.add_argument(
         "--merge",
@@ -119,21 +130,42 @@ def main() -> None:
         print(f"wrote {out}: {len(repeats_on)} repeats from {len(args.merge)} files")
         return
     runs: dict[str, list[dict]] = {k["name"]: [] for k in kernels}
-    device, done, earlier_s, repeats_on = None, 0, 0.0, []
+    device, done, earlier_s, repeats_on, partial = None, 0, 0.0, [], {"parts": 0, "rows": {}}
     if args.resume and out.exists():
-        runs, device, done, earlier_s, repeats_on = resumed(out, kernels, args.backend, size)
-        print(f"resuming {out}: {done} repeats done on {device}", flush=True)
+        runs, device, done, earlier_s, repeats_on, partial = resumed(out, kernels, args.backend, size)
+        cut = len(partial["rows"])
+        print(f"resuming {out}: {done} repeats done on {device}, {cut} kernels of the next", flush=True)
     started = time.perf_counter() - earlier_s
+
+    def write(repeats_done: int) -> dict:
+        payload = summary(kernels, runs, args, size, device, repeats_done, time.perf_counter() - started)
+        payload["repeats_on"] = repeats_on
+        if partial["rows"]:
+            payload["partial"] = partial
+        written = out.with_name(out.name + ".part")
+        written.write_text(json.dumps(payload, indent=1) + "\n")
+        written.replace(out)  # whole or not at all: a call cut off mid-write keeps the previous file
+        return payload
+
     for repeat in range(done, args.repeats):
         began = time.perf_counter()
-        results = judge(kernels, args.backend, size, workers, args.timeout_s)
-        for name, result in results.items():
-            runs[name].append(row(result))
-            device = device or result.fingerprint.device_name
-        repeats_on.append(machine_of(results, time.perf_counter() - began))
-        payload = summary(kernels, runs, args, size, device, repeat + 1, time.perf_counter() - started)
-        payload["repeats_on"] = repeats_on
-        out.write_text(json.dumps(payload, indent=1) + "\n")
+        rows = partial["rows"]
+        todo = [k for k in kernels if k["name"] not in rows]
+        partial["parts"] = partial["parts"] + 1 if rows else 1
+
+        def judged(name: str, result, repeat: int = repeat, rows: dict = rows) -> None:
+            nonlocal device
+            rows[name] = row(result)
+            device = device or (result.fingerprint.device_name if result.fingerprint else None)
+            write(repeat)
+            print(f"[{repeat + 1}/{args.repeats}] {len(rows)}/{len(kernels)} {name}: {result.status.value}", flush=True)
+
+        results = judge(todo, args.backend, size, workers, args.timeout_s, on_verdict=judged) if todo else {}
+        for k in kernels:
+            runs[k["name"]].append(rows[k["name"]])
+        repeats_on.append({**machine_of(results, time.perf_counter() - began), "parts": partial["parts"]})
+        partial = {"parts": 0, "rows": {}}
+        payload = write(repeat + 1)
         print(f"repeat {repeat + 1}/{args.repeats} done at {payload['wall_s']} s", flush=True)
     print_table(kernels, runs)
     print(f"wrote {out}")
@@ -141,8 +173,9 @@ def main() -> None:
 
 def resumed(
     out: Path, kernels: list[dict], backend: str, size: str, flag: str = "--resume"
-) -> tuple[dict, str, int, float, list]:
-    """The repeats an earlier run (another call on the device machine, say) wrote to `out`: a run that judged other
+) -> tuple[dict, str, int, float, list, dict]:
+    """The repeats an earlier run (another call on the device machine, say) wrote to `out`, and the repeat it was cut
+    off in (`partial`: the rows judged so far, and `parts`, the calls that repeat has taken): a run that judged other
     kernels, another backend or size is not the same measurement, so it is refused rather than mixed in."""
     earlier = json.loads(out.read_text())
     names = [k["name"] for k in kernels]
@@ -154,7 +187,10 @@ def resumed(
     repeats_on = earlier.get("repeats_on") or [{"device": earlier["device"], "gpus": None, "wall_s": None}] * int(
         earlier["repeats_done"]
     )
-    return earlier["runs"], earlier["device"], earlier["repeats_done"], earlier["wall_s"], list(repeats_on)
+    partial = earlier.get("partial") or {"parts": 0, "rows": {}}
+    if set(partial["rows"]) - set(names):
+        raise SystemExit(f"{flag}: {out} holds an unfinished repeat of other kernels; give another --out")
+    return earlier["runs"], earlier["device"], earlier["repeats_done"], earlier["wall_s"], list(repeats_on), partial
 
 
 def merged(files: list[Path], kernels: list[dict], backend: str, size: str) -> tuple[dict, str, list, float]:
@@ -163,7 +199,9 @@ def merged(files: list[Path], kernels: list[dict], backend: str, size: str) -> t
     runs: dict[str, list[dict]] = {k["name"]: [] for k in kernels}
     device, repeats_on, wall_s = None, [], 0.0
     for path in files:
-        more, device_of, _, seconds, on = resumed(path, kernels, backend, size, "--merge")
+        more, device_of, _, seconds, on, partial = resumed(path, kernels, backend, size, "--merge")
+        if partial["rows"]:
+            raise SystemExit(f"--merge: {path} holds an unfinished repeat; finish it with --resume first")
         for name, rows in more.items():
             runs[name].extend(rows)
         device, repeats_on, wall_s = device or device_of, repeats_on + on, max(wall_s, seconds)

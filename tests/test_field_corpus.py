@@ -141,3 +141,33 @@ def test_merge_joins_repeats_run_side_by_side_and_refuses_another_measurement(mo
     monkeypatch.setattr(sys, "argv", [*argv, str(tmp_path / "a.json"), str(tmp_path / "c.json")])
     with pytest.raises(SystemExit, match="--merge: .*c.json holds another run"):
         field_corpus.main()
+
+
+def test_a_repeat_cut_off_keeps_its_verdicts_and_resume_judges_only_the_rest(tmp_path, monkeypatch, capsys):
+    """A full repeat did not fit one call on the lent H200 and kept nothing: the JSON now holds the repeat in
+    progress (`partial`), and `--resume` judges only the kernels it lacks, then closes the repeat with both parts."""
+    monkeypatch.setenv("TRITONGYM_LOAD_PLUGINS", "")
+    first, second = "flaggems_add", "liger_relu_squared"
+    out = tmp_path / "corpus.json"
+    earlier = {"status": "ok", "failed": [], "message": "judged by the call that was cut off", "error": None}
+    cut = {
+        "backend": "triton-cpu",
+        "size": "cpu",
+        "device": "cpu",
+        "repeats_done": 0,
+        "wall_s": 12.5,
+        "runs": {first: [], second: []},
+        "repeats_on": [],
+        "partial": {"parts": 1, "rows": {first: {**earlier, "speedup": None, "precision": ""}}},
+    }
+    out.write_text(json.dumps(cut))
+    argv = ["field_corpus.py", "--backend", "triton-cpu", "--only", first, second, "--repeats", "1", "--workers", "2"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--resume", "--out", str(out)])
+    field_corpus.main()
+    printed = capsys.readouterr().out
+    assert "1 kernels of the next" in printed and f"2/2 {second}: ok" in printed and f"{first}:" not in printed
+    done = json.loads(out.read_text())
+    assert done["repeats_done"] == 1 and "partial" not in done and done["false_refusals"] == 0
+    assert done["runs"][first][0]["message"] == earlier["message"]  # kept, not judged again
+    assert done["runs"][second][0]["status"] == "ok" and done["repeats_on"][0]["parts"] == 2
+    assert done["wall_s"] >= 12.5 and not (tmp_path / "corpus.json.part").exists()
