@@ -24,7 +24,8 @@ column), backend triton-cuda with `gpus` set to the column's GPUs.  Per column:
 The columns run in the order given (`--gpu-sets 0 0,1`); `--repeats 2` runs the list again reversed, so an
 order effect shows.  `--settings` runs every GPU set under each of the backend's settings in turn (the names of
 `lock_options_ab.py`: `default`, `unlocked+handback`, `unlocked+handback+shared=30`, ...), each setting's ratios
-against its own one-GPU column: which lock option scales, measured as the issue's floor is.  The JSON is rewritten
+against its own one-GPU column: which lock option scales, measured as the issue's floor is (a `switch=S` part sets
+this process's GIL hand-over interval for the column: `default+switch=0.0005`).  The JSON is rewritten
 after every column, so a call cut off by its limit keeps what it ran.
 
     python benchmarks/gpu_scaling.py --gpu-sets 0 0,1 --out $OUT/scaling.json > $OUT/scaling.log 2>&1
@@ -37,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import sys
 import tempfile
 import threading
 import time
@@ -172,6 +174,25 @@ def _summary(batch: dict) -> dict:
     }
 
 
+def split_switch(setting: str) -> tuple[str, float | None]:
+    """A setting's `switch=S` part apart from the lock's (`default+switch=0.0005`): the pool's process hands the GIL
+    over every S seconds (`sys.setswitchinterval`, 0.005 by default) while the column runs.  The pool relays every
+    keeper request through a thread of this process; on two H200s each task's `keeper_queue` doubled against one
+    GPU, and a shorter hand-over tells whether threads waiting for the GIL are that."""
+    parts = setting.split("+")
+    switches = [p for p in parts if p.startswith("switch=")]
+    rest = "+".join(p for p in parts if not p.startswith("switch=")) or "default"
+    if not switches:
+        return rest, None
+    try:
+        seconds = float(switches[-1].partition("=")[2])
+    except ValueError:
+        raise SystemExit(f"{switches[-1]!r}: switch takes seconds, e.g. switch=0.0005") from None
+    if not 0 < seconds <= 1:
+        raise SystemExit(f"{switches[-1]!r}: switch takes seconds in (0, 1], e.g. switch=0.0005")
+    return rest, seconds
+
+
 def run_column(
     gpus: list[int] | None,
     cands: list[tuple[str, str, str]],
@@ -186,8 +207,12 @@ def run_column(
     same candidates on the same evaluator with the cache off, as an RL run's later steps judge new samples of
     problems it has seen (pool warm, screens held, records kept), each judged afresh."""
     options = {"gpus": gpus} if gpus is not None else {}
-    if setting != "default" and backend == "triton-cuda":  # the lock's options are triton-cuda's
-        options.update(backend_options(setting))
+    lock_setting, switch_s = split_switch(setting)
+    if lock_setting != "default" and backend == "triton-cuda":  # the lock's options are triton-cuda's
+        options.update(backend_options(lock_setting))
+    default_switch_s = sys.getswitchinterval()
+    if switch_s is not None:
+        sys.setswitchinterval(switch_s)
     config = EvalConfig(backend=backend, size=size, backend_options=options)
     problems = {name: load_problem(name, size) for name in dict.fromkeys(c[0] for c in cands)}
     screen.forget_held()  # each column screens its problems afresh: held ones made a later column's start free
@@ -211,6 +236,7 @@ def run_column(
         finally:
             evaluator.close()
             os.environ.pop(timeline.ENV, None)
+            sys.setswitchinterval(default_switch_s)
     column = {"gpus": gpus, "setting": setting, "setup_s": round(setup_s, 2), **_summary(cold)}
     column["timeline"] = timeline_summary(marks, begun, begun + setup_s, cold["wall_s"])
     if steady_batches:
@@ -286,8 +312,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "gpu_scaling.json")
     args = parser.parse_args()
     for setting in args.settings:
-        if setting != "default":
-            backend_options(setting)  # every setting understood before anything runs
+        lock_setting, _ = split_switch(setting)
+        if lock_setting != "default":
+            backend_options(lock_setting)  # every setting understood before anything runs
 
     size = "gpu" if args.device == "cuda" else "cpu"
     backend = "triton-cuda" if args.device == "cuda" else "triton-cpu"

@@ -37,3 +37,18 @@ def test_a_setting_without_default_turns_off_the_switches_it_does_not_name():
 def test_an_unknown_part_is_refused_with_the_names_it_could_be():
     with pytest.raises(SystemExit, match="unknown setting 'fast'"):
         backend_options("default+fast")
+
+
+def test_a_switch_part_sets_the_gil_hand_over_and_leaves_the_lock_setting_as_it_was():
+    """`gpu_scaling.py`'s `switch=S` (the pool process's `sys.setswitchinterval` for a column) comes off a setting
+    before the lock's parts are read, so `default+switch=0.0005` runs today's defaults and nothing else differs."""
+    from gpu_scaling import split_switch
+
+    assert split_switch("default+switch=0.0005") == ("default", 0.0005)
+    assert split_switch("switch=0.001") == ("default", 0.001)
+    assert split_switch("unlocked+handback") == ("unlocked+handback", None)
+    rest, seconds = split_switch("default+workers=12+switch=0.002")
+    assert (rest, seconds) == ("default+workers=12", 0.002) and backend_options(rest)["workers_per_gpu"] == 12
+    for bad in ("default+switch=fast", "default+switch=0", "default+switch=5"):
+        with pytest.raises(SystemExit, match="switch takes seconds"):
+            split_switch(bad)

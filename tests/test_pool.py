@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 
 import pytest
 import torch
@@ -92,6 +93,34 @@ def test_hang_is_a_timeout_and_the_pool_goes_on(pool, relu_problem):
 
 
 SLOW_CALL_S = 0.05
+def test_a_keeper_call_says_how_long_it_waited_behind_another_tasks_request(pool):
+    """`keeper_queue_busy`, the part of a task's `keeper_queue` spent behind other tasks' requests to the same
+    keeper (`KeeperProcess.waited_s`, per calling thread), apart from the relay through the pool: on two H200s the
+    queue doubled against one GPU and nothing said which it was."""
+    from tritongym.core.worker.protocol import KeeperRequest
+
+    keeper = pool.keeper("cpu", 0)
+    free = json.dumps({"task_id": "no-such-task"}).encode()
+    assert keeper.call(KeeperRequest.FREE, free, 30.0)[0] and keeper.waited_s() < 0.2
+    holding, held = threading.Event(), threading.Event()
+
+    def another_task() -> None:  # holds the keeper as a long request of another task would
+        with keeper.calls:
+            holding.set()
+            held.wait(0.4)
+
+    thread = threading.Thread(target=another_task)
+    thread.start()
+    holding.wait(5)
+    ok, _ = keeper.call(KeeperRequest.FREE, free, 30.0)
+    thread.join()
+    assert ok and keeper.waited_s() >= 0.3
+    seen = []
+    threading.Thread(target=lambda: seen.append(keeper.waited_s())).start()
+    time.sleep(0.1)
+    assert seen == [0.0]  # another thread's calls are its own
+
+
 FLOOR_S = 1  # the configured floor: the candidate's calls alone (about 35, each SLOW_CALL_S) outlast it
 
 
@@ -117,6 +146,7 @@ def test_the_time_budget_grows_with_what_the_reference_costs(pool, relu_problem)
     # the keeper's own time says where its requests went: the slow build is work, not waiting (one task alone)
     assert evidence.phases["keeper_work"] >= evidence.phases["reference"]
     assert evidence.phases["keeper_queue"] < evidence.phases["keeper_work"] / 4
+    assert 0.0 <= evidence.phases["keeper_queue_busy"] <= evidence.phases["keeper_queue"] + 1e-3
     assert evidence.worker_s > FLOOR_S  # past the floor, within the budget
     # a candidate that never finishes is still killed, at the grown budget (about six seconds here: it sleeps
     # through them, where test_hang_is_a_timeout_and_the_pool_goes_on spins through its one second)

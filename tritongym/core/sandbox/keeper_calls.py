@@ -45,6 +45,7 @@ class KeeperCalls:
         work = float(answer.pop("_keeper_s", 0.0)) if isinstance(answer, dict) else 0.0
         self.keeper_work_s += work
         self.keeper_queue_s += max(time.monotonic() - began - work, 0.0)
+        self.keeper_busy_s += self.keeper.waited_s()  # of which behind other tasks' requests to this keeper
         return ok, answer
 
     def _ask_or_refused(self, kind: KeeperRequest, payload: bytes) -> dict:

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 from tritongym.core import timeline
 from tritongym.core.sandbox import owned
@@ -268,6 +269,9 @@ class KeeperProcess(Worker):
         self.extra_env = options.extra_env
         super().__init__(gpu, options, zygote)
         self.calls = threading.Lock()
+        # per calling thread, how long its last `call` waited for another task's request to this keeper to end:
+        # the part of a task's `keeper_queue` that is this keeper's queue, not the relay through the pool
+        self._waited = threading.local()
         self.dead = ""
 
     def role_env(self) -> dict[str, str]:
@@ -300,7 +304,9 @@ class KeeperProcess(Worker):
 
     def call(self, kind: KeeperRequest, payload: bytes, timeout: float) -> tuple[bool, bytes]:
         """(answered `OKAY`, the answer's payload); raises `KeeperUnavailable` when the keeper is gone."""
+        began = time.monotonic()
         with self.calls:
+            self._waited.s = time.monotonic() - began
             if self.dead:
                 raise KeeperUnavailable(self.dead)
             if not self.send(kind, payload):
@@ -317,3 +323,7 @@ class KeeperProcess(Worker):
                 self.kill()
                 raise KeeperUnavailable(self.dead + (f"\n{tail}" if tail else ""), timed_out=frame is None)
             return frame[0] == KeeperAnswer.OKAY, frame[1]
+
+    def waited_s(self) -> float:
+        """Seconds this thread's last `call` waited for the keeper to finish other tasks' requests."""
+        return getattr(self._waited, "s", 0.0)

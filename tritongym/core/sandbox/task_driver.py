@@ -106,6 +106,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         # the keeper's requests: its own work, and the rest (waiting for it to finish others' requests, frames)
         self.keeper_work_s = 0.0
         self.keeper_queue_s = 0.0
+        self.keeper_busy_s = 0.0
         self.phase = "the reference's side"
         self.granted_mb: float | None = None
         self.capped_here = False  # the worker's allocator cap is the pool's (`_admit`), not the configuration's
@@ -245,6 +246,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
         evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
         evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
         evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
+        evidence.phases["keeper_queue_busy"] = round(self.keeper_busy_s, 4)
         return evidence, died
 
     def _worker_died(self, why: bytes, started: float) -> Evidence:

@@ -71,6 +71,7 @@ class EvidenceAssembly:
         evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
         evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
         evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
+        evidence.phases["keeper_queue_busy"] = round(self.keeper_busy_s, 4)
         if self.compiles.excused_s:
             evidence.phases["compile_excused"] = round(self.compiles.excused_s, 4)
         return evidence
