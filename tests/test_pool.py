@@ -93,6 +93,8 @@ def test_hang_is_a_timeout_and_the_pool_goes_on(pool, relu_problem):
 
 
 SLOW_CALL_S = 0.05
+
+
 def test_a_keeper_call_says_how_long_it_waited_behind_another_tasks_request(pool):
     """`keeper_queue_busy`, the part of a task's `keeper_queue` spent behind other tasks' requests to the same
     keeper (`KeeperProcess.waited_s`, per calling thread), apart from the relay through the pool: on two H200s the
