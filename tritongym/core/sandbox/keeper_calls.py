@@ -48,6 +48,19 @@ class KeeperCalls:
         self.keeper_busy_s += self.keeper.waited_s()  # of which behind other tasks' requests to this keeper
         return ok, answer
 
+    def _waits_into(self, evidence) -> None:
+        """The task's waits into its `evidence.phases`: for the GPU lock, for memory, and for its keeper (`keeper_work`,
+        the keeper's own time; `keeper_queue`, the rest of the requests' time, of which `keeper_queue_busy` behind
+        other tasks' requests to the same keeper)."""
+        waits = {
+            "gpu_lock_wait": self.lock_wait_s,
+            "gpu_memory_wait": self.memory_wait_s,
+            "keeper_work": self.keeper_work_s,
+            "keeper_queue": self.keeper_queue_s,
+            "keeper_queue_busy": self.keeper_busy_s,
+        }
+        evidence.phases.update({name: round(seconds, 4) for name, seconds in waits.items()})
+
     def _ask_or_refused(self, kind: KeeperRequest, payload: bytes) -> dict:
         """`_ask` under whatever the worker holds, for a request about a candidate's outputs: the answer, or
         `KeeperRefused` (the keeper's failure, retried, never the candidate's), or a `ValueError` where what the

@@ -242,11 +242,7 @@ class TaskDriver(KeeperCalls, TaskMemory, ReferenceTiming, EvidenceAssembly):
             self._release()
             self.release_worker_memory()  # the build's reservation, or the whole GPU's when run alone
         evidence.worker_s = time.monotonic() - started
-        evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
-        evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
-        evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
-        evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
-        evidence.phases["keeper_queue_busy"] = round(self.keeper_busy_s, 4)
+        self._waits_into(evidence)
         return evidence, died
 
     def _worker_died(self, why: bytes, started: float) -> Evidence:

@@ -67,11 +67,7 @@ class EvidenceAssembly:
         evidence.stdout_tail = self.worker.log_tail()
         evidence.worker_s = time.monotonic() - started
         evidence.phases["pool_compare"] = round(self.compare_s, 4)
-        evidence.phases["gpu_lock_wait"] = round(self.lock_wait_s, 4)
-        evidence.phases["gpu_memory_wait"] = round(self.memory_wait_s, 4)
-        evidence.phases["keeper_work"] = round(self.keeper_work_s, 4)
-        evidence.phases["keeper_queue"] = round(self.keeper_queue_s, 4)
-        evidence.phases["keeper_queue_busy"] = round(self.keeper_busy_s, 4)
+        self._waits_into(evidence)
         if self.compiles.excused_s:
             evidence.phases["compile_excused"] = round(self.compiles.excused_s, 4)
         return evidence
