@@ -279,7 +279,13 @@ def timeline_summary(marks: list[dict], begun: float, clock: float, wall_s: floa
         "last_screen_end_s": max(screens, default=None),
         "ended_per_tenth": tenths,
         "ready_unused_s": round(unused, 1),
-        "marks": [[at(m), m["event"], m.get("gpu"), m.get("mode")] for m in marks],
+        # a keeper's request with its kind, seconds and process (which of a GPU's keepers served it), the rest by GPU
+        "marks": [
+            [at(m), m["event"], m.get("gpu"), m.get("mode")]
+            if m["event"] != "keeper_request"
+            else [at(m), m["event"], m.get("pid"), m.get("kind"), m.get("seconds")]
+            for m in marks
+        ],
     }
 
 

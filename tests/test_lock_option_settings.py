@@ -52,3 +52,18 @@ def test_a_switch_part_sets_the_gil_hand_over_and_leaves_the_lock_setting_as_it_
     for bad in ("default+switch=fast", "default+switch=0", "default+switch=5"):
         with pytest.raises(SystemExit, match="switch takes seconds"):
             split_switch(bad)
+
+
+def test_the_scaling_timeline_keeps_which_keeper_served_each_request():
+    """`gpu_scaling.py`'s marks: a keeper's request keeps its process, kind and seconds (a problem's tasks all go to
+    one of a GPU's keepers, and the next two-GPU run counts the requests each keeper served); the rest by GPU."""
+    from gpu_scaling import timeline_summary
+
+    marks = [
+        {"t": 100.0, "event": "task_start", "gpu": "0", "mode": None, "pid": 1},
+        {"t": 100.5, "event": "keeper_request", "kind": "LEND", "seconds": 0.012, "pid": 4242},
+        {"t": 101.0, "event": "task_end", "gpu": "0", "mode": None, "pid": 1},
+    ]
+    summary = timeline_summary(marks, begun=99.0, clock=99.5, wall_s=2.0)
+    assert summary["marks"][1] == [1.0, "keeper_request", 4242, "LEND", 0.012]
+    assert summary["marks"][0] == [0.5, "task_start", "0", None]
