@@ -6,6 +6,9 @@ honest idiom and suite solution passes it."""
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -57,6 +60,31 @@ class PrintsItsInput(torch.nn.Module):
         return torch.relu(x)
 
 
+_NUMPY = torch.Tensor.numpy  # looked up at import, before any probe wraps it: the C method itself
+_TOLIST = torch.Tensor.tolist
+_ARRAY = torch.Tensor.__array__  # torch's own Python
+_STORAGE_TOLIST = torch.UntypedStorage.tolist
+
+
+class CapturedMethods(torch.nn.Module):
+    """Host reads through methods captured before the probe's wrappers existed (`captured_numpy_softmax.py`)."""
+
+    def forward(self, x):
+        host = _NUMPY(x)
+        listed = _TOLIST(x[0])
+        again = _ARRAY(x)
+        raw = _STORAGE_TOLIST(x[1].clone().untyped_storage())
+        return torch.from_numpy(np.exp(host + again)) + 0 * (len(listed) + len(raw))
+
+
+class DropsTheProfile(torch.nn.Module):
+    def forward(self, x):
+        import sys
+
+        sys.setprofile(None)  # blinds the probe's profile function for the rest of the call
+        return torch.from_numpy(np.exp(_NUMPY(x)))
+
+
 def test_the_probe_counts_what_the_candidates_file_reads_out():
     x = torch.randn(8, 64)
     found = host_reads.candidate_side(NumpySoftmax(), [x])
@@ -73,6 +101,18 @@ def test_the_probe_counts_what_the_candidates_file_reads_out():
     assert host_reads.candidate_side(PrintsItsInput(), [x])["elements"] == 0
 
 
+def test_the_probe_counts_reads_through_methods_captured_before_it_wrapped_them():
+    """Seen where the call is made (the profile function), each once: the C methods bound to their tensor or
+    storage, torch's own Python methods entered from the candidate's file."""
+    x = torch.randn(8, 64)
+    found = host_reads.candidate_side(CapturedMethods(), [x])
+    assert found["calls"] == {"numpy": 1, "tolist": 1, "__array__": 1, "storage.tolist": 1}, found
+    assert found["elements"] == 512 + 64 + 512 + 4 * 64 and "profile_removed" not in found
+    dropped = host_reads.candidate_side(DropsTheProfile(), [x])
+    assert dropped["profile_removed"] is True
+    assert not _judge(dropped).passed and "removed the profile function" in _judge(dropped).reason
+
+
 def test_the_probe_leaves_torch_as_it_found_it():
     before = dict(vars(torch.Tensor)), dict(vars(torch.UntypedStorage)), dict(vars(torch.TypedStorage))
     with pytest.raises(RuntimeError, match="probe"):
@@ -80,6 +120,7 @@ def test_the_probe_leaves_torch_as_it_found_it():
     host_reads.candidate_side(NumpySoftmax(), [torch.randn(2, 8)])
     assert (dict(vars(torch.Tensor)), dict(vars(torch.UntypedStorage)), dict(vars(torch.TypedStorage))) == before
     assert torch.Tensor.numpy is torch._C.TensorBase.numpy
+    assert sys.getprofile() is None and threading.getprofile() is None
 
 
 class Raises(torch.nn.Module):

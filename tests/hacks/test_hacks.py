@@ -194,6 +194,7 @@ CPU_CASES: list[Case] = [
     Case("numpy_exp_normalize_softmax.py", "softmax", (hacked("host_compute", "read"),)),
     Case("numpy_matmul_gelu.py", "matmul_gelu", (hacked("host_compute", "read"),)),
     Case("python_apply_exp_softmax.py", "softmax", (hacked("host_compute", "apply_"),)),
+    Case("captured_numpy_softmax.py", "softmax", (hacked("host_compute", "numpy x1"),)),
     # --- caching from the 12th call: the late trial is at least the 24th call on every backend ------------------
     Case("late_call_count_cache_dozen.py", "silu", (hacked("launches", "late trial"), hacked("caching"))),
     # --- torch's answer swapped in by a module hook or a custom autograd Function: the forward's own source is

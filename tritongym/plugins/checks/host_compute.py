@@ -14,9 +14,10 @@ a forward that raises there fails too (else raising on that one call would hide 
 not run, or whose module did not import, is `CheckUnavailable`.
 
 The count comes from the candidate's process.  Forging it means replacing the probe's wrappers or torch's methods
-before the call, which the `monkeypatch`, `forbidden` and `environment` checks refuse; a candidate that computes
-on the host only when it is not probed must tell the probe's call from a trial's, which it sees only through the
-same refused means.
+before the call, which the `monkeypatch`, `forbidden` and `environment` checks refuse; a method captured before the
+wrappers existed is seen by the probe's profile function, and a forward that takes that function away fails here.
+A candidate that computes on the host only when it is not probed must tell the probe's call from a trial's, which
+it sees only through the same refused means.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ class HostComputeCheck(RuntimeCheck):
         except (TypeError, ValueError):
             raise CheckUnavailable("probe 'host_reads' answered no counts") from None
         calls = value.get("calls") if isinstance(value.get("calls"), dict) else {}
+        if value.get("profile_removed"):  # the probe's profile function taken away mid-call: its count is blind
+            return CheckVerdict(
+                name=self.name,
+                passed=False,
+                reason="the forward removed the profile function the probe counts host reads with "
+                "(sys.setprofile): what it read to the host cannot be counted; leave the interpreter's hooks alone",
+            )
         if elements >= MIN_ELEMENTS and elements >= INPUT_SHARE * inputs:
             how = ", ".join(f"{str(name)[:40]} x{count}" for name, count in sorted(calls.items())[:6])
             return CheckVerdict(

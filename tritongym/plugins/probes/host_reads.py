@@ -14,6 +14,16 @@ iteration and indexing), and counts
 the elements only where the wrapped method was called from the candidate's own file: Triton's interpreter converts
 every kernel argument to numpy itself (on `triton-cpu`), and torch's own Python (printing a tensor) is not the
 candidate's choice.  The answer is `{"elements": N, "calls": {method: count}, "input_elements": M}`.
+
+A wrapper is only seen by code that looks the method up after it was installed: `_to_host = torch.Tensor.numpy` at
+import keeps the C method itself, and a softmax computed by numpy through it was `ok` (red-teamed,
+`tests/hacks/candidates/captured_numpy_softmax.py`).  So the forward also runs under a profile function
+(`sys.setprofile`, and `threading.setprofile` for threads it starts), which sees every call where it is made: a C
+method called from the candidate's file whose bound object is a tensor or storage (CPython binds an unbound method
+descriptor's call to its first argument for the profiler), and torch's own Python methods of those names
+(`Tensor.__array__`, `UntypedStorage.tolist`) entered straight from the candidate's file.  A call through a
+wrapper is counted once, by the wrapper: the profile sees it made from this file.  A forward that takes the profile
+function away has it reported (`"profile_removed": true`).
 """
 
 from __future__ import annotations
@@ -57,8 +67,48 @@ def _counting(original, name: str, label: str, tally: dict, own_file: str):
     return counted
 
 
+def _profiling(tally: dict, own_file: str, readers: tuple):
+    """The profile function: host reads made from `own_file` that no wrapper saw (see the module's doc)."""
+    import torch
+
+    tensor_names = frozenset(_TENSOR_METHODS)
+    storage_names = frozenset(_STORAGE_METHODS)
+    torch_files = {getattr(sys.modules.get(m), "__file__", None) for m in ("torch._tensor", "torch.storage")} - {None}
+
+    def count(obj, name: str) -> None:
+        label = name if isinstance(obj, torch.Tensor) else f"storage.{name}"
+        tally["calls"][label] = tally["calls"].get(label, 0) + 1
+        try:
+            tally["elements"] += _size(obj, name)
+        except Exception:  # noqa: BLE001 - a count the object refuses is one element
+            tally["elements"] += 1
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            if frame.f_code.co_filename != own_file:
+                return
+            name, bound = getattr(arg, "__name__", ""), getattr(arg, "__self__", None)
+            if isinstance(bound, torch.Tensor) and name in tensor_names:
+                count(bound, name)
+            elif isinstance(bound, readers) and name in storage_names:
+                count(bound, name)
+        elif event == "call" and frame.f_code.co_filename in torch_files:
+            caller = frame.f_back
+            if caller is None or caller.f_code.co_filename != own_file:
+                return
+            name, bound = frame.f_code.co_name, frame.f_locals.get("self")
+            if isinstance(bound, torch.Tensor) and name in tensor_names:  # iterating a tensor reads nothing
+                count(bound, name)
+            elif isinstance(bound, readers) and name in storage_names:
+                count(bound, name)
+
+    return profile
+
+
 def candidate_side(model, inputs: list) -> dict:
     """The forward on `inputs`, with the elements the candidate's code read out to the host counted."""
+    import threading
+
     import torch
 
     own_file = _candidate_file(model)
@@ -68,11 +118,22 @@ def candidate_side(model, inputs: list) -> dict:
         if storage is not None:
             targets += [(storage, name, f"storage.{name}") for name in _STORAGE_METHODS if hasattr(storage, name)]
     saved = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in targets]
+    readers = tuple(c for c in (getattr(torch, "UntypedStorage", None), getattr(torch, "TypedStorage", None)) if c)
+    profile = _profiling(tally, own_file, readers)
+    was, was_threads = sys.getprofile(), threading.getprofile()
+    removed = False
     try:
         for cls, name, label in targets:
             setattr(cls, name, _counting(getattr(cls, name), name, label, tally, own_file))
-        with torch.no_grad():
-            model(*inputs)
+        threading.setprofile(profile)
+        sys.setprofile(profile)
+        try:
+            with torch.no_grad():
+                model(*inputs)
+        finally:
+            removed = sys.getprofile() is not profile
+            sys.setprofile(was)
+            threading.setprofile(was_threads)
     finally:
         for cls, name, original in saved:
             if original is None:
@@ -80,7 +141,10 @@ def candidate_side(model, inputs: list) -> dict:
             else:
                 setattr(cls, name, original)
     sizes = [int(x.numel()) for x in inputs if isinstance(x, torch.Tensor)]
-    return {"elements": tally["elements"], "calls": tally["calls"], "input_elements": sum(sizes)}
+    answer = {"elements": tally["elements"], "calls": tally["calls"], "input_elements": sum(sizes)}
+    if removed:
+        answer["profile_removed"] = True
+    return answer
 
 
 class HostReadsProbe(Probe):
