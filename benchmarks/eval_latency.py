@@ -136,8 +136,20 @@ def summary(run: dict) -> dict:
         "flags": result.get("flags", {}),
         "memory_mb": result.get("memory_mb", {}),
         "verdict": verdict(result) if "status" in result else None,
+        "lends_ms": lend_parts(run),
         "timeline": run.get("timeline", []),
     }
+
+
+def lend_parts(run: dict) -> dict:
+    """The keeper's `LEND`s of the run, from its timeline: how many, and each part's milliseconds summed and at most
+    (`compare`: the outputs lent before, compared; `allocate`: the new handouts; `sync`: their fill's wait)."""
+    parts = [m[2]["parts"] for m in run.get("timeline", []) if m[2].get("kind") == "LEND" and m[2].get("parts")]
+    found: dict = {"lends": len(parts)}
+    for name in sorted({k for p in parts for k in p}):
+        values = [1000 * float(p.get(name, 0.0)) for p in parts]
+        found[name] = {"sum": round(sum(values), 2), "max": round(max(values), 2)}
+    return found
 
 
 def timeline_line(run: dict) -> str:

@@ -121,3 +121,20 @@ def test_a_record_leaving_the_keepers_cache_takes_its_copies_with_it(tmp_path, m
     assert set(keeper.device_copies.copies) == {id(second)}  # task b still runs with its record
     keeper.free(json.dumps({"task_id": "b"}))
     assert not keeper.records and not keeper.device_copies.copies and keeper.device_copies.nbytes == 0
+
+
+def test_eval_latency_sums_the_lends_parts_from_a_runs_timeline():
+    """`benchmarks/eval_latency.py` keeps each run's `LEND` parts summed (`lends_ms`), the numbers the device copies
+    are judged by; read here from stop 59's warm relu run on an H200 (16 lends, `compare` 84 ms of them)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import eval_latency
+
+    result = json.loads((root / "benchmarks/results/eval_latency-h200x2-stop59-device-copies.json").read_text())
+    parts = eval_latency.lend_parts(result["problems"]["relu"]["warm"][0])
+    assert parts["lends"] == 16 and set(parts) == {"lends", "compare", "allocate", "sync"}
+    assert parts["compare"] == {"sum": 83.95, "max": 12.21} and parts["sync"]["max"] < 1
+    assert eval_latency.lend_parts({"timeline": []}) == {"lends": 0}
