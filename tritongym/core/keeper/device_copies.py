@@ -74,8 +74,7 @@ class DeviceCopies:
             self._drop(key)
 
     def clear(self) -> None:
-        for key in list(self.copies):
-            self._drop(key)
+        self.trim(0)
 
     def _drop(self, key: int) -> None:
         parked, _ = self.copies.pop(key)

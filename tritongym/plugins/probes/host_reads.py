@@ -53,15 +53,20 @@ def _size(obj, name: str) -> int:
     return int(size() if callable(size) else len(obj))
 
 
+def _count(tally: dict, obj, name: str, label: str) -> None:
+    """One host read of `obj` by its method `name`, under `label`, into `tally`."""
+    tally["calls"][label] = tally["calls"].get(label, 0) + 1
+    try:
+        tally["elements"] += _size(obj, name)
+    except Exception:  # noqa: BLE001 - a count the object refuses is one element
+        tally["elements"] += 1
+
+
 def _counting(original, name: str, label: str, tally: dict, own_file: str):
     def counted(self, *args, **kwargs):
         caller = sys._getframe(1)
         if own_file and caller.f_code.co_filename == own_file:
-            tally["calls"][label] = tally["calls"].get(label, 0) + 1
-            try:
-                tally["elements"] += _size(self, name)
-            except Exception:  # noqa: BLE001 - a count the object refuses is one element
-                tally["elements"] += 1
+            _count(tally, self, name, label)
         return original(self, *args, **kwargs)
 
     return counted
@@ -75,32 +80,19 @@ def _profiling(tally: dict, own_file: str, readers: tuple):
     storage_names = frozenset(_STORAGE_METHODS)
     torch_files = {getattr(sys.modules.get(m), "__file__", None) for m in ("torch._tensor", "torch.storage")} - {None}
 
-    def count(obj, name: str) -> None:
-        label = name if isinstance(obj, torch.Tensor) else f"storage.{name}"
-        tally["calls"][label] = tally["calls"].get(label, 0) + 1
-        try:
-            tally["elements"] += _size(obj, name)
-        except Exception:  # noqa: BLE001 - a count the object refuses is one element
-            tally["elements"] += 1
+    def seen(bound, name: str) -> None:
+        if isinstance(bound, torch.Tensor) and name in tensor_names:  # iterating a tensor reads nothing
+            _count(tally, bound, name, name)
+        elif isinstance(bound, readers) and name in storage_names:
+            _count(tally, bound, name, f"storage.{name}")
 
     def profile(frame, event, arg):
-        if event == "c_call":
-            if frame.f_code.co_filename != own_file:
-                return
-            name, bound = getattr(arg, "__name__", ""), getattr(arg, "__self__", None)
-            if isinstance(bound, torch.Tensor) and name in tensor_names:
-                count(bound, name)
-            elif isinstance(bound, readers) and name in storage_names:
-                count(bound, name)
+        if event == "c_call" and frame.f_code.co_filename == own_file:
+            seen(getattr(arg, "__self__", None), getattr(arg, "__name__", ""))
         elif event == "call" and frame.f_code.co_filename in torch_files:
             caller = frame.f_back
-            if caller is None or caller.f_code.co_filename != own_file:
-                return
-            name, bound = frame.f_code.co_name, frame.f_locals.get("self")
-            if isinstance(bound, torch.Tensor) and name in tensor_names:  # iterating a tensor reads nothing
-                count(bound, name)
-            elif isinstance(bound, readers) and name in storage_names:
-                count(bound, name)
+            if caller is not None and caller.f_code.co_filename == own_file:
+                seen(frame.f_locals.get("self"), frame.f_code.co_name)
 
     return profile
 
@@ -113,12 +105,11 @@ def candidate_side(model, inputs: list) -> dict:
 
     own_file = _candidate_file(model)
     tally: dict = {"elements": 0, "calls": {}}
-    targets = [(torch.Tensor, name, name) for name in _TENSOR_METHODS if hasattr(torch.Tensor, name)]
-    for storage in (getattr(torch, "UntypedStorage", None), getattr(torch, "TypedStorage", None)):
-        if storage is not None:
-            targets += [(storage, name, f"storage.{name}") for name in _STORAGE_METHODS if hasattr(storage, name)]
-    saved = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in targets]
     readers = tuple(c for c in (getattr(torch, "UntypedStorage", None), getattr(torch, "TypedStorage", None)) if c)
+    targets = [(torch.Tensor, name, name) for name in _TENSOR_METHODS if hasattr(torch.Tensor, name)]
+    for storage in readers:
+        targets += [(storage, name, f"storage.{name}") for name in _STORAGE_METHODS if hasattr(storage, name)]
+    saved = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in targets]
     profile = _profiling(tally, own_file, readers)
     was, was_threads = sys.getprofile(), threading.getprofile()
     removed = False
