@@ -133,7 +133,16 @@ def test_a_batch_run_reports_what_the_subject_by_subject_run_does(tmp_path):
     serial = mutation.main([*common, "--out", str(tmp_path / "s.json")])
 
     def seen(report) -> dict:
-        return {m["id"]: (m["witness"], m["witness_why"], m["status"]) for m in report.mutants}
+        """Each mutant's label and verdict. A mutant whose store overruns its buffer (relu's `mask_le`) corrupts
+        the worker's heap: that is undefined behaviour, and glibc's abort (`crashed`) or a worker stuck in the
+        corrupted allocator until its deadline (`timeout`, seen once in CI) are both the process dying of it,
+        so the two runs are held to agree on that, not on which way it died."""
+
+        def verdict(m) -> str:
+            died = m["witness_why"].startswith("crashed the process") and m["status"] in ("crashed", "timeout")
+            return "died" if died else m["status"]
+
+        return {m["id"]: (m["witness"], m["witness_why"], verdict(m)) for m in report.mutants}
 
     assert seen(batch) == seen(serial), (seen(batch), seen(serial))
     assert {m["id"]: m["witness"] for m in witnessed.mutants} == {m["id"]: m["witness"] for m in batch.mutants}
