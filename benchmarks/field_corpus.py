@@ -31,6 +31,7 @@ from tritongym.core.config import EvalConfig  # noqa: E402
 from tritongym.core.eval.evaluate import Evaluator  # noqa: E402
 from tritongym.core.plugins import PluginHost  # noqa: E402
 from tritongym.core.problems import load_problem  # noqa: E402
+from tritongym.core.source import kernel_id_of  # noqa: E402
 
 
 def manifest() -> list[dict]:
@@ -67,11 +68,13 @@ def judge(kernels: list[dict], backend: str, size: str, workers: int, timeout_s:
             )
             for k in kernels
         ]
-        name_of = {problem.key: k["name"] for k, (_, problem) in zip(kernels, pairs)}
+        # by problem and kernel: two libraries' kernels of one operation share the problem (FlagGems's and attorch's
+        # softmax), so the problem alone named one of them twice and the other never
+        name_of = {(problem.key, kernel_id_of(source)): k["name"] for k, (source, problem) in zip(kernels, pairs)}
 
         def verdict(result) -> None:
             if on_verdict is not None:
-                on_verdict(name_of[result.problem_key], result)
+                on_verdict(name_of[(result.problem_key, result.kernel_id)], result)
 
         results = evaluator.evaluate_many(pairs, on_result=verdict)
     finally:

@@ -171,3 +171,15 @@ def test_a_repeat_cut_off_keeps_its_verdicts_and_resume_judges_only_the_rest(tmp
     assert done["runs"][first][0]["message"] == earlier["message"]  # kept, not judged again
     assert done["runs"][second][0]["status"] == "ok" and done["repeats_on"][0]["parts"] == 2
     assert done["wall_s"] >= 12.5 and not (tmp_path / "corpus.json.part").exists()
+
+
+def test_each_verdict_is_reported_under_its_own_kernel_when_two_share_a_problem(monkeypatch):
+    """FlagGems's and Liger's softmax are judged against one problem: the verdicts as they came were named by the
+    problem alone, so one kernel was printed twice and the other never, and the repeat's end failed on it."""
+    monkeypatch.setenv("TRITONGYM_LOAD_PLUGINS", "")
+    names = ["flaggems_softmax", "liger_softmax"]
+    kernels = field_corpus.select(field_corpus.manifest(), "triton-cpu", names, None)
+    reported = []
+    results = field_corpus.judge(kernels, "triton-cpu", "cpu", 2, 120, on_verdict=lambda n, r: reported.append((n, r)))
+    assert sorted(n for n, _ in reported) == names
+    assert all(results[n] is r for n, r in reported)
