@@ -201,6 +201,7 @@ class OutputComparison(_Model):
     numel: int = 0
     mismatched: int = 0  # elements outside atol + rtol * |ref|, NaN/inf placement differences included
     ties: int = 0  # index elements that differ from the reference's only at tied values (`measure/ties.py`)
+    rounded: int = 0  # 8-bit values one step from the reference's at rounding boundaries (`measure/rounding.py`)
     max_abs_err: float | None = None
     mean_abs_err: float | None = None
     rel_norm_err: float | None = None

@@ -66,6 +66,9 @@ def judge_trials(trials: list[TrialEvidence]) -> OutputJudgement:
     ties = sum(out.ties for trial in trials for out in trial.outputs)
     if ties:  # torch's order among equal values is a convention, not the answer (`measure/ties.py`)
         summary += f"; {ties} returned indices differ from the reference's only at tied values"
+    rounded = sum(out.rounded for trial in trials for out in trial.outputs)
+    if rounded:  # a float a rounding error from a half rounds either way (`measure/rounding.py`)
+        summary += f"; {rounded} quantised values are one step from the reference's, at rounding boundaries"
     return OutputJudgement(True, summary, worst_abs, worst_rel)
 
 

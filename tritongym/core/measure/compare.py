@@ -77,12 +77,26 @@ def compare_output(
         if result.mismatched and inputs is not None:
             from tritongym.core.measure.ties import could_be_ties, tied_mismatches
 
+            made = []  # the inputs made again at most once (a full-size set is GiBs), and only when asked for
+
+            def trial_inputs():
+                if not made:
+                    made.append(inputs() if callable(inputs) else inputs)
+                return made[0]
+
             tied = 0
-            if could_be_ties(out, ref):  # before the inputs are made again: a full-size set is GiBs
-                tied = tied_mismatches(out.detach(), ref.detach(), inputs() if callable(inputs) else inputs)
+            if could_be_ties(out, ref):
+                tied = tied_mismatches(out.detach(), ref.detach(), trial_inputs())
             if tied:
                 result.mismatched, result.ties = 0, tied
                 result.note = f"{tied} indices differ from the reference's only where the values they point to tie"
+        if result.mismatched and inputs is not None:
+            from tritongym.core.measure.rounding import rounding_mismatches
+
+            rounded = rounding_mismatches(out, ref, trial_inputs)
+            if rounded:
+                result.mismatched, result.rounded = 0, rounded
+                result.note = f"{rounded} quantised values are one step from the reference's, at rounding boundaries"
         return result
     if gold is not None:
         result.gold_err, result.ref_gold_err = candidate_err(out, gold), gold.ref_err
