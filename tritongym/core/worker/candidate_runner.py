@@ -210,6 +210,7 @@ def run_candidate(
             if on_outputs is None:  # the parent compares the last trial's inputs; the probes refill these
                 last = report["trials"][-1]
                 last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
+                _detach_from_inputs(last, snapshots[-1], mine, report["side_work"])
             watch = (
                 probes.PriorAnswerWatch(output_numels, probes.prior_answer_seed(task))
                 if source.precomputed is not None and "precomputed" in task.probes
@@ -280,6 +281,25 @@ def run_candidate(
         recorder.caller_stream = None
         report["autotune"] = recorder.autotune.dump()  # also for a failed run: the config it failed with
     return report
+
+
+def _detach_from_inputs(record: dict, snapshot: tuple, mine: list, side_work: list) -> None:
+    """Before the probes refill the last trial's inputs in place: each of its outputs that shares memory with one
+    of them (a residual passed on unchanged, `return out, x`, as the reference may return its own input) is
+    checked for side work now and replaced by a copy, so the refill is not read as the candidate's output changing
+    after forward returned, nor judged as its answer."""
+    import torch
+
+    held = {v.untyped_storage().data_ptr() for v in mine if type(v) is torch.Tensor}
+    trial, flat, copies = snapshot
+    shared = [type(o) is torch.Tensor and o.untyped_storage().data_ptr() in held for o in flat]
+    if not any(shared):
+        return
+    side_work += _unfinished(trial, flat, [c if s else None for c, s in zip(copies, shared)])
+    for i in (i for i, s in enumerate(shared) if s):
+        flat[i] = flat[i].detach().clone()
+        copies[i] = None if copies[i] is None else flat[i]
+        record["outputs"][i] = flat[i]
 
 
 def _unfinished(trial: int, flat: list, copies: list) -> list[str]:
