@@ -361,6 +361,25 @@ def install_autotune_policy() -> None:
             why = f"{type(exc).__name__}: {exc}"
         if why:
             print(f"tritongym: the interpreter's and/or is Python's: {why}", file=sys.stderr, flush=True)
+        from tritongym.core.worker import (
+            interpreter_aliases,
+            interpreter_dtype_value,
+            interpreter_float_args,
+            interpreter_libdevice,
+        )
+
+        for module, what in (
+            (interpreter_libdevice, "libdevice does not run under the interpreter"),
+            (interpreter_float_args, "float arguments stay Python floats under the interpreter"),
+            (interpreter_aliases, "builtins under module aliases stay unbound under the interpreter"),
+            (interpreter_dtype_value, "a constexpr dtype has no `.value` under the interpreter"),
+        ):
+            try:
+                why = module.install()
+            except Exception as exc:  # noqa: BLE001 - never the worker's end: Triton stays as it is
+                why = f"{type(exc).__name__}: {exc}"
+            if why:
+                print(f"tritongym: {what}: {why}", file=sys.stderr, flush=True)
 
 
 def configure_precision(task: WorkerTask, candidate: bool = False) -> None:
