@@ -85,7 +85,50 @@ def get_inputs():
 def get_init_inputs():
     return []
 """,
+    "gelu_rows": """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return F.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(6, 40)]
+
+
+def get_init_inputs():
+    return []
+""",
 }
+
+# FlagGems's exact GELU: erf through libdevice, which the interpreter computes with torch.special (not the candidate's
+# torch work: the op tracer must not see it)
+GELU_ERF = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+        tl.store(y_ptr + offs, 0.5 * x * (1 + tl.extra.cuda.libdevice.erf(x * 0.7071067811865476)), mask=mask)
+
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            y = torch.empty_like(x)
+            gelu_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+            return y
+    """
+)
 
 # Liger's RMSNorm idiom: rsqrt from the backend-neutral libdevice, and `eps.to(...)` on a float argument
 RMS = textwrap.dedent(
@@ -166,7 +209,11 @@ def test_production_idioms_run_on_the_interpreter_and_a_wrong_one_is_still_refus
         problems[name] = load_problem(str(tmp_path / f"{name}.py"))
     no_eps = RMS.replace("mean_square + eps.to(tl.float32)", "mean_square + eps.to(tl.float32) + 1.0")
     pairs = [(RMS, problems["rms_rows"]), (GELU_NOT_MAX, problems["gelu_tanh_rows"]), (no_eps, problems["rms_rows"])]
-    rms, gelu, wrong = judged_in_batch("triton-cpu", registry, pairs)
+    pairs.append((GELU_ERF, problems["gelu_rows"]))
+    rms, gelu, wrong, erf = judged_in_batch("triton-cpu", registry, pairs)
     assert rms.status == Status.ok, explain(rms)
     assert gelu.status == Status.ok, explain(gelu)
     assert wrong.status == Status.incorrect, explain(wrong)
+    assert erf.status == Status.ok, explain(erf)
+    weighed = next(c for c in erf.checks if c.name == "torch_compute")
+    assert weighed.reason == "no torch compute", weighed.reason
