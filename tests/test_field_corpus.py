@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import field_corpus  # noqa: E402
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # twelve production kernels judged: the slow tier
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # fifteen production kernels judged: the slow tier
 
 SAMPLE = [
     "flaggems_add",
@@ -34,6 +34,9 @@ SAMPLE = [
     "attorch_cross_entropy",
     "unsloth_layernorm",
     "unsloth_swiglu",
+    "liger_rms_norm",
+    "flaggems_gelu",
+    "unsloth_cross_entropy",
 ]
 
 
