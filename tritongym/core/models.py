@@ -350,6 +350,8 @@ class TrialEvidence(_Model):
     ref_n_outputs: int = 0
     inputs_unchanged: bool = True
     mutated_inputs: list[int] = Field(default_factory=list)
+    # inputs the reference updates in place that the candidate left otherwise (`task_runner.inputs_left`)
+    inputs_unlike_reference: list[int] = Field(default_factory=list)
     launches: list[LaunchRecord] = Field(default_factory=list)
     candidate_s: float | None = None
     reference_s: float | None = None

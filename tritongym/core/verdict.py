@@ -163,6 +163,11 @@ def _trial_failure(where: str, trial: TrialEvidence) -> str | None:
         return f"{where}: returned {trial.n_outputs} outputs, expected {trial.ref_n_outputs}"
     if not trial.inputs_unchanged:
         return f"{where}: the candidate modified its input(s) {trial.mutated_inputs}"
+    if trial.inputs_unlike_reference:
+        return (
+            f"{where}: the reference updates its input(s) {trial.inputs_unlike_reference} in place, and the "
+            "candidate left them otherwise"
+        )
     for out in trial.outputs:
         label = f"{where}, output {out.index}"
         if not out.exact_type:

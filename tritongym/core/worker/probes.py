@@ -193,6 +193,8 @@ def run_probes(
             model.train(train)
             with torch.set_grad_enabled(grad):
                 outputs = [plain_output(o) for o in flatten_outputs(model(*inputs))]
+            if on_outputs is None:  # kept until the trusted side compares: not through the next refill
+                outputs = _apart_from(outputs, inputs)
         except Exception as exc:  # noqa: BLE001 - a probe that raises is evidence, not a crash
             error = f"{type(exc).__name__}: {str(exc)[:300]}"
         finally:
@@ -223,12 +225,12 @@ def run_probes(
             # torch's generators as trial 0's call found them (its inputs just drawn from its seed): a reference
             # that draws random numbers (dropout in training mode) gives trial 0's answer again only from there
             generators = generator_states()
-            refilled = _refill(last_buffers, values)
+            for name in again:  # refilled before each call: a forward that updates its inputs in place, as its
+                if not _refill(last_buffers, values):  # reference may (`x.add_(y)`), meets trial 0's values again
+                    break
+                set_generator_states(generators)
+                call(name, 0, last_buffers, False, was_training)
             del values
-            if refilled:
-                for name in again:
-                    set_generator_states(generators)
-                    call(name, 0, last_buffers, False, was_training)
         if "ghost" in wanted:
             ghost_inputs = source.ghost()
             _scrub_before_ghost(ghost_inputs)
@@ -268,6 +270,19 @@ def set_generator_states(states: list) -> None:
     torch.set_rng_state(states[0])
     if states[1:]:
         torch.cuda.set_rng_state_all(states[1:])
+
+
+def _apart_from(outputs: list, inputs: list) -> list:
+    """`outputs`, each one that shares memory with an input (a forward that returns its input, updated in place or
+    not) copied: the caller refills those inputs before the outputs are compared."""
+    import torch
+
+    held = {v.untyped_storage().data_ptr() for v in inputs if type(v) is torch.Tensor}
+    if not held:
+        return outputs
+    return [
+        o.detach().clone() if type(o) is torch.Tensor and o.untyped_storage().data_ptr() in held else o for o in outputs
+    ]
 
 
 def _refill(buffers: list, values: list) -> bool:

@@ -122,7 +122,12 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.plugin_probes import probe_calls, reference_answers
     from tritongym.core.worker.probes import buffer_snapshot, compare_probes, prior_answers, reference_probe_outputs
-    from tritongym.core.worker.trial_plan import plan_extra_trials, reference_outputs, shape_set_gold
+    from tritongym.core.worker.trial_plan import (
+        plan_extra_trials,
+        reference_outputs,
+        reference_updates,
+        shape_set_gold,
+    )
 
     device = torch.device(task.device)
     recorder = LaunchRecorder(os.path.join(workdir, "candidate.py"))
@@ -151,13 +156,16 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
         evidence.stage = "run"
         raise StageError("run", ErrorInfo(kind="WorkerCrashed", message=why))
     trials, golds = [], []
+    updates: list[dict] = []  # per trial: the inputs the reference changed in place, their values after it
     model64 = gold_model(ref_model)
     generator = torch.Generator(device=device).manual_seed(task.init_seed ^ 0x601D)
     for k, (seed, inputs) in enumerate(zip(task.seeds, trial_inputs)):
         try:
             with torch.no_grad(), exact_reference():
-                raw, ops, work = traced_call(ref_model, *clone_all(inputs))
+                mine = clone_all(inputs)
+                raw, ops, work = traced_call(ref_model, *mine)
                 ref_out = flatten_outputs(raw)
+                updates.append(reference_updates(inputs, mine))
         except Exception as exc:
             raise StageError("problem", error_info(exc)) from None
         evidence.reference_torch_ops = evidence.reference_torch_ops or ops
@@ -172,8 +180,10 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     sent_trials = list(report["trials"])
     main_sent, extra_sent = sent_trials[: len(trial_inputs)], sent_trials[len(trial_inputs) :]
     for planned, sent in zip(extra, extra_sent + [None] * (len(extra) - len(extra_sent))):
-        ref_out = reference_outputs(task, reference, ref_model, planned)
+        updated: dict = {}
+        ref_out = reference_outputs(task, reference, ref_model, planned, updated)
         if ref_out is not None and sent is not None:
+            updates.append(updated)
             golds.append(shape_set_gold(reference, ref_model, planned, ref_out, generator))  # none for the late
             trials.append((planned.evidence_fields(), planned.inputs, ref_out))
             main_sent.append(sent)
@@ -189,9 +199,9 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
     for t, ((fields, inputs, refs), sent) in enumerate(zip(trials, main_sent)):
         outs = sent["outputs"]
         after = sent["inputs_after"]
-        mutated = [i for i, (a, b) in enumerate(zip(after, inputs)) if a is not None and not same_value(a, b)]
         gold = golds[t] if t < len(golds) else [None] * len(refs)
         tol = tolerances[t] if t < len(tolerances) else task.tolerances
+        mutated, unlike = inputs_left(after, inputs, updates[t] if t < len(updates) else {}, tol)
         evidence.trials.append(
             TrialEvidence(
                 **fields,
@@ -203,6 +213,7 @@ def run_evaluate(task: WorkerTask, workdir: str, evidence: Evidence, private_fds
                 ref_n_outputs=len(refs),
                 inputs_unchanged=not mutated,
                 mutated_inputs=mutated,
+                inputs_unlike_reference=unlike,
                 launches=[LaunchRecord.model_validate(r) for r in sent["launches"]],
                 candidate_s=sent["candidate_s"],
             )
@@ -334,6 +345,27 @@ def _synchronize(device) -> None:
         from tritongym.core.measure import trusted
 
         trusted.synchronize(device)
+
+
+def inputs_left(after: list, inputs: list, updated: dict, tolerances) -> tuple[list[int], list[int]]:
+    """How the candidate left its inputs: those it changed where the reference leaves them alone, and those the
+    reference updates in place (`updated`: their values after the reference) that the candidate left otherwise,
+    judged as outputs are (an in-place update computed in another order differs in its last bits)."""
+    from tritongym.core.measure.compare import compare_output
+    from tritongym.core.models import TrialEvidence
+    from tritongym.core.verdict import judge_trials
+
+    mutated, unlike = [], []
+    for i, (a, b) in enumerate(zip(after, inputs)):
+        if a is None:
+            continue
+        if i in updated:
+            compared = compare_output(i, a, updated[i], tolerances)
+            if not judge_trials([TrialEvidence(seed=0, outputs=[compared], n_outputs=1, ref_n_outputs=1)]).correct:
+                unlike.append(i)
+        elif not same_value(a, b):
+            mutated.append(i)
+    return mutated, unlike
 
 
 def install_autotune_policy() -> None:

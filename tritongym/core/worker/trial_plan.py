@@ -221,12 +221,15 @@ def shape_set_gold(reference: ModuleType, main_model, trial: PlannedTrial, outpu
     return samples
 
 
-def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTrial) -> list | None:
+def reference_outputs(
+    task, reference: ModuleType, main_model, trial: PlannedTrial, updated: dict | None = None
+) -> list | None:
     """The reference's outputs for one planned trial, under its shape set.
 
     None when the trial is a *derived* shape set the reference cannot run (skipped, said in the log); a
     declared set or the late trial that fails is the problem's error, raised as a `StageError` whose
-    message names the shape set.  Both workers call this, so both judge the same trials."""
+    message names the shape set.  Both workers call this, so both judge the same trials.  `updated`, when given
+    (the CPU worker), receives the inputs the reference changed in place (`reference_updates`)."""
     import torch
 
     from tritongym.core.measure.compare import flatten_outputs
@@ -235,8 +238,11 @@ def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTri
 
     model = trial.ref_model if trial.ref_model is not None else main_model
     try:
+        mine = trial.fresh_inputs()
         with sizes_applied(reference, trial.sizes), torch.no_grad():
-            raw, _, _ = traced_call(model, *trial.fresh_inputs())
+            raw, _, _ = traced_call(model, *mine)
+        if updated is not None and trial.inputs is not None:
+            updated.update(reference_updates(trial.inputs, mine))
         return flatten_outputs(raw)
     except Exception as exc:
         if trial.sizes is not None and task.extra_sizes_optional:
@@ -245,3 +251,17 @@ def reference_outputs(task, reference: ModuleType, main_model, trial: PlannedTri
         info = error_info(exc)
         where = f"at {trial.describe()}: " if trial.sizes is not None else ""
         raise StageError("problem", info.model_copy(update={"message": where + info.message})) from None
+
+
+def reference_updates(before: list, after: list) -> dict:
+    """The inputs a reference's forward changed in place (`x.add_(y); return x`), by position: their values after
+    it.  Such an update is part of what the forward does, so the candidate is held to make it, not refused for it."""
+    import torch
+
+    from tritongym.core.measure.tensors import same_value
+
+    return {
+        i: a
+        for i, (b, a) in enumerate(zip(before, after))
+        if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor) and not same_value(a, b)
+    }
