@@ -369,7 +369,9 @@ def inputs_left(after: list, inputs: list, updated: dict, tolerances) -> tuple[l
 
 
 def install_autotune_policy() -> None:
-    """Under Triton's interpreter, autotuned kernels run their first config after pruning (autotune.py).
+    """Under Triton's interpreter, autotuned kernels run their first config after pruning (autotune.py), and the
+    interpreter reads kernels as the compiler does (`interpreter_*.py`: and/or/not, libdevice, float arguments,
+    builtins under aliases, a constexpr dtype's `.value`).
 
     Installed before the candidate exists, in the trusted worker.  When Triton's internals differ from
     what the policy knows it leaves Triton alone and says why in the worker's log (the candidate's
@@ -384,23 +386,17 @@ def install_autotune_policy() -> None:
         print(f"tritongym: the interpreter's autotune policy is not installed: {why}", file=sys.stderr, flush=True)
     from tritongym.core.worker.autotune import interpreting
 
-    if interpreting():  # `and`/`or` on tensors as the compiler reads them (`interpreter_bool_ops.py`)
-        from tritongym.core.worker import interpreter_bool_ops
-
-        try:
-            why = interpreter_bool_ops.install()
-        except Exception as exc:  # noqa: BLE001 - never the worker's end: Triton stays as it is
-            why = f"{type(exc).__name__}: {exc}"
-        if why:
-            print(f"tritongym: the interpreter's and/or is Python's: {why}", file=sys.stderr, flush=True)
+    if interpreting():  # kernels as the compiler reads them (`interpreter_*.py`)
         from tritongym.core.worker import (
             interpreter_aliases,
+            interpreter_bool_ops,
             interpreter_dtype_value,
             interpreter_float_args,
             interpreter_libdevice,
         )
 
         for module, what in (
+            (interpreter_bool_ops, "the interpreter's and/or/not are Python's"),
             (interpreter_libdevice, "libdevice does not run under the interpreter"),
             (interpreter_float_args, "float arguments stay Python floats under the interpreter"),
             (interpreter_aliases, "builtins under module aliases stay unbound under the interpreter"),
