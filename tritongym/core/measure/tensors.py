@@ -21,6 +21,15 @@ def clone_all(values):
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
+def sharing_memory(values: list, others: list) -> list[bool]:
+    """For each of `values`, whether it is a tensor over the same memory as one of `others` (an output that is an
+    input, or a view of one): a caller that refills `others` in place must copy those first."""
+    import torch
+
+    held = {v.untyped_storage().data_ptr() for v in others if type(v) is torch.Tensor}
+    return [type(v) is torch.Tensor and v.untyped_storage().data_ptr() in held for v in values]
+
+
 def same_value(a, b) -> bool:
     import torch
 

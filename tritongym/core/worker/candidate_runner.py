@@ -288,11 +288,10 @@ def _detach_from_inputs(record: dict, snapshot: tuple, mine: list, side_work: li
     of them (a residual passed on unchanged, `return out, x`, as the reference may return its own input) is
     checked for side work now and replaced by a copy, so the refill is not read as the candidate's output changing
     after forward returned, nor judged as its answer."""
-    import torch
+    from tritongym.core.measure.tensors import sharing_memory
 
-    held = {v.untyped_storage().data_ptr() for v in mine if type(v) is torch.Tensor}
     trial, flat, copies = snapshot
-    shared = [type(o) is torch.Tensor and o.untyped_storage().data_ptr() in held for o in flat]
+    shared = sharing_memory(flat, mine)
     if not any(shared):
         return
     side_work += _unfinished(trial, flat, [c if s else None for c, s in zip(copies, shared)])

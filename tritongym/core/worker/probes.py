@@ -275,14 +275,9 @@ def set_generator_states(states: list) -> None:
 def _apart_from(outputs: list, inputs: list) -> list:
     """`outputs`, each one that shares memory with an input (a forward that returns its input, updated in place or
     not) copied: the caller refills those inputs before the outputs are compared."""
-    import torch
+    from tritongym.core.measure.tensors import sharing_memory
 
-    held = {v.untyped_storage().data_ptr() for v in inputs if type(v) is torch.Tensor}
-    if not held:
-        return outputs
-    return [
-        o.detach().clone() if type(o) is torch.Tensor and o.untyped_storage().data_ptr() in held else o for o in outputs
-    ]
+    return [o.detach().clone() if s else o for o, s in zip(outputs, sharing_memory(outputs, inputs))]
 
 
 def _refill(buffers: list, values: list) -> bool:
