@@ -233,6 +233,16 @@ def test_a_task_goes_to_its_problems_actor_while_that_one_has_a_free_slot():
     assert executor._pick(set(), placed=1) == 2
 
 
+def test_a_gpu_actor_is_sent_twice_what_its_pool_runs_at_once():
+    """The rest wait in the actor's pool, their references built meanwhile, as in a local pool's queue."""
+    from tritongym.core.distributed.ray_executor import actor_slots
+
+    assert actor_slots(8, on_gpu=True, most=64, asked=None) == 16
+    assert actor_slots(8, on_gpu=True, most=64, asked=8) == 8  # `ray.tasks_per_actor` stands
+    assert actor_slots(48, on_gpu=True, most=64, asked=None) == 64
+    assert actor_slots(4, on_gpu=False, most=1, asked=None) == 1  # a CPU actor: one task at a time
+
+
 # A kernel that first says its process (the sandbox's candidate process) on a FIFO, then waits: for a byte on a second
 # FIFO when `released` names one (the honest relu then runs), else for the kill.
 WAITING = """import os, signal

@@ -505,6 +505,10 @@ def test_a_task_that_carries_the_registrys_memory_asks_the_keeper_to_weigh_nothi
         known = known.model_copy(update={"reference_peak_mb": 600.0, "reference_host_mb": 0.0})
         assert pool.run(known, timeout_s=120).error is None
         assert weighed() == 0 and any(m["event"] == "keeper_request" for m in timeline.read(marks))
+        # the record's build says where its seconds went (a warm `eval`'s PREP took 0.5 s of its 2.1 s on an H200)
+        prep = next(m for m in timeline.read(marks) if m["event"] == "keeper_request" and m.get("kind") == "PREP")
+        assert {"forward", "gold", "park", "shape_sets", "probes", "scrub"} <= set(prep["parts"])
+        assert sum(prep["parts"].values()) <= prep["seconds"]
         assert budget.asked[0] == 1024.0  # the registry's 600 MiB, at the floor
         forget()
         assert pool.run(task_for(relu, RELU_KERNEL, seeds=[23, 24]), timeout_s=120).error is None

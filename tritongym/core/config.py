@@ -78,7 +78,11 @@ class RayOptions(BaseModel):
     )
     cpus_per_actor: float = Field(default=1.0, gt=0, description="CPUs Ray reserves for each actor")
     tasks_per_actor: int | None = Field(
-        default=None, ge=1, le=64, description="tasks kept in flight per actor; None = the backend's own concurrency"
+        default=None,
+        ge=1,
+        le=64,
+        description="tasks kept in flight per actor; None = twice the backend's own concurrency on a GPU actor "
+        "(the rest wait in its pool with their reference built meanwhile), its concurrency on a CPU one",
     )
     max_restarts: int = Field(default=1, ge=0, description="times Ray restarts an actor that died")
     start_timeout_s: float = Field(default=300.0, gt=0, description="how long an actor may take to start")

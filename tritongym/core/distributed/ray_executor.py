@@ -219,7 +219,9 @@ class RayExecutor:
             )
         self.device, self.device_class = self.facts[0]["device"], classes[0]
         self.busy = [0] * n
-        self.slots = [max(1, min(most, self.options.tasks_per_actor or f["concurrency"])) for f in self.facts]
+        self.slots = [
+            actor_slots(f["concurrency"], self.on_gpu, most, self.options.tasks_per_actor) for f in self.facts
+        ]
         self.lost = set()
         # each problem's tasks go to one actor while it has a free slot, so that one keeper builds the problem's
         # record (as `ProblemGPUs` places them on one GPU of a local pool): the least busy actor took each task,
@@ -358,6 +360,15 @@ class RayExecutor:
             if _executors == 0 and _started_ray:
                 ray.shutdown()
                 _started_ray = False
+
+
+def actor_slots(concurrency: int, on_gpu: bool, most: int, asked: int | None) -> int:
+    """Tasks an actor is sent at once: `asked` (`ray.tasks_per_actor`), else twice what a GPU actor's pool runs at once
+    (`concurrency`), as a local Evaluator's threads (one per CPU) keep its pool's queue full: a task waiting there has
+    its reference's side built meanwhile (`prepare_ahead`) and takes the next free worker at once, not after a round
+    trip to the driver.  With one task per worker slot, two actors on two H200s judged 64 candidates at 0.82x the
+    local pool's rate on the same GPUs.  A CPU actor runs one task at a time (`most`)."""
+    return max(1, min(most, asked or (2 if on_gpu else 1) * concurrency))
 
 
 def _actor_died(exc: BaseException) -> Evidence:

@@ -102,6 +102,11 @@ class ReferenceRecord:
         generator.manual_seed(task.init_seed ^ 0x601D)
         self.draws_random = False  # whether the reference's forward draws from torch's generators (dropout, randn)
         scales = []  # each main trial's outputs' size and NaN count: its tolerances follow, or it left the domain
+        # where the build's seconds went, for the timeline (`keeper_request`'s parts): work queued on the GPU is
+        # counted where the host next waits for it (parking copies to host memory)
+        self.build_parts: dict[str, float] = {}
+        lap = _stopwatch(self.build_parts)
+        lap(None)
         for t in range(self.source.n_main):
             inputs = self.source.trial(t)
             self.input_bytes = self.input_bytes or tensor_bytes(inputs)
@@ -111,6 +116,7 @@ class ReferenceRecord:
                     raw, ops, work = traced_call(self.ref_model, *clone_all(inputs))
             except Exception as exc:
                 raise StageError("problem", error_info(exc)) from None
+            lap("forward")
             self.draws_random = self.draws_random or any(
                 not torch.equal(a, b) for a, b in zip(before, generator_states())
             )
@@ -125,7 +131,9 @@ class ReferenceRecord:
                 self.forward_peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
             self.golds.append(gold_samples(model64, inputs, outputs, generator, self.ref_model))
             scales.append(output_scales(outputs))
+            lap("gold")
             self.ref_outputs.append(park_all(outputs))
+            lap("park")
             del inputs, outputs
         del model64
         self.trial_scales = trial_scales(scales)  # per main trial (`distributions.py`): tolerances are each task's
@@ -148,6 +156,7 @@ class ReferenceRecord:
             del outs
             trial.ref_model = None  # the candidate's worker builds its own; the outputs are kept
         del extra
+        lap("shape_sets")
         try:
             with exact_reference():
                 # the `precomputed` probe's inputs are each task's own (`precomputed_seed`): its answer is
@@ -168,6 +177,8 @@ class ReferenceRecord:
             raise StageError("problem", error_info(exc)) from None
         if cuda:
             trusted.synchronize()
+        lap("probes")
+        if cuda:
             self.peak_bytes = max(torch.cuda.max_memory_allocated(device) - baseline, 0)
         else:
             self.peak_bytes = 0
@@ -268,6 +279,19 @@ class ReferenceRecord:
         return probe_refs.get(name, [])
 
 
+def _stopwatch(into: dict[str, float]):
+    """`lap(name)`: the seconds since the last lap added to `into[name]` (`lap(None)` restarts the clock)."""
+    clock = [time.perf_counter()]
+
+    def lap(name: str | None) -> None:
+        now = time.perf_counter()
+        if name is not None:
+            into[name] = into.get(name, 0.0) + now - clock[0]
+        clock[0] = now
+
+    return lap
+
+
 def _dtype(name: str):
     import torch
 
@@ -356,14 +380,19 @@ class Keeper:
             # kept at once, not when the task ends: the other samples of an RL batch's problem, running beside
             # this one, share it instead of each building its own
             self._keep(key, record)
+        parts = {} if cached else dict(record.build_parts)
+        lap = _stopwatch(parts)
+        lap(None)
         configure_precision(task)
         # `precomputed`'s inputs are this task's own: answered per task, when a check declares the probe
         answer, samples = record.precomputed_answer(task) if "precomputed" in task.probes else ([], [])
+        lap("precomputed")
         # the build's temporaries and this forward's go back to the GPU now, not when the task ends: the pool
         # reserved them for `PREP` only (a full-size build's peak, 55 GiB for a 12 GiB forward, held by the keeper
         # ran the judging of the candidate's outputs out of memory beside its worker); scrubbed, so the answer
         # just computed cannot reach the candidate's worker in the memory it is given
         scrubbed_empty_cache(self.device)
+        lap("scrub")
         self.tasks[data["task_id"]] = {
             "task": task,
             "record": record,
@@ -391,6 +420,7 @@ class Keeper:
             "compute_s": round(record.compute_s, 4),
             "draws_random": record.draws_random,
             **self._memory_held("after_prep"),
+            "_parts": {name: round(seconds, 6) for name, seconds in parts.items()},
         }
 
     def size(self, payload: bytes) -> dict:

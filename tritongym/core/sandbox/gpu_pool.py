@@ -54,6 +54,7 @@ from tritongym.core.sandbox.admission import (
 )
 from tritongym.core.sandbox.fork_server import Zygote, adopt_early, build_launchers
 from tritongym.core.sandbox.gpu_lock import GPULock
+from tritongym.core.sandbox.keeper_choice import KeeperChoice
 from tritongym.core.sandbox.pool_options import (
     CONTEXT_MB,
     HOST_PARKING_SHARE,
@@ -161,6 +162,7 @@ class WorkerPool:
         # the fork server `tritongym eval` started before its own imports (`fork_server.start_early`), else a new one
         self.zygote = (adopt_early(options.extra_env) or Zygote(options.extra_env)) if options.use_zygote else None
         self.keepers_per_gpu = options.keepers_per_gpu or max(1, options.workers_per_gpu // 2)
+        self.keeper_choice = KeeperChoice(self.keepers_per_gpu)  # which keeper serves each record (`keeper_for`)
         self.memory: dict[str, MemoryBudget] = {}  # per GPU, once its first keeper said how large it is
         self.total_mb: dict[str, float] = {}
         # per GPU, MiB held by processes outside the pool now (`hold_outside`); the keepers' cache share stays
@@ -254,7 +256,9 @@ class WorkerPool:
             }
 
     def keeper_for(self, gpu: str, task: WorkerTask) -> KeeperProcess:
-        return self.keeper(gpu, int(record_key(task)[:8], 16) % self.keepers_per_gpu)
+        """The keeper of `gpu` that serves the task's record: the same one for every task of the record, new records
+        spread evenly over the GPU's keepers (`keeper_choice.py`)."""
+        return self.keeper(gpu, self.keeper_choice.of(gpu, record_key(task)))
 
     # --- worker lifecycle ------------------------------------------------------------------------------
 
