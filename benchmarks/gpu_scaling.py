@@ -123,6 +123,8 @@ def _pool_counters(evaluator) -> dict:
         "gpu_lock_s": getattr(backend_obj, "lock_seconds", dict)(),
         "drained_by": getattr(backend_obj, "drained_by", dict)(),
         "exclusive_grants": pool.exclusive_grants() if pool is not None else {},
+        # tasks that took a worker of a GPU other than their problem's (the tail's balance: `ReadyWorkers`)
+        "taken_elsewhere": pool.ready.taken_elsewhere if pool is not None else 0,
     }
 
 
@@ -164,6 +166,7 @@ def _summary(batch: dict) -> dict:
         "gpu_lock_s": batch["gpu_lock_s"],
         "drained_by": batch["drained_by"],
         "exclusive_grants": batch["exclusive_grants"],
+        "taken_elsewhere": batch["taken_elsewhere"],
         "host_cpus": os.cpu_count(),
         "host_busy_fraction": None if load.busy_fraction is None else round(load.busy_fraction, 3),
         "host_busy_peak": round(max(load.samples), 3) if load.samples else None,
@@ -279,11 +282,12 @@ def timeline_summary(marks: list[dict], begun: float, clock: float, wall_s: floa
         "last_screen_end_s": max(screens, default=None),
         "ended_per_tenth": tenths,
         "ready_unused_s": round(unused, 1),
-        # a keeper's request with its kind, seconds and process (which of a GPU's keepers served it), the rest by GPU
+        # a keeper's request with its kind, seconds, process (which of a GPU's keepers served it) and parts (where a
+        # LEND's or a PREP's seconds went), the rest by GPU
         "marks": [
             [at(m), m["event"], m.get("gpu"), m.get("mode")]
             if m["event"] != "keeper_request"
-            else [at(m), m["event"], m.get("pid"), m.get("kind"), m.get("seconds")]
+            else [at(m), m["event"], m.get("pid"), m.get("kind"), m.get("seconds"), m.get("parts")]
             for m in marks
         ],
     }

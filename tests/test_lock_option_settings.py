@@ -65,5 +65,5 @@ def test_the_scaling_timeline_keeps_which_keeper_served_each_request():
         {"t": 101.0, "event": "task_end", "gpu": "0", "mode": None, "pid": 1},
     ]
     summary = timeline_summary(marks, begun=99.0, clock=99.5, wall_s=2.0)
-    assert summary["marks"][1] == [1.0, "keeper_request", 4242, "LEND", 0.012]
+    assert summary["marks"][1] == [1.0, "keeper_request", 4242, "LEND", 0.012, None]
     assert summary["marks"][0] == [0.5, "task_start", "0", None]

@@ -1212,6 +1212,9 @@ def test_spare_workers_wait_warm_on_standby_and_never_raise_the_tasks_run_at_onc
         while pool.ready.qsize() + len(pool._standby["cpu"]) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert pool.ready.qsize() == 1 and len(pool._standby["cpu"]) == 2  # one slot; two warm on standby
+        # on standby is not on its way (`WorkerPool._offer`): a task of another GPU may take an idle GPU's worker
+        # rather than wait for a running task here to end
+        assert pool.ready.coming["cpu"] == 0
         threads = [
             threading.Thread(target=lambda: pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120))
             for _ in range(3)

@@ -38,8 +38,9 @@ W = TypeVar("W", bound=_OnGPU)
 
 class ReadyWorkers(Generic[W]):
     """Warm workers that have a task slot, kept per GPU.  `get(gpu)` prefers a worker of `gpu`; it takes another GPU's
-    only when `gpu` cannot serve its waiting tasks soon (more tasks wait for it than it has workers ready, starting or
-    on standby) and that GPU's ready workers outnumber the tasks waiting for them (they would idle otherwise).  A
+    only when `gpu` cannot serve its waiting tasks soon (more tasks wait for it than it has workers ready or starting
+    into a free slot; one on standby waits for a running task to end, `WorkerPool._offer`) and that GPU's ready
+    workers outnumber the tasks waiting for them (they would idle otherwise).  A
     worker on its way is worth waiting for: taken elsewhere, the task's keeper record is built a second time (on two
     H200s, an RL batch of four samples built the record twice, the GPU test of one record failed)."""
 
@@ -47,7 +48,7 @@ class ReadyWorkers(Generic[W]):
         self.cond = threading.Condition()
         self.by_gpu: dict[str, collections.deque[W]] = {gpu: collections.deque() for gpu in gpus}
         self.wanted: dict[str, int] = dict.fromkeys(gpus, 0)  # tasks waiting now for a worker of each GPU
-        self.coming: dict[str, int] = dict.fromkeys(gpus, 0)  # workers of each GPU starting, or warm on standby
+        self.coming: dict[str, int] = dict.fromkeys(gpus, 0)  # workers of each GPU starting
         self.taken_elsewhere = 0  # workers handed to a task placed on another GPU
 
     def put(self, worker: W) -> None:
@@ -56,7 +57,7 @@ class ReadyWorkers(Generic[W]):
             self.cond.notify_all()
 
     def arriving(self, gpu: str, change: int) -> None:
-        """`change` more (or fewer) workers of `gpu` on their way: starting, or on standby for a slot."""
+        """`change` more (or fewer) workers of `gpu` on their way: starting."""
         with self.cond:
             self.coming[gpu] += change
             self.cond.notify_all()
