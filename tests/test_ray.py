@@ -223,14 +223,35 @@ def test_a_task_goes_to_its_problems_actor_while_that_one_has_a_free_slot():
 
     executor = object.__new__(RayExecutor)  # routing only: no actor is started
     executor.actors, executor.lost, executor.slots = [None, None, None], set(), [2, 2, 2]
+    executor.concurrency = [1, 1, 1]  # each actor's pool runs one task at once, and is sent two
     executor.busy = [1, 1, 0]
     assert executor._pick(set(), placed=1) == 1  # free, though actor 2 is idler
     executor.busy = [1, 2, 0]
-    assert executor._pick(set(), placed=1) == 2  # full: the least busy
+    assert executor._pick(set(), placed=1) == 2  # full: an actor whose pool would idle takes it
+    executor.busy = [1, 2, 1]
+    assert executor._pick(set(), placed=1) is None  # the others have work of their own: it waits for its actor
     executor.busy = [1, 1, 0]
     assert executor._pick({1}, placed=1) == 2  # the task died on it
     executor.lost = {1}
     assert executor._pick(set(), placed=1) == 2
+
+
+def test_a_task_whose_actor_is_full_does_not_hold_back_the_tasks_behind_it():
+    """The queue's first task waits for its own actor; the next, placed on an actor with room, goes meanwhile."""
+    from collections import defaultdict, deque
+
+    from tritongym.core.distributed.ray_executor import RayExecutor
+
+    executor = object.__new__(RayExecutor)
+    executor.actors, executor.lost, executor.slots, executor.concurrency = [None, None], set(), [2, 2], [1, 1]
+    executor.busy = [2, 1]
+    queue, placed, failed = deque([10, 11, 12]), {10: "0", 11: "0", 12: "1"}, defaultdict(set)
+    assert executor._next(queue, failed, placed) == (2, 1)  # task 12, on its own actor 1
+    executor.busy = [2, 2]
+    assert executor._next(queue, failed, placed) is None  # every actor full
+    executor.busy = [2, 0]
+    queue = deque([10, 11])
+    assert executor._next(queue, failed, placed) == (0, 1)  # actor 1 would idle: it takes actor 0's first task
 
 
 def test_a_gpu_actor_is_sent_twice_what_its_pool_runs_at_once():

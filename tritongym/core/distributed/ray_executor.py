@@ -25,6 +25,7 @@ which task an actor was running when it dies, so the few lines of routing below 
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -148,6 +149,7 @@ class RayExecutor:
         self.facts: list[dict] = []
         self.busy: list[int] = []
         self.slots: list[int] = []
+        self.concurrency: list[int] = []
         self.lost: set[int] = set()
         self.retried = 0  # tasks resubmitted after their actor died
         self.busy_s: dict[str, float] = {}  # seconds of tasks in flight, summed per actor (node and device)
@@ -222,6 +224,7 @@ class RayExecutor:
         self.slots = [
             actor_slots(f["concurrency"], self.on_gpu, most, self.options.tasks_per_actor) for f in self.facts
         ]
+        self.concurrency = [max(1, int(f["concurrency"])) for f in self.facts]  # tasks each actor's pool runs at once
         self.lost = set()
         # each problem's tasks go to one actor while it has a free slot, so that one keeper builds the problem's
         # record (as `ProblemGPUs` places them on one GPU of a local pool): the least busy actor took each task,
@@ -240,15 +243,38 @@ class RayExecutor:
             self.lost.discard(index)
 
     def _pick(self, failed_on: set[int], placed: int | None = None) -> int | None:
-        """The actor the task's problem is placed on if it is live, has a free slot and the task has not died on it;
-        else the least busy live actor with a free slot, preferring one this task has not died on; None when every
-        candidate is full (the caller waits for a slot)."""
+        """The actor the task's problem is placed on if it is live, has a free slot and the task has not died on it.
+        When that actor is only full, another one whose pool would idle (fewer tasks than it runs at once) takes it,
+        as a local pool's idle GPU takes a task placed on a busy one (`ReadyWorkers`); else the task waits for its
+        own, rather than have a second actor build its problem's record beside work of its own.  A task with no
+        such actor (lost, or it died there) goes to the least busy live actor with a free slot, preferring one it has
+        not died on.  None: the caller waits for a slot."""
         live = [i for i in range(len(self.actors)) if i not in self.lost]
         choices = [i for i in live if i not in failed_on] or live
         free = [i for i in choices if self.busy[i] < self.slots[i]]
         if placed in free:
             return placed
+        if placed in choices:  # its own actor is full
+            free = [i for i in free if self.busy[i] < self.concurrency[i]]
         return min(free, key=lambda i: (self.busy[i] / self.slots[i], self.busy[i])) if free else None
+
+    LOOKAHEAD = 512
+    """Tasks of the queue looked at for one that can go now: a task whose actor is full does not hold back the tasks
+    behind it whose actors have room."""
+
+    def _next(self, queue: deque, failed_on: dict[int, set[int]], placed: dict) -> tuple[int, int] | None:
+        """(position in `queue`, actor) of the first task that its own actor can take now; else of the first task
+        another actor can take (`_pick`); None when no task can go."""
+        looked = list(itertools.islice(queue, self.LOOKAHEAD))
+        for position, key in enumerate(looked):
+            own = int(placed[key])
+            if own not in self.lost and own not in failed_on[key] and self.busy[own] < self.slots[own]:
+                return position, own
+        for position, key in enumerate(looked):
+            index = self._pick(failed_on[key], int(placed[key]))
+            if index is not None:
+                return position, index
+        return None
 
     def in_flight(self) -> dict[int, int]:
         """Tasks in flight per live actor (index into `actors`)."""
@@ -272,10 +298,12 @@ class RayExecutor:
             while queue or flying:
                 while queue:
                     with self._lock:
-                        index = self._pick(failed_on[queue[0]], int(placed[queue[0]]))
-                        if index is None:
+                        found = self._next(queue, failed_on, placed)
+                        if found is None:
                             break
-                        key = queue.popleft()
+                        position, index = found
+                        key = queue[position]
+                        del queue[position]
                         ref = self.actors[index].measure.remote(tasks[key].model_dump_json(), self.limits_json)
                         self.busy[index] += 1
                     flying[ref] = (key, index, time.perf_counter())
