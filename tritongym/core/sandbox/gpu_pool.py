@@ -26,9 +26,9 @@ Each task's time limit grows with what its reference's side cost (`TaskDriver.BU
 
 This module is the pool's policy: which worker gets which task, when workers start and retire, the keepers, the
 GPUs' budgets.  Along its seams beside it: `pool_options.py` (options, memory shares), `gpu_lock.py` (`GPULock`),
-`admission.py` (`MemoryBudget`, the budget arithmetic, a task's `TaskMemory`), `processes.py` (`Worker`,
-`KeeperProcess`), `fork_server.py` (`Zygote`, started early by `eval`), `task_driver.py` (one task, `TaskDriver`)
-with its keeper calls (`keeper_calls.py`), reference timing (`reference_timing.py`) and evidence
+`admission.py` (`MemoryBudget`, the budget arithmetic, a task's `TaskMemory`), `keeper_choice.py` (which keeper
+serves a record), `processes.py` (`Worker`, `KeeperProcess`), `fork_server.py` (`Zygote`, started early by `eval`),
+`task_driver.py` (one task, `TaskDriver`) with its keeper calls (`keeper_calls.py`), reference timing (`reference_timing.py`) and evidence
 (`task_evidence.py`); the frames they exchange are `worker/protocol.py`'s.  Their names are importable from here
 as before.
 """
@@ -344,13 +344,9 @@ class WorkerPool:
         self._retire(worker, replace=False)
 
     def _offer(self, worker: Worker) -> None:
-        """A warm worker: into `ready` if its GPU has a task slot free, else on standby for the next one.
-
-        A worker on standby is not one on its way for `ReadyWorkers`: it gets a slot only when one of its GPU's
-        running tasks ends.  Counted as coming, it kept a task waiting for its own GPU's slot while the other GPU's
-        workers stood ready with nothing to do: at the end of an RL batch on two H200s one GPU idled 8.7 s of 32
-        while the other finished its problems' last tasks.  Taken there, the task's record is built by that GPU's
-        keeper too, on a GPU that had nothing else to do."""
+        """A warm worker: into `ready` if its GPU has a task slot free, else on standby for the next one.  On standby
+        it is not on its way for `ReadyWorkers` (it waits for a running task to end): counted so, at an RL batch's
+        tail on two H200s one GPU idled 8.7 s of 32 beside the other's waiting tasks."""
         with self._guard:
             if self._slotted[worker.gpu] >= self.options.workers_per_gpu:
                 self._standby[worker.gpu].append(worker)
