@@ -28,9 +28,9 @@ This module is the pool's policy: which worker gets which task, when workers sta
 GPUs' budgets.  Along its seams beside it: `pool_options.py` (options, memory shares), `gpu_lock.py` (`GPULock`),
 `admission.py` (`MemoryBudget`, the budget arithmetic, a task's `TaskMemory`), `keeper_choice.py` (which keeper
 serves a record), `processes.py` (`Worker`, `KeeperProcess`), `fork_server.py` (`Zygote`, started early by `eval`),
-`task_driver.py` (one task, `TaskDriver`) with its keeper calls (`keeper_calls.py`), reference timing (`reference_timing.py`) and evidence
-(`task_evidence.py`); the frames they exchange are `worker/protocol.py`'s.  Their names are importable from here
-as before.
+`task_driver.py` (one task, `TaskDriver`) with its keeper calls (`keeper_calls.py`), reference timing
+(`reference_timing.py`) and evidence (`task_evidence.py`); the frames they exchange are `worker/protocol.py`'s.  Their
+names are importable from here as before.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from collections import Counter
 from typing import Any
 
 from tritongym.core.op_families import aten_op
+from tritongym.core.worker.custom_ops import python_body, through
 
 _CONTRACTIONS = frozenset(
     {
@@ -124,6 +125,8 @@ def op_tracer():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if python_body(func) is not None:  # a candidate's `triton_op`: its body's ops are counted one by one
+                return through(self, func, args, kwargs)
             out = func(*args, **kwargs)
             name = func.overloadpacket.__name__
             self.ops[name] += 1

@@ -113,6 +113,8 @@ def poisoned_allocations():
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    from tritongym.core.worker.custom_ops import python_body, through
+
     aten = torch.ops.aten
     allocations = {getattr(getattr(aten, name.split(".")[0]), name.split(".")[1]) for name in ALLOCATIONS}
     resize = aten.resize_.default
@@ -124,6 +126,8 @@ def poisoned_allocations():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if python_body(func) is not None:  # a candidate's `triton_op`: what its body allocates is poisoned too
+                return through(self, func, args, kwargs)
             if func is resize:
                 had = args[0].untyped_storage().nbytes()
                 out = func(*args, **kwargs)

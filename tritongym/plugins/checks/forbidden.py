@@ -37,8 +37,8 @@ _WHY = {
     "native code or another kernel language": "ctypes _ctypes cffi numpy.ctypeslib cupy pycuda cuda numba "
     "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.cuda.cudart "
     "torch.cuda.jiterator",
-    # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls; `triton_op` and `custom_op`
-    # register through the same registry, so the module is refused whole
+    # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls, and `custom_op` registers kernels
+    # through the same registry: refused, but for the two names of `TRITON_OPS`
     "access to torch's op registry, where the reference's own ops can be replaced; launch the @triton.jit kernel "
     "directly instead": "torch.library torch._library",
     "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
@@ -68,6 +68,14 @@ to choose a path for sharded tensors, and re-shard their result in that path (`d
 `DTensor.from_local`: Liger-Kernel's SwiGLU does both).  Without a process group (`init_process_group` and
 everything else under `torch.distributed` stay forbidden) there is no sharded tensor and no device mesh, so that
 path never runs."""
+
+TRITON_OPS = frozenset("torch.library.triton_op torch.library.wrap_triton".split())
+"""Names under `torch.library` allowed as exactly these paths (not their attributes): PyTorch's own way to wrap a
+Triton kernel as an operator torch.compile can trace (`@triton_op("mylib::add", mutates_args={})` around a function
+that launches `wrap_triton(kernel)[grid](...)`; torch >= 2.6, its tutorial "Using User-Defined Triton Kernels with
+torch.compile").  `triton_op` defines a new operator only: a name torch already has is refused by torch itself
+("already defined"), so no op the reference calls can be replaced through it; `wrap_triton` launches the kernel it
+wraps.  Everything else of `torch.library` (`impl`, `Library`, `register_kernel`, `custom_op`, ...) stays refused."""
 
 _BUILTIN_CALLS = {
     "open": "file access",
@@ -153,7 +161,7 @@ class ForbiddenCheck(StaticCheck):
         parts = path.split(".")
         if parts[0].startswith("tritongym"):
             return "the judge's own code and the reference"
-        if path in INSPECTION_ONLY:
+        if path in INSPECTION_ONLY or path in TRITON_OPS:
             return None
         rule = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
         if rule is None:
