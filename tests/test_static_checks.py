@@ -156,7 +156,12 @@ HOSTILE = [
     ("forbidden", "reference-module", in_forward("", "from tritongym_reference import Model  # <-"), "relu"),
     ("forbidden", "op-registry", in_forward("", "from torch.library import triton_op, impl  # <-"), "relu"),
     ("forbidden", "op-registry-kernel", in_forward("torch.library.register_kernel('aten::relu', 'cpu')  # <-"), "relu"),
-    ("forbidden", "op-registry-custom-op", in_forward("", "from torch.library import custom_op  # <-"), "relu"),
+    (
+        "forbidden",
+        "op-registry-define",
+        in_forward("torch.library.define('aten::relu2(Tensor x) -> Tensor')  # <-"),
+        "relu",
+    ),
     ("forbidden", "triton-op-attribute", in_forward("f = torch.library.triton_op.__wrapped__  # <-"), "relu"),
     ("forbidden", "aten-override", in_forward("", "lib = torch.library.Library('aten', 'IMPL')  # <-"), "relu"),
     ("forbidden", "threading-alias", in_forward("", "import threading as th  # <-"), "relu"),
@@ -1015,7 +1020,7 @@ def test_forbidden_allow_and_extra_modules(host):
     registry = verdicts(host, in_forward("", "from torch.library import Library"))["forbidden"]
     assert not registry.passed and "op registry" in registry.reason and "kernel directly" in registry.reason
     # but for PyTorch's own wrapper of a Triton kernel as an operator (`TRITON_OPS`): its body is traced as any forward
-    wrapper = in_forward("", "from torch.library import triton_op, wrap_triton")
+    wrapper = in_forward("", "from torch.library import triton_op, wrap_triton, custom_op")
     assert verdicts(host, wrapper)["forbidden"].passed
     assert verdicts(host, in_forward("k = torch.library.wrap_triton(x)"))["forbidden"].passed
     # allowing a package does not allow a more specifically forbidden part of it

@@ -88,6 +88,8 @@ CPU_CASES: list[Case] = [
     Case("lazy_matmul_gelu_operator.py", "matmul_gelu", (hacked("torch_compute", "aten.mm"),), policy=STRICT),
     # the GEMM inside the body of a `torch.library.triton_op`, which a dispatch mode sees as one opaque operator
     Case("lazy_matmul_gelu_triton_op.py", "matmul_gelu", (hacked("torch_compute", "matmul"),), policy=STRICT),
+    # ... and inside the kernel an operator registers for the device, while its body is a whole Triton GEMM
+    Case("lazy_matmul_gelu_device_kernel.py", "matmul_gelu", (hacked("torch_compute", "matmul"),), policy=STRICT),
     Case("lazy_linear_module.py", "linear_bias_relu", (hacked("torch_compute", "aten.addmm"),), policy=STRICT),
     # --- output-memory reuse / reading uninitialised memory --------------------------------------------
     # whether the memory holds the answer is up to the allocator: wrong values, or caught as a ghost
@@ -236,6 +238,7 @@ DEFAULT_ACCEPTS: list[Case] = [
     Case("lazy_matmul_gelu_alias.py", "matmul_gelu", (), why=_PRICED_BY_PR),
     Case("lazy_matmul_gelu_operator.py", "matmul_gelu", (), why=_PRICED_BY_PR),
     Case("lazy_matmul_gelu_triton_op.py", "matmul_gelu", (), why=_PRICED_BY_PR),
+    Case("lazy_matmul_gelu_device_kernel.py", "matmul_gelu", (), why=_PRICED_BY_PR),
     Case("lazy_linear_module.py", "linear_bias_relu", (), why=_PRICED_BY_PR),
     Case(
         "fp16_cast_kernel.py",

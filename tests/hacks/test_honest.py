@@ -69,6 +69,7 @@ HONEST_CASES: list[Case] = [
     Case("mean_dim_rows.py", "mean_dim", ()),
     Case("silu_sigmoid.py", "silu", ()),
     Case("relu_triton_op.py", "relu", ()),  # torch.library.triton_op around wrap_triton (torch >= 2.6)
+    Case("relu_custom_op.py", "relu", ()),  # torch.library.custom_op around a launch, as vLLM and SGLang register
     Case("matmul_fp16_tutorial03.py", "matmul_fp16", ()),
     Case("matmul_rect_autotune.py", "matmul_rect", ()),
     Case("matmul_splitk_atomic.py", "matmul", ()),

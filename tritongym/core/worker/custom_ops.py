@@ -17,9 +17,12 @@ TORCH_NAMESPACES = frozenset({"aten", "prim", "prims", "quantized", "_quantized"
 """Namespaces of torch's own operators: never a candidate's, looked up no further."""
 
 
-def python_body(func) -> Callable | None:
-    """The Python function behind `func` when it is an operator defined through `torch.library`'s custom-op API (a
-    `CustomOpDef`, which `triton_op` makes), else None."""
+def python_body(func, args: tuple = (), kwargs: dict | None = None) -> Callable | None:
+    """The Python function the dispatcher would run for `func` on these arguments when it is an operator defined
+    through `torch.library`'s custom-op API (a `CustomOpDef`, which `triton_op` makes): the kernel registered for the
+    arguments' device (`register_kernel("cuda")`), else the one for every device; None for torch's own operators.
+    The device's own kernel, not the body: otherwise a body of Triton would be judged and traced while the timed
+    calls, which run without any mode, ran a torch kernel registered for the GPU."""
     if getattr(func, "namespace", "aten") in TORCH_NAMESPACES:
         return None
     try:
@@ -27,14 +30,29 @@ def python_body(func) -> Callable | None:
     except ImportError:  # a torch without the custom-op API has no `triton_op` either
         return None
     opdef = _maybe_get_opdef(func)
-    return None if opdef is None else getattr(opdef, "_init_fn", None)
+    if opdef is None:
+        return None
+    kernels = getattr(opdef, "_backend_fns", None) or {}
+    device = _device_type([*args, *(kwargs or {}).values()])
+    return kernels.get(device) or kernels.get(None) or getattr(opdef, "_init_fn", None)
 
 
-def through(mode, func, args: tuple, kwargs: dict):
-    """`func(*args, **kwargs)` for a dispatch mode's `__torch_dispatch__`: a candidate's operator runs its body with
-    `mode` active again (its ops come back to `mode` one by one); anything else runs as the mode would run it."""
-    body = python_body(func)
-    if body is None:
-        return func(*args, **kwargs)
+def _device_type(values) -> str | None:
+    """The device type of the first tensor among `values` (lists and tuples looked into), as the dispatcher keys it."""
+    import torch
+
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            return value.device.type
+        if isinstance(value, (list, tuple)):
+            found = _device_type(value)
+            if found is not None:
+                return found
+    return None
+
+
+def through(mode, body: Callable, args: tuple, kwargs: dict):
+    """A candidate's operator, for a dispatch mode's `__torch_dispatch__`: `body` (`python_body`'s) run with `mode`
+    active again, so the operator's own ops come back to `mode` one by one."""
     with mode:
         return body(*args, **kwargs)

@@ -125,8 +125,9 @@ def op_tracer():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if python_body(func) is not None:  # a candidate's `triton_op`: its body's ops are counted one by one
-                return through(self, func, args, kwargs)
+            body = python_body(func, args, kwargs)
+            if body is not None:  # a candidate's `triton_op`: its kernel's ops are counted one by one
+                return through(self, body, args, kwargs)
             out = func(*args, **kwargs)
             name = func.overloadpacket.__name__
             self.ops[name] += 1

@@ -126,8 +126,9 @@ def poisoned_allocations():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if python_body(func) is not None:  # a candidate's `triton_op`: what its body allocates is poisoned too
-                return through(self, func, args, kwargs)
+            body = python_body(func, args, kwargs)
+            if body is not None:  # a candidate's `triton_op`: what its kernel allocates is poisoned too
+                return through(self, body, args, kwargs)
             if func is resize:
                 had = args[0].untyped_storage().nbytes()
                 out = func(*args, **kwargs)

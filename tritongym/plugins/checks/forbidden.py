@@ -37,8 +37,8 @@ _WHY = {
     "native code or another kernel language": "ctypes _ctypes cffi numpy.ctypeslib cupy pycuda cuda numba "
     "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.cuda.cudart "
     "torch.cuda.jiterator",
-    # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls, and `custom_op` registers kernels
-    # through the same registry: refused, but for the two names of `TRITON_OPS`
+    # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls: refused, but for the operator
+    # wrappers of `TRITON_OPS`
     "access to torch's op registry, where the reference's own ops can be replaced; launch the @triton.jit kernel "
     "directly instead": "torch.library torch._library",
     "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
@@ -69,13 +69,15 @@ to choose a path for sharded tensors, and re-shard their result in that path (`d
 everything else under `torch.distributed` stay forbidden) there is no sharded tensor and no device mesh, so that
 path never runs."""
 
-TRITON_OPS = frozenset("torch.library.triton_op torch.library.wrap_triton".split())
-"""Names under `torch.library` allowed as exactly these paths (not their attributes): PyTorch's own way to wrap a
-Triton kernel as an operator torch.compile can trace (`@triton_op("mylib::add", mutates_args={})` around a function
-that launches `wrap_triton(kernel)[grid](...)`; torch >= 2.6, its tutorial "Using User-Defined Triton Kernels with
-torch.compile").  `triton_op` defines a new operator only: a name torch already has is refused by torch itself
-("already defined"), so no op the reference calls can be replaced through it; `wrap_triton` launches the kernel it
-wraps.  Everything else of `torch.library` (`impl`, `Library`, `register_kernel`, `custom_op`, ...) stays refused."""
+TRITON_OPS = frozenset("torch.library.triton_op torch.library.wrap_triton torch.library.custom_op".split())
+"""Names under `torch.library` allowed as exactly these paths (not their attributes): the ways public code wraps a
+Triton kernel as an operator (`@triton_op("mylib::add", mutates_args={})` around a function that launches
+`wrap_triton(kernel)[grid](...)`, torch >= 2.6 and its tutorial "Using User-Defined Triton Kernels with
+torch.compile"; `@custom_op(...)` around a plain launch, as vLLM, SGLang and FlashInfer register theirs).  Each
+defines a new operator only: a name torch already has is refused by torch itself ("registered multiple times"), so
+no op the reference calls can be replaced through them, and the worker's dispatch modes run the operator through its
+Python body (`worker/custom_ops.py`).  Everything else of `torch.library` (`impl`, `Library`, `register_kernel`,
+`define`, ...) stays refused."""
 
 _BUILTIN_CALLS = {
     "open": "file access",
