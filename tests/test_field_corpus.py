@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import field_corpus  # noqa: E402
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # fifteen production kernels judged: the slow tier
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # sixteen production kernels judged: the slow tier
 
 SAMPLE = [
     "flaggems_add",
@@ -37,6 +37,7 @@ SAMPLE = [
     "liger_rms_norm",
     "flaggems_gelu",
     "unsloth_cross_entropy",
+    "flaggems_kron",  # a scalar comparison splat into its loads' mask (`interpreter_comparisons.py`)
 ]
 
 
@@ -53,6 +54,16 @@ def test_the_manifest_names_every_kernel_and_its_source():
     for library in {k["library"] for k in kernels}:
         assert (field_corpus.CORPUS / "LICENSES" / f"{library}.LICENSE").is_file(), library
     assert set(SAMPLE) <= {k["name"] for k in kernels if not k["gpu_only"]}
+
+
+def test_the_entries_say_which_kernels_are_gpu_only_as_the_manifest_does():
+    """`build.py` writes the manifest from `_entries.py`: a kernel flipped in one and not the other goes back to
+    GPU-only at the next build (39 did, after stop 60's interpreter patches, until stop 61)."""
+    sys.path.insert(0, str(field_corpus.CORPUS))
+    from _entries import ENTRIES
+
+    listed = {k["name"]: k["gpu_only"] for k in field_corpus.manifest()}
+    assert {e.name: e.gpu_only for e in ENTRIES} == listed
 
 
 def test_a_sample_of_the_field_corpus_is_ok_on_the_interpreter(monkeypatch):

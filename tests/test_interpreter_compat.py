@@ -1,7 +1,8 @@
 """Production Triton idioms that Triton's interpreter did not run, judged on triton-cpu as the GPU judges them
 (`core/worker/interpreter_libdevice.py`, `interpreter_float_args.py`, `interpreter_aliases.py`,
-`interpreter_dtype_value.py`, and `not` in `interpreter_bool_ops.py`): libdevice's math, a float argument's
-`.to`, a builtin under a module alias, a constexpr dtype's `.value`, `not` on a tensor.  Each was a `runtime_error`
+`interpreter_dtype_value.py`, `interpreter_comparisons.py`, and `not` in `interpreter_bool_ops.py`): libdevice's
+math, a float argument's `.to`, a builtin under a module alias, a constexpr dtype's `.value`, a scalar comparison
+splat into a mask, `not` on a tensor.  Each was a `runtime_error`
 (or, for `not`, `incorrect`) on triton-cpu for honest kernels of Liger-Kernel, FlagGems and unsloth."""
 
 from __future__ import annotations
@@ -103,7 +104,56 @@ def get_inputs():
 def get_init_inputs():
     return []
 """,
+    "double_batched": """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 40)]
+
+
+def get_init_inputs():
+    return []
+""",
 }
+
+# FlagGems's kron masks its loads with a scalar comparison splat over a block (`... & (batch_id < batch_size)`),
+# which the interpreter typed as its int64 operand: "mask has unsupported dtype"
+DOUBLE_BATCHED = textwrap.dedent(
+    """
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def double_kernel(x_ptr, y_ptr, batch_size: tl.int64, M: tl.int64, N: tl.int64, BM: tl.constexpr,
+                      BN: tl.constexpr):
+        pid = tl.program_id(0).to(tl.int64)
+        batch_id = pid // tl.cdiv(M, BM)
+        offs_m = (pid % tl.cdiv(M, BM)) * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N) & (batch_id < batch_size)
+        idx = batch_id * M * N + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(y_ptr + idx, tl.load(x_ptr + idx, mask=mask) * 2, mask=mask)
+
+
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            x = x.contiguous()
+            y = torch.zeros_like(x)
+            b, m, n = x.shape
+            grid = (b * triton.cdiv(m, 2),)
+            double_kernel[grid](x, y, b, m, n, BM=2, BN=triton.next_power_of_2(n))
+            return y
+    """
+)
 
 # FlagGems's exact GELU: erf through libdevice, which the interpreter computes with torch.special (not the candidate's
 # torch work: the op tracer must not see it)
@@ -210,7 +260,12 @@ def test_production_idioms_run_on_the_interpreter_and_a_wrong_one_is_still_refus
     no_eps = RMS.replace("mean_square + eps.to(tl.float32)", "mean_square + eps.to(tl.float32) + 1.0")
     pairs = [(RMS, problems["rms_rows"]), (GELU_NOT_MAX, problems["gelu_tanh_rows"]), (no_eps, problems["rms_rows"])]
     pairs.append((GELU_ERF, problems["gelu_rows"]))
-    rms, gelu, wrong, erf = judged_in_batch("triton-cpu", registry, pairs)
+    pairs.append((DOUBLE_BATCHED, problems["double_batched"]))
+    skips_last = DOUBLE_BATCHED.replace("(batch_id < batch_size)", "(batch_id < batch_size - 1)")
+    pairs.append((skips_last, problems["double_batched"]))
+    rms, gelu, wrong, erf, batched, short = judged_in_batch("triton-cpu", registry, pairs)
+    assert batched.status == Status.ok, explain(batched)
+    assert short.status == Status.incorrect, explain(short)  # its last batch never written
     assert rms.status == Status.ok, explain(rms)
     assert gelu.status == Status.ok, explain(gelu)
     assert wrong.status == Status.incorrect, explain(wrong)

@@ -66,8 +66,6 @@ HOSTDEV = "asserts its tensors are on the CUDA device"
 LIMITS = (
     "reads a tl.constexpr dtype's `.value` (flag_gems.utils.limits), which Triton's interpreter passes as a plain dtype"
 )
-PYBOOL = "`not` / `or` on tensors, which Triton's interpreter evaluates as Python truth"
-LIBDEVICE = "calls libdevice (tl_extra_shim), which Triton's interpreter does not run"
 
 
 def fg(name, file, op, call, torch_expr, inputs="[torch.randn(M, N)]", args="x", sizes=ELEMENTWISE, gpu=""):
@@ -122,17 +120,16 @@ FLAGGEMS_POINTWISE = [
     fg("flaggems_erf", "ops/erf.py", "torch.erf", "erf(x)", "torch.erf(x)"),
     fg("flaggems_sigmoid", "ops/sigmoid.py", "torch.sigmoid", "sigmoid(x)", "torch.sigmoid(x)"),
     fg("flaggems_silu", "ops/silu.py", "torch.nn.functional.silu", "silu(x)", "F.silu(x)"),
-    fg("flaggems_gelu", "ops/gelu.py", "torch.nn.functional.gelu", "gelu(x)", "F.gelu(x)", gpu=LIBDEVICE),
+    fg("flaggems_gelu", "ops/gelu.py", "torch.nn.functional.gelu", "gelu(x)", "F.gelu(x)"),
     fg(
         "flaggems_gelu_tanh",
         "ops/gelu.py",
         "torch.nn.functional.gelu(approximate='tanh')",
         "gelu(x, approximate='tanh')",
         "F.gelu(x, approximate='tanh')",
-        gpu=LIBDEVICE,
     ),
-    fg("flaggems_tanh", "ops/tanh.py", "torch.tanh", "tanh(x)", "torch.tanh(x)", gpu=LIBDEVICE),
-    fg("flaggems_atan", "ops/atan.py", "torch.atan", "atan(x)", "torch.atan(x)", gpu=LIBDEVICE),
+    fg("flaggems_tanh", "ops/tanh.py", "torch.tanh", "tanh(x)", "torch.tanh(x)"),
+    fg("flaggems_atan", "ops/atan.py", "torch.atan", "atan(x)", "torch.atan(x)"),
     fg("flaggems_celu", "ops/celu.py", "torch.nn.functional.celu", "celu(x, alpha=1.5)", "F.celu(x, alpha=1.5)"),
     fg("flaggems_elu", "ops/elu.py", "torch.nn.functional.elu", "elu(x, alpha=0.8)", "F.elu(x, alpha=0.8)"),
     fg(
@@ -164,8 +161,8 @@ FLAGGEMS_POINTWISE = [
         "torch.nan_to_num(x, nan=0.5)",
         inputs=NAN,
     ),
-    fg("flaggems_isnan", "ops/isnan.py", "torch.isnan", "isnan(x)", "torch.isnan(x)", inputs=NAN, gpu=LIBDEVICE),
-    fg("flaggems_isinf", "ops/isinf.py", "torch.isinf", "isinf(x)", "torch.isinf(x)", inputs=INF, gpu=LIBDEVICE),
+    fg("flaggems_isnan", "ops/isnan.py", "torch.isnan", "isnan(x)", "torch.isnan(x)", inputs=NAN),
+    fg("flaggems_isinf", "ops/isinf.py", "torch.isinf", "isinf(x)", "torch.isinf(x)", inputs=INF),
     fg(
         "flaggems_isfinite",
         "ops/isfinite.py",
@@ -173,7 +170,6 @@ FLAGGEMS_POINTWISE = [
         "isfinite(x)",
         "torch.isfinite(x)",
         inputs=INF,
-        gpu=LIBDEVICE,
     ),
     fg(
         "flaggems_add",
@@ -203,7 +199,6 @@ FLAGGEMS_POINTWISE = [
         "torch.div(x, y)",
         inputs="[torch.randn(M, N), torch.rand(M, N) + 0.5]",
         args="x, y",
-        gpu=LIBDEVICE,
     ),
     fg(
         "flaggems_floor_divide",
@@ -214,7 +209,6 @@ FLAGGEMS_POINTWISE = [
         inputs="[torch.randint(-1000, 1000, (M, N), dtype=torch.int32), "
         "torch.randint(1, 50, (M, N), dtype=torch.int32)]",
         args="x, y",
-        gpu=LIBDEVICE,
     ),
     fg(
         "flaggems_remainder",
@@ -225,7 +219,6 @@ FLAGGEMS_POINTWISE = [
         inputs="[torch.randint(-1000, 1000, (M, N), dtype=torch.int32), "
         "torch.randint(1, 50, (M, N), dtype=torch.int32)]",
         args="x, y",
-        gpu=LIBDEVICE,
     ),
     fg(
         "flaggems_pow",
@@ -233,7 +226,6 @@ FLAGGEMS_POINTWISE = [
         "torch.pow (tensor, scalar)",
         "pow_tensor_scalar(x, 3)",
         "torch.pow(x, 3)",
-        gpu=LIBDEVICE,
     ),
     fg(
         "flaggems_maximum",
@@ -368,7 +360,6 @@ FLAGGEMS_POINTWISE = [
         "logical_not(x)",
         "torch.logical_not(x)",
         inputs="[torch.rand(M, N) < 0.5]",
-        gpu=PYBOOL,
     ),
     fg(
         "flaggems_bitwise_and",
@@ -536,7 +527,6 @@ FLAGGEMS_OTHER = [
         "[torch.randn(B, C, H, W)]",
         "[C]",
         sizes=IMG,
-        gpu=LIBDEVICE,
     ),
     fgm(
         "flaggems_batch_norm",
@@ -550,13 +540,12 @@ FLAGGEMS_OTHER = [
         "[torch.randn(B, C, H, W)]",
         "[C]",
         sizes=IMG,
-        gpu=LIBDEVICE,
     ),
     fgm("flaggems_sum", "ops/sum.py", "torch.sum", NOINIT, "sum(x)", "torch.sum(x)", X),
     fgm("flaggems_sum_dim", "ops/sum.py", "torch.sum(dim=1)", NOINIT, "sum_dim(x, [1])", "torch.sum(x, 1)", X),
     fgm("flaggems_mean", "ops/mean.py", "torch.mean", NOINIT, "mean(x)", "torch.mean(x)", X),
     fgm("flaggems_mean_dim", "ops/mean.py", "torch.mean(dim=1)", NOINIT, "mean_dim(x, [1])", "torch.mean(x, 1)", X),
-    fgm("flaggems_max", "ops/max.py", "torch.max", NOINIT, "max(x)", "torch.max(x)", X, gpu=LIMITS),
+    fgm("flaggems_max", "ops/max.py", "torch.max", NOINIT, "max(x)", "torch.max(x)", X),
     fgm(
         "flaggems_max_dim",
         "ops/max.py",
@@ -565,9 +554,8 @@ FLAGGEMS_OTHER = [
         "tuple(max_dim(x, 1))",
         "tuple(torch.max(x, 1))",
         X,
-        gpu=LIMITS,
     ),
-    fgm("flaggems_min", "ops/min.py", "torch.min", NOINIT, "min(x)", "torch.min(x)", X, gpu=LIMITS),
+    fgm("flaggems_min", "ops/min.py", "torch.min", NOINIT, "min(x)", "torch.min(x)", X),
     fgm(
         "flaggems_min_dim",
         "ops/min.py",
@@ -576,9 +564,8 @@ FLAGGEMS_OTHER = [
         "tuple(min_dim(x, 1))",
         "tuple(torch.min(x, 1))",
         X,
-        gpu=LIMITS,
     ),
-    fgm("flaggems_amax", "ops/amax.py", "torch.amax(dim=1)", NOINIT, "amax(x, [1])", "torch.amax(x, 1)", X, gpu=LIMITS),
+    fgm("flaggems_amax", "ops/amax.py", "torch.amax(dim=1)", NOINIT, "amax(x, [1])", "torch.amax(x, 1)", X),
     fgm(
         "flaggems_argmax",
         "ops/argmax.py",
@@ -587,7 +574,6 @@ FLAGGEMS_OTHER = [
         "argmax(x, 1)",
         "torch.argmax(x, 1)",
         X,
-        gpu=LIMITS,
     ),
     fgm(
         "flaggems_argmin",
@@ -597,7 +583,6 @@ FLAGGEMS_OTHER = [
         "argmin(x, 1)",
         "torch.argmin(x, 1)",
         X,
-        gpu=LIMITS,
     ),
     fgm(
         "flaggems_prod_dim",
@@ -627,7 +612,6 @@ FLAGGEMS_OTHER = [
         "vector_norm(x, 2, [1])",
         "torch.linalg.vector_norm(x, 2, 1)",
         X,
-        gpu=LIBDEVICE,
     ),
     fgm(
         "flaggems_all_dim",
@@ -646,7 +630,6 @@ FLAGGEMS_OTHER = [
         "any_dim(x, 1)",
         "torch.any(x, 1)",
         "[torch.rand(M, N) < 0.01]",
-        gpu=PYBOOL,
     ),
     fgm(
         "flaggems_count_nonzero",
@@ -750,7 +733,6 @@ FLAGGEMS_OTHER = [
         "F.nll_loss(x, t)",
         "[torch.log_softmax(torch.randn(M, N), -1), torch.randint(0, N, (M,))]",
         args="x, t",
-        gpu="NaN under Triton's interpreter (not yet explained), right on the GPU expected",
     ),
     fgm(
         "flaggems_embedding",
@@ -793,7 +775,6 @@ FLAGGEMS_OTHER = [
         "torch.kron(a, b)",
         "[torch.randn(M // 4, N // 4), torch.randn(8, 8)]",
         args="a, b",
-        gpu="a mask of a dtype Triton's interpreter refuses ('mask has unsupported dtype')",
     ),
     fgm("flaggems_topk", "ops/topk.py", "torch.topk", NOINIT, "tuple(topk(x, 8))", "tuple(torch.topk(x, 8))", X),
     fgm(
@@ -825,7 +806,6 @@ FLAGGEMS_OTHER = [
         "F.max_pool2d(x, 3, 2, 1)",
         "[torch.randn(B, C, H, W)]",
         sizes=IMG,
-        gpu=LIMITS,
     ),
     fgm(
         "flaggems_upsample_nearest2d",
@@ -877,7 +857,6 @@ FLAGGEMS_OTHER = [
         "F.gelu(a) * b",
         TWO,
         args="a, b",
-        gpu=LIBDEVICE,
     ),
     fgm(
         "flaggems_skip_layernorm",
@@ -910,7 +889,6 @@ FLAGGEMS_OTHER = [
         "F.cross_entropy(x, t)",
         "[torch.randn(M, N), torch.randint(0, N, (M,))]",
         args="x, t",
-        gpu="wrong (1e23) under Triton's interpreter (not yet explained), right on the GPU expected",
     ),
     fgm(
         "flaggems_weight_norm",
@@ -939,7 +917,6 @@ def lg(name, file, op, init, call, torch_expr, inputs, init_inputs="[]", sizes=R
     )
 
 
-LG_LIBDEVICE = "imports rsqrt/tanh from triton.language.extra.libdevice, which Triton's interpreter does not run"
 VOCAB = {"cpu": {"M": 8, "N": 200}, "gpu": {"M": 4096, "N": 32000}}
 ROPE = {"cpu": {"B": 2, "H": 4, "S": 8, "D": 16}, "gpu": {"B": 8, "H": 32, "S": 2048, "D": 128}}
 LIGER = [
@@ -952,7 +929,6 @@ LIGER = [
         "F.silu(a) * b",
         TWO,
         args="a, b",
-        gpu="calls `.to` on a float argument, which Triton's interpreter passes as a Python float",
     ),
     lg(
         "liger_geglu",
@@ -963,7 +939,6 @@ LIGER = [
         "F.gelu(a, approximate='tanh') * b",
         TWO,
         args="a, b",
-        gpu=LG_LIBDEVICE,
     ),
     lg(
         "liger_softmax",
@@ -983,7 +958,6 @@ LIGER = [
         "self.norm(x)",
         X,
         "[N]",
-        gpu=LG_LIBDEVICE,
     ),
     lg(
         "liger_layer_norm",
@@ -994,7 +968,6 @@ LIGER = [
         "self.norm(x)",
         X,
         "[N]",
-        gpu=LG_LIBDEVICE,
     ),
     lg(
         "liger_group_norm",
@@ -1006,7 +979,6 @@ LIGER = [
         "[torch.randn(B, C, H, W)]",
         "[C]",
         sizes=IMG,
-        gpu=LG_LIBDEVICE,
     ),
     lg(
         "liger_dyt",
@@ -1022,7 +994,6 @@ LIGER = [
         "self.gamma * torch.tanh(self.alpha * x) + self.beta",
         X,
         "[N]",
-        gpu=LG_LIBDEVICE,
     ),
     lg(
         "liger_relu_squared",
@@ -1098,7 +1069,6 @@ LIGER = [
         "[torch.randn(M, N), torch.randint(0, N, (M,))]",
         sizes=VOCAB,
         args="x, t",
-        gpu=LG_LIBDEVICE,
     ),
     lg(
         "liger_fused_add_rms_norm",
@@ -1110,7 +1080,6 @@ LIGER = [
         TWO,
         "[N]",
         args="x, r",
-        gpu=LG_LIBDEVICE,
     ),
 ]
 
@@ -1128,7 +1097,6 @@ LIGER_MORE = [
         "poly_norm_forward(x, self.weight, self.bias, 1e-6)[0]",
         "self.weight[0] * _rms(x**3) + self.weight[1] * _rms(x**2) + self.weight[2] * _rms(x) + self.bias",
         X,
-        gpu=LG_LIBDEVICE,
     ),
     Entry(
         **{
@@ -1458,7 +1426,6 @@ UNSLOTH = [
         SEQ2,
         sizes=SEQ,
         args="gate, up",
-        gpu="calls libdevice.tanh (unsloth's triton_tanh), which Triton's interpreter does not run",
     ),
     un(
         "unsloth_rope",
@@ -1488,7 +1455,6 @@ UNSLOTH = [
         "[torch.randn(B, S, V), torch.randint(0, V, (B, S))]",
         sizes={"cpu": {"B": 2, "S": 4, "V": 200}, "gpu": {"B": 8, "S": 1024, "V": 32000}},
         args="logits, labels",
-        gpu="calls tl.cast through an alias (unsloth's triton_cast), which Triton's interpreter does not dispatch",
     ),
 ]
 

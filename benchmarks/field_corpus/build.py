@@ -210,8 +210,6 @@ def build_entry(entry, mirrors: Path, runtimes: dict) -> Built:
             bodies.append(body)
             removed += rem
         parts.append(rt.adapter("\n".join(bodies), removed))
-        if any("tl_extra_shim" in r for r in removed) and not gpu_only:
-            gpu_only, why = True, "calls libdevice (tl_extra_shim), which Triton's interpreter does not run"
         parts.append("# ---- end of adapter; " + ", ".join(entry.paths) + " as the library writes it ----\n")
         parts += bodies
     else:
