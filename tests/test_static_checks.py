@@ -155,6 +155,20 @@ HOSTILE = [
     ),
     ("forbidden", "reference-module", in_forward("", "from tritongym_reference import Model  # <-"), "relu"),
     ("forbidden", "op-registry", in_forward("", "from torch.library import triton_op, impl  # <-"), "relu"),
+    (
+        "forbidden",
+        "dlpack-export",
+        "class View:\n    def __dlpack__(self, stream=None):  # <-\n        return 0\n",
+        "relu",
+    ),
+    (
+        "forbidden",
+        "array-export",
+        "class View:\n    def __array__(self, dtype=None):  # <-\n        return 0\n",
+        "relu",
+    ),
+    ("forbidden", "print-options", in_forward("torch.set_printoptions(precision=12)  # <-"), "relu"),
+    ("forbidden", "numpy-dlpack", in_forward("h = numpy.from_dlpack(x)  # <-", "import numpy"), "relu"),
     ("forbidden", "op-registry-kernel", in_forward("torch.library.register_kernel('aten::relu', 'cpu')  # <-"), "relu"),
     (
         "forbidden",

@@ -32,13 +32,38 @@ _CONTRACTIONS = frozenset(
         *("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "dot", "vdot", "mv", "addmv"),
         *("scaled_mm", "int_mm", "euclidean_dist", "cdist_forward"),  # an fp8 / int8 GEMM; pairwise distances (`cdist`)
         *("sparse_addmm", "sspaddmm", "hspmm", "sparse_mm"),  # `torch.sparse.mm` & co. on a dense matrix made sparse
+        # a GEMM with its activation fused (`_addmm_activation`), and the backends' own linear layers
+        *(
+            "addmm_activation",
+            "mkldnn_linear",
+            "fbgemm_linear_fp16_weight",
+            "fbgemm_linear_fp16_weight_fp32_activation",
+        ),
+        *("weight_int8pack_mm", "weight_int4pack_mm"),
     }
 )
-_ADDMM_LIKE = frozenset({"addmm", "baddbmm", "addbmm", "addmv", "sparse_addmm", "sspaddmm"})
+_ADDMM_LIKE = frozenset({"addmm", "baddbmm", "addbmm", "addmv", "sparse_addmm", "sspaddmm", "addmm_activation"})
 """Contractions whose first operand is the added term: the contracted size is read from the next one."""
 _CONVOLUTIONS = frozenset(
-    {"convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "convolution_overrideable"}
+    {
+        *("convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "convolution_overrideable"),
+        # the backends' own convolutions, reachable by name (`torch.ops.aten.thnn_conv2d`) and weighed as glue before
+        *("slow_conv2d_forward", "thnn_conv2d", "slow_conv3d_forward", "slow_conv3d", "slow_conv_dilated2d"),
+        *("slow_conv_dilated3d", "mkldnn_convolution", "nnpack_spatial_convolution", "mps_convolution"),
+        *("miopen_convolution", "miopen_depthwise_convolution", "cudnn_convolution_relu", "cudnn_convolution_add_relu"),
+        *("conv_depthwise2d", "conv_depthwise3d", "thnn_conv_depthwise2d", "thnn_conv_depthwise2d_forward"),
+    }
 )
+"""Convolutions whose weight is [out channels, in channels / groups, *kernel]: each output element is a dot product of
+`weight[0].numel()` terms."""
+_TRANSPOSED_CONVOLUTIONS = frozenset(
+    {
+        *("conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "slow_conv_transpose2d", "slow_conv_transpose3d"),
+        *("cudnn_convolution_transpose", "miopen_convolution_transpose", "mkldnn_convolution_transpose"),
+    }
+)
+"""Transposed convolutions, weight [in channels, out channels / groups, *kernel]: each input element is scattered over
+`weight[0].numel()` outputs."""
 _ATTENTION = frozenset(
     {
         "scaled_dot_product_attention",
@@ -81,10 +106,47 @@ def op_work(op: str, args: tuple, kwargs: dict, out: Any) -> float:
         return float(produced) * float(inner)
     if op in _ATTENTION or op in _ATTENTION_SEQ_MAJOR or op == "native_multi_head_attention":
         return _attention_work(op, inputs, float(largest))
+    if op == "convolution" and len(args) > 6 and args[6] is True and len(inputs) >= 2:  # `transposed`
+        op = "conv_transpose2d"
     if op in _CONVOLUTIONS and len(inputs) >= 2:
         weight = inputs[1]
         return float(produced) * float(weight[0].numel() if weight.dim() > 1 else 1)
-    return float(largest)
+    if op in _TRANSPOSED_CONVOLUTIONS and len(inputs) >= 2:
+        weight = inputs[1]
+        return float(inputs[0].numel()) * float(weight[0].numel() if weight.dim() > 1 else 1)
+    return _other_contraction(op, args, inputs, float(produced), float(largest))
+
+
+def _other_contraction(op: str, args: tuple, inputs: list, produced: float, largest: float) -> float:
+    """Work of the ops that contract but have layouts of their own, else elements touched.  Weighed as elements, each
+    hid a GEMM or a convolution from `torch_compute`'s strict policy (red-teamed): `F.bilinear` (`_trilinear`),
+    `F.embedding_bag` with per-sample weights, `torch.conv_tbc`."""
+    if (
+        op == "trilinear"
+        and len(inputs) >= 3
+        and len(args) > 6
+        and all(isinstance(a, (list, tuple)) for a in args[3:7])
+    ):
+        # `_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, ...)`: each input gets size-1 dimensions inserted
+        # at its `expand`, and every output element sums over `sumdim` of that common shape
+        shapes = []
+        for t, expand in zip(inputs[:3], args[3:6]):
+            shape = list(t.shape)
+            for d in sorted(expand):
+                shape.insert(d, 1)
+            shapes.append(shape)
+        summed = 1.0
+        for d in args[6]:
+            summed *= max((shape[d] for shape in shapes if -len(shape) <= d < len(shape)), default=1)
+        return max(produced * summed, largest)
+    if op in ("embedding_bag", "embedding_bag_forward_only") and len(inputs) >= 2 and inputs[0].dim() == 2:
+        # each index gathers a row of the table into its bag's (weighted) sum: a GEMM with a one-hot operand
+        return max(float(inputs[1].numel()) * float(inputs[0].shape[1]), largest)
+    if op == "conv_tbc" and len(inputs) >= 2 and inputs[1].dim() == 3:
+        # input [time, batch, in], weight [kernel, in, out]: each output element sums kernel x in terms
+        weight = inputs[1]
+        return max(produced * float(weight.shape[0] * weight.shape[1]), largest)
+    return largest
 
 
 def _attention_work(op: str, inputs: list, fallback: float) -> float:

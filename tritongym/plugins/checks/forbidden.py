@@ -54,6 +54,10 @@ _WHY = {
     ),
     "unpickling, which runs arbitrary code": "pickle _pickle cPickle copyreg marshal shelve dill "
     "cloudpickle joblib torch.package",
+    # a tensor's memory seen by numpy or Python without a tensor method the `host_compute` check counts: a
+    # zero-copy DLPack view (`np.from_dlpack`), or the tensor printed at full precision and parsed back
+    "host reads of tensor memory that the host_compute check cannot count": "torch.utils.dlpack torch.from_dlpack "
+    "numpy.from_dlpack torch.set_printoptions",
 }
 DEFAULT_MODULES: dict[str, str] = {module: why for why, names in _WHY.items() for module in names.split()}
 """Forbidden module (or dotted attribute) -> the kind of access it gives, shown in the message."""
@@ -105,6 +109,16 @@ INTROSPECTION_ATTRIBUTES = frozenset(
 )
 """Attributes that reach frames, code objects, namespaces, the class hierarchy or pickling hooks."""
 _HOOK_METHODS = {"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__del__"}
+_EXPORT_METHODS = {
+    "__dlpack__",
+    "__dlpack_device__",
+    "__array__",
+    "__array_interface__",
+    "__array_struct__",
+    "__cuda_array_interface__",
+}
+"""Protocols through which numpy (or another library) maps memory an object hands it: a candidate's own class that
+exports a tensor's memory so lets numpy compute on it with no tensor method called."""
 _MODULE_HOOKS = {"__getattr__", "__dir__"}
 _FORMAT_TRAVERSAL = re.compile(r"\{[^{}]*\.(__\w+__|f_\w+|gi_\w+|tb_\w+|co_\w+)")
 """`"{0.__globals__}".format(f)`: str.format walks attributes too."""
@@ -291,6 +305,16 @@ def _dynamic_call(node: ast.Call, facts: SourceScan) -> list[Finding]:
 
 def _hook_definition(node: ast.FunctionDef | ast.AsyncFunctionDef, facts: SourceScan) -> list[Finding]:
     parent = facts.parents.get(node)
+    if node.name in _EXPORT_METHODS:
+        return [
+            finding(
+                node,
+                f"defining `{node.name}` hands a tensor's memory to numpy or another library without a tensor method "
+                "the host_compute check counts",
+                "compute in your Triton kernels",
+                code=f"def {node.name}",
+            )
+        ]
     if node.name in _HOOK_METHODS or (node.name in _MODULE_HOOKS and isinstance(parent, ast.Module)):
         return [
             finding(
