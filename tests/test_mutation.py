@@ -133,14 +133,14 @@ def test_a_batch_run_reports_what_the_subject_by_subject_run_does(tmp_path):
     serial = mutation.main([*common, "--out", str(tmp_path / "s.json")])
 
     def seen(report) -> dict:
-        """Each mutant's label and verdict. A mutant whose store overruns its buffer (relu's `mask_le`) corrupts
-        the worker's heap: that is undefined behaviour, and glibc's abort (`crashed`) or a worker stuck in the
-        corrupted allocator until its deadline (`timeout`, seen once in CI) are both the process dying of it,
-        so the two runs are held to agree on that, not on which way it died."""
+        """Each mutant's label and verdict. A mutant whose store overruns its buffer (relu's `mask_le`) has undefined
+        behaviour, and its witness says so ("crashed the process"): glibc's abort (`crashed`), a worker stuck in the
+        corrupted allocator until its deadline (`timeout`, seen once in CI) or, where the stray element landed in
+        slack, a run that goes on and matches (`ok`, seen once in CI).  The two runs are held to agree on its label,
+        not on what the overrun did to each run's process."""
 
         def verdict(m) -> str:
-            died = m["witness_why"].startswith("crashed the process") and m["status"] in ("crashed", "timeout")
-            return "died" if died else m["status"]
+            return "undefined" if m["witness_why"].startswith("crashed the process") else m["status"]
 
         return {m["id"]: (m["witness"], m["witness_why"], verdict(m)) for m in report.mutants}
 
