@@ -152,7 +152,10 @@ def test_a_batch_run_reports_what_the_subject_by_subject_run_does(tmp_path):
     assert originals == {"suite:relu": ("right", "ok"), "suite:softmax": ("right", "ok")}
     written = json.loads((tmp_path / "b.json").read_text())
     assert written["summary"]["complete"] is True
-    assert written["summary"]["overall"] == serial.summary["overall"]
+    # counted alike but for the mutants of undefined behaviour (above), killed in one run and not in the other
+    undefined = sum(m["witness_why"].startswith("crashed the process") for m in serial.mutants)
+    ran, again = written["summary"]["overall"], serial.summary["overall"]
+    assert ran["wrong"] == again["wrong"] and abs(ran["killed"] - again["killed"]) <= undefined, (ran, again)
 
 
 @pytest.mark.gpu
