@@ -1169,10 +1169,10 @@ def test_the_keeper_frees_a_tasks_memory_under_a_shared_hold_never_beside_a_timi
     seen: list[tuple[int, bool]] = []
     call = KeeperProcess.call
 
-    def watched(self, kind, payload, timeout):
+    def watched(self, kind, payload, timeout, **kw):
         if kind == "FREE":
             seen.append((lock.readers, lock.writer))
-        return call(self, kind, payload, timeout)
+        return call(self, kind, payload, timeout, **kw)
 
     monkeypatch.setattr(KeeperProcess, "call", watched)
     evidence = pool.run(task_for(relu_problem, relu_problem.solution), timeout_s=120)
@@ -1255,10 +1255,10 @@ def test_the_keepers_memory_for_a_task_is_counted_until_its_free(pool, monkeypat
     seen = []
     call = KeeperProcess.call
 
-    def watched(self, kind, payload, timeout_s):
+    def watched(self, kind, payload, timeout_s, **kw):
         if kind == "FREE":
             seen.append((budget.reserved_mb, len(pool.device_records)))
-        return call(self, kind, payload, timeout_s)
+        return call(self, kind, payload, timeout_s, **kw)
 
     monkeypatch.setattr(KeeperProcess, "call", watched)
     pool.memory["cpu"], pool.total_mb["cpu"] = budget, 1_000_000.0

@@ -26,7 +26,7 @@ class KeeperCalls:
         limit = self.REFERENCE_LIMIT_S if kind in self.REFERENCE_SIDE else max(self.deadline - time.monotonic(), 1.0)
         began = time.monotonic()
         try:
-            ok, answer = self.keeper.call(kind, payload, limit)
+            ok, answer = self.keeper.call(kind, payload, limit, urgent=self.holding == "exclusive")
         except KeeperUnavailable as exc:
             if not (exc.timed_out and kind in self.REFERENCE_SIDE):
                 raise

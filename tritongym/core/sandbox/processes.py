@@ -26,6 +26,7 @@ import time
 from tritongym.core import timeline
 from tritongym.core.sandbox import owned
 from tritongym.core.sandbox.fork_server import Zygote, gpu_env
+from tritongym.core.sandbox.keeper_turns import KeeperTurns
 from tritongym.core.sandbox.pool_options import KEEPER_CACHE_SHARE, KEEPER_HOST_CACHE_SHARE, PoolOptions
 from tritongym.core.sandbox.sandbox import log_tail
 from tritongym.core.worker import frames
@@ -268,7 +269,7 @@ class KeeperProcess(Worker):
         self.host_share = share / max(len(options.gpus), 1)  # of the host's: every GPU's keepers split it
         self.extra_env = options.extra_env
         super().__init__(gpu, options, zygote)
-        self.calls = threading.Lock()
+        self.calls = KeeperTurns()  # requests made under an exclusive GPU hold are served first
         # per calling thread, how long its last `call` waited for another task's request to this keeper to end:
         # the part of a task's `keeper_queue` that is this keeper's queue, not the relay through the pool
         self._waited = threading.local()
@@ -302,10 +303,11 @@ class KeeperProcess(Worker):
         self.kill()
         raise KeeperUnavailable(f"GPU {self.gpu}: the reference keeper: {why}" + (f"\n{tail}" if tail else ""))
 
-    def call(self, kind: KeeperRequest, payload: bytes, timeout: float) -> tuple[bool, bytes]:
-        """(answered `OKAY`, the answer's payload); raises `KeeperUnavailable` when the keeper is gone."""
+    def call(self, kind: KeeperRequest, payload: bytes, timeout: float, urgent: bool = False) -> tuple[bool, bytes]:
+        """(answered `OKAY`, the answer's payload); raises `KeeperUnavailable` when the keeper is gone.  `urgent`:
+        the caller holds its GPU exclusively, so it goes before other waiting requests (`keeper_turns.py`)."""
         began = time.monotonic()
-        with self.calls:
+        with self.calls.turn(urgent):
             self._waited.s = time.monotonic() - began
             if self.dead:
                 raise KeeperUnavailable(self.dead)
