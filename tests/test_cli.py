@@ -180,8 +180,8 @@ def test_run_records_a_run_and_prints_a_table(tmp_path, write):
 
 
 def test_skip_check_switches_one_check_off(tmp_path, write):
-    """`import os` is refused by the source policy; with `forbidden` skipped the same kernel runs and is ok."""
-    cand = write("os_user.py", "import os\n" + RELU_KERNEL)
+    """A use of `os` is refused by the source policy; with `forbidden` skipped the same kernel runs and is ok."""
+    cand = write("os_user.py", "import os\n" + RELU_KERNEL + "\nHERE = os.getcwd()\n")
     db = str(tmp_path / "r.db")
     refused = json.loads(invoke("eval", str(cand), "-p", "relu", "--registry", db, "--trials", "2", "--json").stdout)
     assert refused["status"] == "rejected" and "forbidden" in refused["message"]

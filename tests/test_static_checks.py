@@ -111,9 +111,36 @@ LAUNCH = "out = torch.empty_like(x)\nrelu_kernel[(1,)](x, out, x.numel(), BLOCK=
 # (check, id, source, problem): each must fail `check` on the marked line.
 HOSTILE = [
     # --- forbidden ------------------------------------------------------------------------------------
-    ("forbidden", "import-os", in_forward("os.system('ls')", "import os  # <-"), "relu"),
-    ("forbidden", "from-os-alias", in_forward("p.exists('/')", "from os import path as p  # <-"), "relu"),
-    ("forbidden", "import-in-forward", in_forward("import subprocess  # <-\nsubprocess.run(['ls'])"), "relu"),
+    # the use of a forbidden module is refused where it is, not its import (`test_unused_forbidden_imports_pass`)
+    ("forbidden", "import-os", in_forward("os.system('ls')  # <-", "import os"), "relu"),
+    ("forbidden", "from-os-alias", in_forward("p.exists('/')  # <-", "from os import path as p"), "relu"),
+    ("forbidden", "import-in-forward", in_forward("import subprocess\nsubprocess.run(['ls'])  # <-"), "relu"),
+    ("forbidden", "os-getattr-alias", in_forward("getattr(o, 'system')('ls')  # <-", "import os as o"), "relu"),
+    ("forbidden", "os-passed", in_forward("print(os)  # <-", "import os"), "relu"),
+    ("forbidden", "os-aliased", in_forward("shell = os  # <-\nshell.system('ls')", "import os"), "relu"),
+    ("forbidden", "os-in-fstring", in_forward("name = f'{os}'  # <-", "import os"), "relu"),
+    ("forbidden", "os-attribute-written", in_forward("os.sep = '/'  # <-", "import os"), "relu"),
+    ("forbidden", "from-os-used", in_forward("system('ls')  # <-", "from os import system"), "relu"),
+    ("forbidden", "os-annotation", in_forward("def f(p: os.PathLike):  # <-\n    pass", "import os"), "relu"),
+    (
+        "forbidden",
+        "os-name-rebound-elsewhere",
+        in_forward("t.system('ls')  # <-", "import os as t\n\ndef helper():\n    import torch as t"),
+        "relu",
+    ),
+    ("forbidden", "os-via-globals", in_forward("m = globals()['os']  # <-", "import os"), "relu"),
+    ("forbidden", "os-via-sys-modules", in_forward("m = sys.modules['os']  # <-", "import sys"), "relu"),
+    ("forbidden", "star-import", in_forward("", "from os import *  # <-"), "relu"),
+    ("forbidden", "class-body-import", in_forward("", "class Holder:\n    import subprocess  # <-"), "relu"),
+    ("forbidden", "third-party-import", in_forward("", "import numba  # <-"), "relu"),
+    (
+        "forbidden",
+        "attrgetter-globals",
+        in_forward("scope = operator.attrgetter('__globals__')(print)  # <-", "import operator"),
+        "relu",
+    ),
+    ("forbidden", "type-hints", in_forward("hints = typing.get_type_hints(ModelNew)  # <-", "import typing"), "relu"),
+    ("forbidden", "kernel-capture-scope", in_forward("scope = relu_kernel.get_capture_scope()  # <-"), "relu"),
     ("forbidden", "open", in_forward("data = open('/etc/passwd').read()  # <-"), "relu"),
     ("forbidden", "open-via-alias", in_forward("reader = open  # <-\nreader('/x')"), "relu"),
     ("forbidden", "dunder-import", in_forward("__import__('os').getcwd()  # <-"), "relu"),
@@ -123,7 +150,7 @@ HOSTILE = [
     ("forbidden", "builtins-dict", in_forward("fn = __builtins__['open']  # <-"), "relu"),
     ("forbidden", "getattr-computed", in_forward("name = 'cu' + 'da'\nm = getattr(torch, name)  # <-"), "relu"),
     ("forbidden", "setattr-as-value", in_forward("f = setattr  # <-"), "relu"),
-    ("forbidden", "sys-getframe", in_forward("frame = sys._getframe()", "import sys  # <-"), "relu"),
+    ("forbidden", "sys-getframe", in_forward("frame = sys._getframe()  # <-", "import sys"), "relu"),
     ("forbidden", "frame-walk", in_forward("def probe():\n    pass\ncode = probe.__code__  # <-"), "relu"),
     (
         "forbidden",
@@ -144,7 +171,7 @@ HOSTILE = [
     (
         "forbidden",
         "cpp-extension-from",
-        in_forward("mod = load_inline('m', 'src')", "from torch.utils.cpp_extension import load_inline  # <-"),
+        in_forward("mod = load_inline('m', 'src')  # <-", "from torch.utils.cpp_extension import load_inline"),
         "relu",
     ),
     (
@@ -154,7 +181,12 @@ HOSTILE = [
         "relu",
     ),
     ("forbidden", "reference-module", in_forward("", "from tritongym_reference import Model  # <-"), "relu"),
-    ("forbidden", "op-registry", in_forward("", "from torch.library import triton_op, impl  # <-"), "relu"),
+    (
+        "forbidden",
+        "op-registry",
+        in_forward("impl('aten::relu', 'CPU')  # <-", "from torch.library import triton_op, impl"),
+        "relu",
+    ),
     (
         "forbidden",
         "dlpack-export",
@@ -178,16 +210,24 @@ HOSTILE = [
     ),
     ("forbidden", "triton-op-attribute", in_forward("f = torch.library.triton_op.__wrapped__  # <-"), "relu"),
     ("forbidden", "aten-override", in_forward("", "lib = torch.library.Library('aten', 'IMPL')  # <-"), "relu"),
-    ("forbidden", "threading-alias", in_forward("", "import threading as th  # <-"), "relu"),
-    ("forbidden", "ctypes-from", in_forward("", "from ctypes import CDLL  # <-"), "relu"),
-    ("forbidden", "gc", in_forward("objs = gc.get_objects()", "import gc  # <-"), "relu"),
-    ("forbidden", "mock-patch", in_forward("", "from unittest import mock  # <-"), "relu"),
+    (
+        "forbidden",
+        "threading-alias",
+        in_forward("th.Thread(target=print).start()  # <-", "import threading as th"),
+        "relu",
+    ),
+    ("forbidden", "ctypes-from", in_forward("lib = CDLL(None)  # <-", "from ctypes import CDLL"), "relu"),
+    ("forbidden", "gc", in_forward("objs = gc.get_objects()  # <-", "import gc"), "relu"),
+    ("forbidden", "mock-patch", in_forward("p = mock.patch('torch.relu')  # <-", "from unittest import mock"), "relu"),
     ("forbidden", "class-swap", in_forward("out_cls = x\nout_cls.__class__ = int  # <-"), "relu"),
     ("forbidden", "type-3-args", in_forward("C = type('C', (object,), {})  # <-"), "relu"),
     (
         "forbidden",
         "global-module-hook",
-        in_forward("", "from torch.nn.modules.module import register_module_forward_hook  # <-"),
+        in_forward(
+            "register_module_forward_hook(print)  # <-",
+            "from torch.nn.modules.module import register_module_forward_hook",
+        ),
         "relu",
     ),
     (
@@ -1021,24 +1061,44 @@ def test_builtin_names_and_argument_shadowing_are_not_builtins(host):
 # --- options and configuration ---------------------------------------------------------------------------
 
 
+UNUSED_IMPORTS = {
+    # tutorial 06's header: a name bound and never read gives nothing
+    "os": "import os",
+    "os-alias-and-from": "import os as o\nfrom os import path, system",
+    "stdlib-escapes": "import subprocess\nimport sys\nimport ctypes\nimport importlib\nimport pickle as pk",
+    "deleted": "import gc\ndel gc",
+    "torch-parts": "import torch.distributed as dist\nimport torch.utils.cpp_extension\nfrom torch.library import impl",
+    "in-a-function": "def helper():\n    import threading\n    return 1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNUSED_IMPORTS))
+def test_unused_forbidden_imports_pass(host, name):
+    """Only the use of a forbidden module is refused (its uses are the HOSTILE cases above)."""
+    source = in_forward("", UNUSED_IMPORTS[name])
+    failed = {n: v.reason for n, v in verdicts(host, source).items() if not v.passed}
+    assert not failed, failed
+
+
 def test_forbidden_allow_and_extra_modules(host):
-    uses_os_and_json = in_forward("", "import os\nimport json")
+    uses_os_and_json = in_forward("d = json.dumps([os.sep])", "import os\nimport json")
     assert not verdicts(host, uses_os_and_json)["forbidden"].passed
     allowed = verdicts(host, uses_os_and_json, options={"forbidden": {"allow_modules": ["os"]}})["forbidden"]
     assert allowed.passed, allowed.reason
     extra = verdicts(
         host, uses_os_and_json, options={"forbidden": {"allow_modules": ["os"], "extra_modules": ["json"]}}
     )
-    assert not extra["forbidden"].passed and "`json`" in extra["forbidden"].reason
+    assert not extra["forbidden"].passed and "`json.dumps`" in extra["forbidden"].reason
     # torch's op registry, by what it gives: the reference's own ops replaced, and the way out of it
-    registry = verdicts(host, in_forward("", "from torch.library import Library"))["forbidden"]
+    registry = verdicts(host, in_forward("lib = Library('aten', 'IMPL')", "from torch.library import Library"))
+    registry = registry["forbidden"]
     assert not registry.passed and "op registry" in registry.reason and "kernel directly" in registry.reason
     # but for PyTorch's own wrapper of a Triton kernel as an operator (`TRITON_OPS`): its body is traced as any forward
     wrapper = in_forward("", "from torch.library import triton_op, wrap_triton, custom_op")
     assert verdicts(host, wrapper)["forbidden"].passed
     assert verdicts(host, in_forward("k = torch.library.wrap_triton(x)"))["forbidden"].passed
     # allowing a package does not allow a more specifically forbidden part of it
-    cpp = in_forward("", "from torch.utils.cpp_extension import load_inline")
+    cpp = in_forward("m = load_inline('m', 's')", "from torch.utils.cpp_extension import load_inline")
     still = verdicts(host, cpp, options={"forbidden": {"allow_modules": ["torch.utils"]}})["forbidden"]
     assert not still.passed
 

@@ -95,6 +95,7 @@ HONEST_CASES: list[Case] = [
     # KernelBench's LayerNorm as built (weight 1, bias 0), the kernel keeping its own weight and bias: they come
     # from the shared seed and get the reference's drawn values (`worker/weights.py`)
     Case("layer_norm_own_affine.py", str(PROBLEMS / "layer_norm_affine.py"), ()),
+    Case("softmax_tutorial_unused_os.py", "softmax", ()),  # tutorial 06's header: `import os`, never used
     *STALE_MEMORY_CASES,
 ]
 

@@ -335,21 +335,36 @@ def _names_bound_by(scope: ast.AST) -> Iterator[str]:
         stack.extend(ast.iter_child_nodes(node))
 
 
+def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(name, dotted path) for each name an import statement binds: `import a.b` binds `a` to `a`, `import a.b as
+    c` binds `c` to `a.b`, `from a import b` binds `b` to `a.b` (a relative module keeps its leading dots)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                top = alias.name.split(".")[0]
+                yield top, top
+    else:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name != "*":
+                yield alias.asname or alias.name, f"{module}.{alias.name}" if module else alias.name
+
+
 def _import_aliases(tree: ast.Module) -> dict[str, str]:
+    """Names bound by imports; one in a class body also as `self.name` and `Class.name`, as the class's methods
+    read it."""
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".")[0]
-                    aliases[top] = top
-        elif isinstance(node, ast.ImportFrom):
-            module = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    aliases[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            aliases.update(import_bindings(node))
+        elif isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, ast.Import | ast.ImportFrom):
+                    for name, path in import_bindings(statement):
+                        aliases.setdefault(f"self.{name}", path)
+                        aliases.setdefault(f"{node.name}.{name}", path)
     aliases.setdefault("__builtins__", "builtins")
     return aliases
 

@@ -7,14 +7,23 @@ threads that outlive the timed call, walking frames to find the worker's result 
 dynamic code that hides all of the above from the other static checks.  The worker's sandbox is the
 second line of defence; this check gives the model the reason while it can still fix its answer.
 
-The rules look at what a name *resolves to*, so `from os import path as p`, `x = os; x.system(...)`,
-`getattr(torch, "_C")` and `__builtins__.open` are caught like `import os` and `open`.
+The rules look at what a name *resolves to*, so `p.exists` after `from os import path as p`, `x = os;
+x.system(...)`, `getattr(torch, "_C")` and `__builtins__.open` are caught like `os.system` and `open`.
+
+It is the *use* of a forbidden module that is refused, not its import: public files keep headers such as tutorial
+06's `import os`, never used, and a name bound and never read gives nothing.  Every read of a name that an import of
+a forbidden module binds is a use, wherever it is and whatever else binds the name (an attribute read, a call, the
+module passed along, kept under another name or written into).  An import is refused itself only where its name
+cannot be followed (`from os import *`; an import in a class body, read through instances) or where importing runs
+code (the judge's own modules, a third-party package's `__init__`).
+
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -22,7 +31,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tritongym import hookimpl
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
-from tritongym.core.scan.ast_scan import Finding, SourceScan, finding, literal_getattr, scan, verdict
+from tritongym.core.scan.ast_scan import (
+    Finding,
+    SourceScan,
+    finding,
+    import_bindings,
+    literal_getattr,
+    raw_dotted,
+    scan,
+    verdict,
+)
 
 _WHY = {
     "access to processes and the operating system": "subprocess os posix nt pty tty termios fcntl resource signal "
@@ -43,6 +61,7 @@ _WHY = {
     "directly instead": "torch.library torch._library",
     "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
     "inspect dis traceback types code codeop pdb bdb trace tracemalloc sysconfig site pyximport unittest "
+    "typing.get_type_hints typing.ForwardRef "
     "torch.jit.load torch._C torch._dynamo torch._inductor torch._ops torch._guards torch._functorch torch._prims "
     "torch._higher_order_ops torch.compile triton.knobs",
     "hooks on every module, the reference's included": " ".join(
@@ -83,6 +102,11 @@ no op the reference calls can be replaced through them, and the worker's dispatc
 Python body (`worker/custom_ops.py`).  Everything else of `torch.library` (`impl`, `Library`, `register_kernel`,
 `define`, ...) stays refused."""
 
+IMPORT_RUNS_NOTHING = sys.stdlib_module_names | {"__main__", "torch", "numpy", "triton"}
+"""Top-level packages whose import binds a name and runs nothing a candidate could not run anyway: the standard
+library and the packages a candidate computes with.  Importing a forbidden third-party package (`pycuda.autoinit`
+makes a CUDA context, any `__init__` may start threads) runs its code, so that import is refused itself."""
+
 _BUILTIN_CALLS = {
     "open": "file access",
     "exec": "dynamic code execution",
@@ -105,9 +129,10 @@ INTROSPECTION_ATTRIBUTES = frozenset(
     "tb_frame tb_next __traceback__ co_code co_consts co_names __globals__ __code__ __closure__ __builtins__ "
     "__subclasses__ __bases__ __base__ __mro__ mro __dict__ __reduce__ __reduce_ex__ __getstate__ __setstate__ "
     "__getattribute__ __import__ __loader__ __spec__ __defaults__ __kwdefaults__ __self__ __func__ "
-    "__wrapped__".split()
+    "__wrapped__ get_capture_scope used_global_vals".split()
 )
-"""Attributes that reach frames, code objects, namespaces, the class hierarchy or pickling hooks."""
+"""Attributes that reach frames, code objects, namespaces, the class hierarchy or pickling hooks
+(`get_capture_scope` and `used_global_vals` are a Triton kernel's way to its module's globals)."""
 _HOOK_METHODS = {"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__del__"}
 _EXPORT_METHODS = {
     "__dlpack__",
@@ -156,13 +181,16 @@ class ForbiddenCheck(StaticCheck):
         facts = scan(tree)
         modules = dict(DEFAULT_MODULES)
         modules.update({m: "access this evaluation forbids (extra_modules)" for m in self.options.extra_modules})
+        bound = self._forbidden_names(facts, modules)
         found: list[Finding] = []
         for node in facts.nodes:
             if isinstance(node, ast.Import | ast.ImportFrom):
-                found += self._imports(node, modules)
+                found += self._imports(node, facts, modules)
             elif isinstance(node, ast.Name | ast.Attribute) or literal_getattr(node):
                 if _outermost_load(node, facts):
                     found += self._module_use(node, facts, modules) + _builtin_use(node, facts)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound:
+                    found += self._name_use(node, bound[node.id], facts, modules)
                 found += _introspection(node)
             if isinstance(node, ast.Call):
                 found += _dynamic_call(node, facts)
@@ -186,38 +214,94 @@ class ForbiddenCheck(StaticCheck):
         allowed = any(".".join(parts[:n]) in self.options.allow_modules for n in specific)
         return None if allowed else modules[rule]
 
-    def _imports(self, node: ast.Import | ast.ImportFrom, modules: dict[str, str]) -> list[Finding]:
-        if isinstance(node, ast.Import):
-            paths = [alias.name for alias in node.names]
-        elif node.level:
-            paths = []  # a candidate is one file: a relative import fails to import on its own
-        else:
-            paths = [f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"] or [node.module]
-        return [
-            finding(
-                node,
-                f"module `{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})",
-                _MODULE_FIX,
-            )
-            for path in paths
-            if (why := self._blocked(path, modules))
-        ]
+    def _forbidden_names(self, facts: SourceScan, modules: dict[str, str]) -> dict[str, set[str]]:
+        """Each name an import of a forbidden module binds -> the paths it is bound to (in any scope)."""
+        bound: dict[str, set[str]] = {}
+        for node in facts.nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+                for name, path in import_bindings(node):
+                    if self._blocked(path, modules):
+                        bound.setdefault(name, set()).add(path)
+        return bound
+
+    def _imports(self, node: ast.Import | ast.ImportFrom, facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
+        """The imports refused as such; any other import of a forbidden module is refused where its name is read."""
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return []  # a candidate is one file: a relative import fails to import on its own
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            why = self._blocked(node.module or "", modules)
+            rule = f"`from {node.module} import *` binds names of a forbidden module that no check can follow"
+            return [finding(node, f"{rule} (it gives {why}: {_ESCAPE})", _MODULE_FIX)] if why else []
+        paths = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        paths += [path for _, path in import_bindings(node)] if isinstance(node, ast.ImportFrom) else []
+        found = []
+        for path in paths:
+            why = self._blocked(path, modules)
+            if not why:
+                continue
+            if path.startswith("tritongym"):
+                where = ""
+            elif isinstance(_scope(node, facts), ast.ClassDef):
+                where = ", imported in a class body, where its name is read through any instance"
+            elif path.split(".")[0] not in IMPORT_RUNS_NOTHING:
+                where = ", and importing it runs the package's own code"
+            else:
+                continue
+            rule = f"module `{path}` is forbidden in a candidate (it gives {why}{where}: {_ESCAPE})"
+            found.append(finding(node, rule, _MODULE_FIX))
+        return found
 
     def _module_use(self, node: ast.AST, facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
         """`os.system`, `x.system` after `x = os`, `torch.utils.cpp_extension.load_inline`, `torch._C...`."""
         path = facts.resolve(node)
         if path is None or path.startswith("builtins."):
             return []
+        return self._path_use(node, path, facts, modules)
+
+    def _name_use(self, name: ast.Name, paths: set[str], facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
+        """A read of a name a forbidden import binds, whatever else binds it: the whole chain it starts
+        (`os.environ.get`) against each module the name is imported as."""
+        outer = _outermost(name, facts)
+        rest = (raw_dotted(outer) or name.id).split(".")[1:]
+        store = isinstance(getattr(outer, "ctx", None), ast.Store | ast.Del)
+        found = []
+        for path in sorted(paths):
+            full = ".".join([path, *rest])
+            if store:
+                why = self._blocked(path, modules)
+                rule = f"`{full}` is written: module `{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})"
+                found.append(finding(outer, rule, _MODULE_FIX))
+            else:
+                found += self._path_use(outer, full, facts, modules)
+        return found
+
+    def _path_use(self, node: ast.AST, path: str, facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
         why = self._blocked(path, modules)
         if not why:
             return []
-        return [
-            finding(
-                node,
-                f"`{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})",
-                _MODULE_FIX,
-            )
-        ]
+        return [finding(node, f"`{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})", _MODULE_FIX)]
+
+
+def _scope(node: ast.AST, facts: SourceScan) -> ast.AST | None:
+    """The function, lambda, class or module whose names a statement binds."""
+    parent = facts.parents.get(node)
+    while parent is not None and not isinstance(
+        parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef | ast.Module
+    ):
+        parent = facts.parents.get(parent)
+    return parent
+
+
+def _outermost(node: ast.AST, facts: SourceScan) -> ast.AST:
+    """The whole attribute chain `node` starts (`os.environ.get` for `os`; `getattr(os, "x")` counts)."""
+    while True:
+        parent = facts.parents.get(node)
+        if (isinstance(parent, ast.Attribute) and parent.value is node) or (
+            literal_getattr(parent) and parent.args[0] is node
+        ):
+            node = parent
+        else:
+            return node
 
 
 def _outermost_load(node: ast.AST, facts: SourceScan) -> bool:
@@ -292,6 +376,11 @@ def _dynamic_call(node: ast.Call, facts: SourceScan) -> list[Finding]:
             ]
         if any(a.value == "__class__" for a in literal) and helper in ("setattr", "delattr"):
             return [finding(node, "setting `__class__` swaps an object's type behind the judge's back", _TYPE_FIX)]
+        reached = sorted({part for a in names for part in a.value.split(".")} & INTROSPECTION_ATTRIBUTES)
+        if reached and helper != "getattr":  # `operator.attrgetter("__globals__")(f)`; getattr is `_introspection`
+            rule = f"`{helper.split('.')[-1]}` of `{reached[0]}` reaches frames, code objects, namespaces or the "
+            rule += "class hierarchy (introspection can find and forge the judge's state)"
+            return [finding(node, rule, "remove it; nothing in a kernel needs it")]
     if path == "builtins.type" and len(node.args) == 3:
         return [
             finding(
