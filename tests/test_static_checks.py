@@ -141,6 +141,73 @@ HOSTILE = [
     ),
     ("forbidden", "type-hints", in_forward("hints = typing.get_type_hints(ModelNew)  # <-", "import typing"), "relu"),
     ("forbidden", "kernel-capture-scope", in_forward("scope = relu_kernel.get_capture_scope()  # <-"), "relu"),
+    # importlib.import_module only of an allowed module named literally (`test_read_only_lookups_pass`)
+    (
+        "forbidden",
+        "import-module-os",
+        in_forward("m = importlib.import_module('os')  # <-", "import importlib"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-computed",
+        in_forward("m = importlib.import_module('o' + 's')  # <-", "import importlib"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-judge",
+        in_forward("m = importlib.import_module('tritongym_reference')  # <-", "import importlib"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-result-used",
+        in_forward("t = importlib.import_module('torch')\nt._C._set_grad_enabled(False)  # <-", "import importlib"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-relative",
+        in_forward("m = importlib.import_module('.language', 'triton')  # <-", "import importlib"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-as-value",
+        in_forward("load = importlib.import_module  # <-\nm = load('os')", "import importlib"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-caller-passes-os",
+        in_forward(
+            "m = load('os')",
+            "import importlib\n\ndef load(name):\n    return importlib.import_module(name)  # <-\n\nt = load('triton')",
+        ),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "import-module-helper-passed-along",
+        in_forward(
+            "f = load",
+            "import importlib\n\ndef load(name):\n    return importlib.import_module(name)  # <-\n\nt = load('triton')",
+        ),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "importlib-util",
+        in_forward("s = importlib.util.find_spec('os')  # <-", "import importlib.util"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "importlib-metadata-files",
+        in_forward("f = metadata.files('triton')  # <-", "from importlib import metadata"),
+        "relu",
+    ),
     ("forbidden", "open", in_forward("data = open('/etc/passwd').read()  # <-"), "relu"),
     ("forbidden", "open-via-alias", in_forward("reader = open  # <-\nreader('/x')"), "relu"),
     ("forbidden", "dunder-import", in_forward("__import__('os').getcwd()  # <-"), "relu"),
@@ -1076,6 +1143,35 @@ UNUSED_IMPORTS = {
 def test_unused_forbidden_imports_pass(host, name):
     """Only the use of a forbidden module is refused (its uses are the HOSTILE cases above)."""
     source = in_forward("", UNUSED_IMPORTS[name])
+    failed = {n: v.reason for n, v in verdicts(host, source).items() if not v.passed}
+    assert not failed, failed
+
+
+READ_ONLY_LOOKUPS = {
+    # Liger-Kernel's ops/utils.py: `compare_version` through importlib and packaging
+    "import-module-literal": ("import importlib", "t = importlib.import_module('triton')\nv = t.__version__"),
+    "import-module-from": ("from importlib import import_module", "m = import_module('triton.language')"),
+    "compare-version": (
+        "import importlib\nimport operator\nfrom packaging.version import Version\n\n\n"
+        "def compare_version(package, op, target):\n"
+        "    try:\n        pkg = importlib.import_module(package)\n    except ImportError:\n        return False\n"
+        "    return op(Version(pkg.__version__), Version(target))\n\n\n"
+        "NEW = compare_version('triton', operator.ge, '3.0.0')",
+        "",
+    ),
+    "metadata-version": (
+        "import importlib.metadata\nfrom importlib.metadata import PackageNotFoundError, version",
+        "try:\n    v = importlib.metadata.version('triton') + version('torch')\n"
+        "except PackageNotFoundError:\n    v = ''",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READ_ONLY_LOOKUPS))
+def test_read_only_lookups_pass(host, name):
+    """The read-only uses of `importlib` that public files make (its other uses are HOSTILE above)."""
+    before, code = READ_ONLY_LOOKUPS[name]
+    source = in_forward(code, before)
     failed = {n: v.reason for n, v in verdicts(host, source).items() if not v.passed}
     assert not failed, failed
 

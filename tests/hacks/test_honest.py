@@ -96,6 +96,8 @@ HONEST_CASES: list[Case] = [
     # from the shared seed and get the reference's drawn values (`worker/weights.py`)
     Case("layer_norm_own_affine.py", str(PROBLEMS / "layer_norm_affine.py"), ()),
     Case("softmax_tutorial_unused_os.py", "softmax", ()),  # tutorial 06's header: `import os`, never used
+    # Liger-Kernel's ops/utils.py copied in: `compare_version` through importlib.import_module("triton") and packaging
+    Case("silu_liger_utils.py", "silu", ()),
     *STALE_MEMORY_CASES,
 ]
 

@@ -9,6 +9,9 @@ spelling:
   `s` after `s = torch.cuda`, `self.s` after `self.s = torch.cuda`, `getattr(torch, "cuda")` with a literal
   name and `__builtins__` all resolve, to `torch.cuda.Stream`, `torch.cuda` or `builtins...`.  A builtin
   name resolves only where no enclosing scope binds it, so `def forward(self, input)` is no `input()`.
+  `importlib.import_module("triton")` resolves to `triton` (`imported_by`), its name a literal or a parameter
+  that every call of its function passes as one (`literal_strings`: Liger-Kernel's `compare_version("triton",
+  ...)`), so what the module imported that way is used for is followed like an `import`.
 * `jit_functions` / `host_functions`: functions decorated with `triton.jit` (directly or under
   `triton.autotune` / `triton.heuristics`) and every other function (methods and lambdas bound to names
   included).  `jit_names` also holds names bound to wrapped or aliased kernels (`k = triton.jit(f)`).
@@ -28,6 +31,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -39,6 +43,10 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _BUILTIN_NAMES = frozenset(dir(builtins)) | {"__builtins__"}
 _KERNEL_WRAPPERS = ("jit", "autotune", "heuristics")
 """Last components of the triton decorators that turn a function into a launchable kernel."""
+IMPORT_MODULE = "importlib.import_module"
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_LITERAL_DEPTH = 4
+"""How many functions deep a parameter is followed to the literal its callers pass (`literal_strings`)."""
 
 
 def decorator_name(node: ast.expr) -> str:
@@ -164,7 +172,7 @@ class SourceScan:
         """The module-rooted dotted path `node` refers to (see the module docstring), else None."""
         raw = raw_dotted(node)
         if raw is None:
-            return None
+            return self._resolve_imported(node)
         parts = raw.split(".")
         for cut in range(len(parts), 0, -1):
             target = self.aliases.get(".".join(parts[:cut]))
@@ -175,6 +183,107 @@ class SourceScan:
             base = "builtins" if root.id == "__builtins__" else f"builtins.{root.id}"
             return ".".join([base, *parts[1:]])
         return None
+
+    def _resolve_imported(self, node: ast.AST) -> str | None:
+        """`importlib.import_module("triton").language` -> `triton.language`, for one module imported by name."""
+        parts = []
+        while True:
+            if isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            elif literal_getattr(node):
+                parts.append(node.args[1].value)
+                node = node.args[0]
+            else:
+                break
+        names = self.imported_by(node)
+        if names is None or len(names) != 1:
+            return None
+        return ".".join([*names, *reversed(parts)])
+
+    def imported_by(self, node: ast.AST) -> frozenset[str] | None:
+        """The modules a call `importlib.import_module(name)` may import, when `name` is a literal or a parameter
+        every caller passes one (`literal_strings`); None for any other node, or a name computed some other way,
+        or a relative import (a `package` argument)."""
+        if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+            return None
+        if self.resolve(node.func) != IMPORT_MODULE:
+            return None
+        names = self.literal_strings(node.args[0])
+        if names is None or not all(_MODULE_NAME.match(name) for name in names):
+            return None
+        return names
+
+    def literal_strings(self, node: ast.AST, depth: int = 0) -> frozenset[str] | None:
+        """Every string `node` can hold: a string literal's own; a parameter's, when its function is only ever
+        called directly by name (never passed along, aliased or decorated with) and every call passes it a
+        literal (or leaves its literal default), followed through callers' own parameters; else None.  A function
+        never called yields the empty set: it never runs."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return frozenset({node.value})
+        if depth > _LITERAL_DEPTH or not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            return None
+        fn = self._function_reading(node)
+        if fn is None or self.is_method(fn):
+            return None
+        positional = [*fn.args.posonlyargs, *fn.args.args]
+        params = {a.arg: a for a in [*positional, *fn.args.kwonlyargs]}
+        if node.id not in params or self._rebinds(fn, node.id):
+            return None
+        calls = self._direct_calls(fn)
+        if calls is None:
+            return None
+        index = next((i for i, a in enumerate(positional) if a.arg == node.id), None)
+        default = _default_of(fn, node.id)
+        values: set[str] = set()
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return None
+            passed = call.args[index] if index is not None and index < len(call.args) else None
+            passed = passed or next((k.value for k in call.keywords if k.arg == node.id), None) or default
+            found = None if passed is None else self.literal_strings(passed, depth + 1)
+            if found is None:
+                return None
+            values |= found
+        return frozenset(values)
+
+    def _function_reading(self, node: ast.AST) -> FunctionNode | None:
+        """The function whose own body `node` is in (not a default, a decorator, a lambda or a comprehension)."""
+        child, parent = node, self.parents.get(node)
+        while parent is not None:
+            if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+                return parent if any(child is statement for statement in parent.body) else None
+            if isinstance(parent, (ast.Lambda, ast.ClassDef, *_COMPREHENSIONS)):
+                return None
+            child, parent = parent, self.parents.get(parent)
+        return None
+
+    def _rebinds(self, fn: FunctionNode, name: str) -> bool:
+        """Whether `fn`'s body (nested scopes included) stores into, deletes or re-declares `name`."""
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+                return True
+            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+                return True
+        return False
+
+    def _direct_calls(self, fn: FunctionNode) -> list[ast.Call] | None:
+        """The calls of `fn` by its name, when the file refers to it no other way (and defines it once)."""
+        calls = []
+        for node in self.nodes:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == fn.name:
+                if node is not fn:
+                    return None
+            elif isinstance(node, ast.Name) and node.id == fn.name:
+                parent = self.parents.get(node)
+                if not (isinstance(parent, ast.Call) and parent.func is node):
+                    return None
+                calls.append(parent)
+            elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+                (alias.asname or alias.name).split(".")[0] == fn.name for alias in node.names
+            ):
+                return None
+        return calls
 
     def is_builtin(self, name: ast.Name) -> bool:
         """True when `name` is a builtin here: no enclosing scope of this reference binds it."""
@@ -301,6 +410,18 @@ def _root_name(node: ast.AST) -> ast.Name | None:
             node = node.args[0]
         else:
             return None
+
+
+def _default_of(fn: FunctionNode, name: str) -> ast.expr | None:
+    """The default value of parameter `name` of `fn`, if it has one."""
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    for arg, default in zip(positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults):
+        if arg.arg == name:
+            return default
+    for arg, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
+        if arg.arg == name:
+            return default
+    return None
 
 
 def _names_bound_by(scope: ast.AST) -> Iterator[str]:

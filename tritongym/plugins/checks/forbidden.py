@@ -17,6 +17,9 @@ module passed along, kept under another name or written into).  An import is ref
 cannot be followed (`from os import *`; an import in a class body, read through instances) or where importing runs
 code (the judge's own modules, a third-party package's `__init__`).
 
+Read-only uses allowed (`_call_policy`):
+* `importlib.import_module("name")` of a module that is itself allowed, its name a literal (or passed as one by every
+  caller: `ast_scan.literal_strings`), and `importlib.metadata.version`: Liger-Kernel's `compare_version`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tritongym import hookimpl
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 from tritongym.core.scan.ast_scan import (
+    IMPORT_MODULE,
     Finding,
     SourceScan,
     finding,
@@ -101,6 +105,10 @@ defines a new operator only: a name torch already has is refused by torch itself
 no op the reference calls can be replaced through them, and the worker's dispatch modes run the operator through its
 Python body (`worker/custom_ops.py`).  Everything else of `torch.library` (`impl`, `Library`, `register_kernel`,
 `define`, ...) stays refused."""
+
+VERSION_LOOKUPS = frozenset("importlib.metadata.version importlib.metadata.PackageNotFoundError".split())
+"""Names under `importlib` allowed as exactly these paths: an installed package's version string (and the error
+when it is not installed), read by public code to choose an import path (Liger-Kernel's utils)."""
 
 IMPORT_RUNS_NOTHING = sys.stdlib_module_names | {"__main__", "torch", "numpy", "triton"}
 """Top-level packages whose import binds a name and runs nothing a candidate could not run anyway: the standard
@@ -205,7 +213,7 @@ class ForbiddenCheck(StaticCheck):
         parts = path.split(".")
         if parts[0].startswith("tritongym"):
             return "the judge's own code and the reference"
-        if path in INSPECTION_ONLY or path in TRITON_OPS:
+        if path in INSPECTION_ONLY or path in TRITON_OPS or path in VERSION_LOOKUPS:
             return None
         rule = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
         if rule is None:
@@ -279,7 +287,38 @@ class ForbiddenCheck(StaticCheck):
         why = self._blocked(path, modules)
         if not why:
             return []
+        policy = self._call_policy(node, path, facts, modules)
+        if policy is not None:
+            return policy
         return [finding(node, f"`{path}` is forbidden in a candidate (it gives {why}: {_ESCAPE})", _MODULE_FIX)]
+
+    def _call_policy(
+        self, node: ast.AST, path: str, facts: SourceScan, modules: dict[str, str]
+    ) -> list[Finding] | None:
+        """The read-only uses of a forbidden module that are allowed: [] where `node` is one, the finding where it
+        is one spelled otherwise, None for every other path."""
+        call = facts.parents.get(node)
+        call = call if isinstance(call, ast.Call) and call.func is node else None
+        if path == IMPORT_MODULE and call is not None:
+            return self._import_by_name(call, path, facts, modules)
+        return None
+
+    def _import_by_name(self, call: ast.Call, path: str, facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
+        """`importlib.import_module("triton")`: allowed when the module named literally is."""
+        names = facts.imported_by(call)
+        if names is None:
+            rule = f"`{path}` with a name not written literally (nor passed literally by every caller) hides "
+            rule += "which module is imported from every check"
+            fix = "import the module by name (`import triton`) or pass its name as a string literal"
+            return [finding(call, rule, fix)]
+        if len(names) > 1:
+            rule = f"`{path}` here imports one of {', '.join(sorted(names))}: what it returns cannot be followed"
+            return [finding(call, rule, "import each module by name (`import triton`)")]
+        blocked = [(n, why) for n in sorted(names) if (why := self._blocked(n, modules))]
+        return [
+            finding(call, f"module `{name}` is forbidden in a candidate (it gives {why}: {_ESCAPE})", _MODULE_FIX)
+            for name, why in blocked
+        ]
 
 
 def _scope(node: ast.AST, facts: SourceScan) -> ast.AST | None:
