@@ -33,7 +33,7 @@ from tritongym.core.registry.browse import (
 
 PARAMS = {"problem": "relu"}
 PASSTHROUGH = RELU_KERNEL.replace(  # static: the sandbox's guard (`forbidden`) refuses the process module
-    "        return out\n", "        return x.clamp(min=0) if os.environ.get('FAST') else out\n"
+    "        return out\n", "        return x.clamp(min=0) if os.path.exists('/fast') else out\n"
 ).replace("import torch\n", "import os\nimport torch\n", 1)
 NEVER_LAUNCHED = RELU_KERNEL.replace(  # the kernel is a decoy; with the static checks off, a runtime one catches it
     "        relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)\n        return out\n",

@@ -208,6 +208,21 @@ HOSTILE = [
         in_forward("f = metadata.files('triton')  # <-", "from importlib import metadata"),
         "relu",
     ),
+    # os.environ.get / os.getenv: a read-only lookup of one variable named literally (`test_read_only_lookups_pass`)
+    ("forbidden", "environ-write", in_forward("os.environ['TRITON_INTERPRET'] = '0'  # <-", "import os"), "relu"),
+    ("forbidden", "environ-setdefault", in_forward("os.environ.setdefault('A', '1')  # <-", "import os"), "relu"),
+    ("forbidden", "environ-iterated", in_forward("names = [k for k in os.environ]  # <-", "import os"), "relu"),
+    ("forbidden", "environ-passed", in_forward("env = dict(os.environ)  # <-", "import os"), "relu"),
+    ("forbidden", "environ-subscript", in_forward("v = os.environ['HOME']  # <-", "import os"), "relu"),
+    ("forbidden", "environ-computed-name", in_forward("v = os.getenv('TRITON_' + 'DEBUG')  # <-", "import os"), "relu"),
+    ("forbidden", "environ-get-kept", in_forward("get = os.environ.get  # <-\nv = get('A')", "import os"), "relu"),
+    (
+        "forbidden",
+        "environ-judge",
+        in_forward("v = os.environ.get('TRITONGYM_TIMING_WAITS')  # <-", "import os"),
+        "relu",
+    ),
+    ("forbidden", "putenv", in_forward("os.putenv('TRITON_INTERPRET', '0')  # <-", "import os"), "relu"),
     ("forbidden", "open", in_forward("data = open('/etc/passwd').read()  # <-"), "relu"),
     ("forbidden", "open-via-alias", in_forward("reader = open  # <-\nreader('/x')"), "relu"),
     ("forbidden", "dunder-import", in_forward("__import__('os').getcwd()  # <-"), "relu"),
@@ -1148,6 +1163,9 @@ def test_unused_forbidden_imports_pass(host, name):
 
 
 READ_ONLY_LOOKUPS = {
+    # tutorial 02's habit: a setting chosen under the interpreter
+    "environ-get": ("import os", "interpret = os.environ.get('TRITON_INTERPRET', '0') == '1'"),
+    "getenv": ("from os import getenv", "debug = getenv('TRITON_DEBUG', default='0')"),
     # Liger-Kernel's ops/utils.py: `compare_version` through importlib and packaging
     "import-module-literal": ("import importlib", "t = importlib.import_module('triton')\nv = t.__version__"),
     "import-module-from": ("from importlib import import_module", "m = import_module('triton.language')"),
@@ -1169,11 +1187,32 @@ READ_ONLY_LOOKUPS = {
 
 @pytest.mark.parametrize("name", sorted(READ_ONLY_LOOKUPS))
 def test_read_only_lookups_pass(host, name):
-    """The read-only uses of `importlib` that public files make (its other uses are HOSTILE above)."""
+    """The read-only uses of `os` and `importlib` that public files make (their other uses are HOSTILE above)."""
     before, code = READ_ONLY_LOOKUPS[name]
     source = in_forward(code, before)
     failed = {n: v.reason for n, v in verdicts(host, source).items() if not v.passed}
     assert not failed, failed
+
+
+LIBRARY_SETTINGS = frozenset(
+    "PATH LANG LC_ALL SYSTEMROOT HOME TMPDIR PYTHONPATH PYTHONDONTWRITEBYTECODE PYTHONHASHSEED PYTHONUNBUFFERED "
+    "OMP_NUM_THREADS MKL_NUM_THREADS TRITON_CACHE_DIR TRITON_INTERPRET TRITON_PTXAS_PATH THP_MEM_ALLOC_ENABLE "
+    "LD_LIBRARY_PATH CUDA_HOME CUDA_PATH NVIDIA_DRIVER_CAPABILITIES CC".split()
+)
+
+
+def test_a_workers_environment_is_library_settings_and_the_judges_own_names():
+    """`os.environ.get("NAME")` is allowed for every name but the judge's own (`forbidden.JUDGE_ENVIRONMENT`): a
+    variable the judge sets for itself and not named so would be read by candidates.  Name it `TRITONGYM_...`."""
+    from tritongym.core import timeline
+    from tritongym.core.sandbox.fork_server import gpu_env, worker_env
+    from tritongym.core.worker import frames, lifeline, timing_flag
+    from tritongym.plugins.checks.forbidden import JUDGE_ENVIRONMENT
+
+    for env in (worker_env("/tmp/x", {}), gpu_env("/tmp/x", {})):
+        assert {k for k in env if not k.startswith(JUDGE_ENVIRONMENT)} <= LIBRARY_SETTINGS, sorted(env)
+    for name in (timing_flag.ENV, lifeline.ENV, frames.PROFILER_WARM_UP_ENV, timeline.ENV):
+        assert name.startswith(JUDGE_ENVIRONMENT), name
 
 
 def test_forbidden_allow_and_extra_modules(host):

@@ -98,6 +98,7 @@ HONEST_CASES: list[Case] = [
     Case("softmax_tutorial_unused_os.py", "softmax", ()),  # tutorial 06's header: `import os`, never used
     # Liger-Kernel's ops/utils.py copied in: `compare_version` through importlib.import_module("triton") and packaging
     Case("silu_liger_utils.py", "silu", ()),
+    Case("softmax_tutorial_os_env.py", "softmax", ()),  # os.environ.get("TRITON_INTERPRET") picks a block size
     *STALE_MEMORY_CASES,
 ]
 

@@ -19,7 +19,9 @@ code (the judge's own modules, a third-party package's `__init__`).
 
 Read-only uses allowed (`_call_policy`):
 * `importlib.import_module("name")` of a module that is itself allowed, its name a literal (or passed as one by every
-  caller: `ast_scan.literal_strings`), and `importlib.metadata.version`: Liger-Kernel's `compare_version`.
+  caller: `ast_scan.literal_strings`), and `importlib.metadata.version`: Liger-Kernel's `compare_version`;
+* `os.environ.get("NAME")` and `os.getenv("NAME")` with a literal name that is not the judge's own
+  (`JUDGE_ENVIRONMENT`): tutorial files choose a block size under `TRITON_INTERPRET`.
 """
 
 from __future__ import annotations
@@ -109,6 +111,13 @@ Python body (`worker/custom_ops.py`).  Everything else of `torch.library` (`impl
 VERSION_LOOKUPS = frozenset("importlib.metadata.version importlib.metadata.PackageNotFoundError".split())
 """Names under `importlib` allowed as exactly these paths: an installed package's version string (and the error
 when it is not installed), read by public code to choose an import path (Liger-Kernel's utils)."""
+
+ENVIRONMENT_READS = frozenset("os.environ.get os.getenv".split())
+"""Read-only lookups of one environment variable, allowed when called with a literal name (`_call_policy`)."""
+JUDGE_ENVIRONMENT = "TRITONGYM"
+"""The prefix of every variable the judge sets for itself (its lifeline, its timing flag): a candidate that read
+one would learn what the judge is doing.  The rest of a worker's stripped environment is paths and library
+settings, which give nothing without the file access that stays refused."""
 
 IMPORT_RUNS_NOTHING = sys.stdlib_module_names | {"__main__", "torch", "numpy", "triton"}
 """Top-level packages whose import binds a name and runs nothing a candidate could not run anyway: the standard
@@ -301,6 +310,8 @@ class ForbiddenCheck(StaticCheck):
         call = call if isinstance(call, ast.Call) and call.func is node else None
         if path == IMPORT_MODULE and call is not None:
             return self._import_by_name(call, path, facts, modules)
+        if path in ENVIRONMENT_READS:
+            return _environment_read(node, call, path)
         return None
 
     def _import_by_name(self, call: ast.Call, path: str, facts: SourceScan, modules: dict[str, str]) -> list[Finding]:
@@ -319,6 +330,20 @@ class ForbiddenCheck(StaticCheck):
             finding(call, f"module `{name}` is forbidden in a candidate (it gives {why}: {_ESCAPE})", _MODULE_FIX)
             for name, why in blocked
         ]
+
+
+def _environment_read(node: ast.AST, call: ast.Call | None, path: str) -> list[Finding]:
+    """`os.environ.get("TRITON_INTERPRET")`: allowed called with a literal name that is not the judge's own."""
+    args = call.args if call is not None else []
+    literal = bool(args) and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
+    plain = len(args) <= 2 and not any(isinstance(a, ast.Starred) for a in args)
+    if not (literal and plain and all(k.arg == "default" for k in call.keywords)):
+        rule = f"`{path}` is allowed only as a read-only lookup of one variable named literally"
+        return [finding(node, rule, f'call `{path}("TRITON_INTERPRET")` with the variable\'s name as a string literal')]
+    if args[0].value.startswith(JUDGE_ENVIRONMENT):
+        rule = f"`{args[0].value}` is the judge's own setting: reading it is watching the judge"
+        return [finding(call, rule, "remove the lookup; your kernel needs none of the judge's settings")]
+    return []
 
 
 def _scope(node: ast.AST, facts: SourceScan) -> ast.AST | None:
