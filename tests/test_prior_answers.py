@@ -16,6 +16,7 @@ import torch
 from tritongym.core.eval.tolerances import tolerances_for
 from tritongym.core.verdict import DECOY_MARGIN, closer_than_decoy
 from tritongym.core.worker import probes
+from tritongym.core.worker.prior_watch import output_specs
 from tritongym.core.worker.scrub import poisoned_allocations
 
 TOLERANCES = tolerances_for("tf32")  # the default policy's: atol and rtol 1e-2 for fp32
@@ -113,14 +114,15 @@ def _probe_run(model_of, answer_in_memory: bool):
     source = InputSource.held([sets(1), sets(2)], ghost=sets(3), precomputed=sets(4))
     answer = torch.softmax(sets(4)[0], dim=-1)
     decoy = torch.softmax(sets(3)[0], dim=-1)
-    watch = probes.PriorAnswerWatch({answer.numel()}, seed=5)
+    watch = probes.PriorAnswerWatch(output_specs([answer]), seed=5)
     model = model_of(launch)
     if answer_in_memory:
         with _StaleAllocator(answer).mode:
             probes.run_probes(model, recorder, source, sets(2), watch=watch)
     else:
         probes.run_probes(model, recorder, source, sets(2), watch=watch)
-    assert watch.records, "the watch sampled nothing: the stand-in kernel was not seen as the candidate's"
+    # the watch keeps no sample of poisoned memory: the launch itself shows that it watched the stand-in kernel
+    assert any(r.own for r in recorder.records(("probe", "precomputed"))), "the stand-in kernel was not seen"
     return probes.prior_answers(watch.records, [answer], TOLERANCES, [decoy])
 
 
@@ -160,7 +162,7 @@ def test_a_fresh_output_the_allocator_hands_back_holding_the_answer_is_no_prior_
     assert _probe_run(_FreshOutput, answer_in_memory=False) == []
     # the same stale block, watched without poisoning: found (what the old scrub-by-guessing risked)
     answer = torch.softmax(torch.randn(4, 64, generator=torch.Generator().manual_seed(4)), dim=-1)
-    watch = probes.PriorAnswerWatch({answer.numel()}, seed=5)
+    watch = probes.PriorAnswerWatch(output_specs([answer]), seed=5)
     with _StaleAllocator(answer).mode:
         stale = torch.empty_like(answer)
     watch.before(_Kernel(), (torch.randn(4, 64), stale), {})

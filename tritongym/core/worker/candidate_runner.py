@@ -72,7 +72,7 @@ def run_candidate(
     from tritongym.core.measure import trusted
     from tritongym.core.measure.compare import flatten_outputs
     from tritongym.core.measure.tensors import plain_output
-    from tritongym.core.worker import plugin_probes, probes
+    from tritongym.core.worker import plugin_probes, prior_watch, probes
     from tritongym.core.worker.op_trace import traced_call
     from tritongym.core.worker.stages import StageError, error_info, load_module
     from tritongym.core.worker.weights import bind_weights, build_seed
@@ -107,7 +107,7 @@ def run_candidate(
     if keep is not None:
         keep["environment"] = environment
     snapshots: list[tuple[int, list, list]] = []  # (trial, outputs as returned, copies taken at once)
-    output_numels: set[int] = set()  # of trial 0's tensor outputs: what the `precomputed` probe watches for
+    output_specs: list = []  # trial 0's floating outputs (`OutputSpec`s): what the `precomputed` probe watches for
     # registered probes' functions, imported before the candidate exists (a failure is that probe's error)
     plugin_specs = plugin_probes.plugin_specs(task.probes)
     probe_functions = plugin_probes.load_functions({name: spec.target for name, spec in plugin_specs.items()})
@@ -177,7 +177,7 @@ def run_candidate(
             finally:
                 recorder.phase = None
             if trial == 0:
-                output_numels.update(o.numel() for o in flat if type(o) is torch.Tensor)
+                output_specs.extend(prior_watch.output_specs(flat))
             report["trials"].append(
                 {
                     "outputs": [plain_output(o) for o in flat],
@@ -212,7 +212,7 @@ def run_candidate(
                 last["inputs_after"] = [v.clone() if v is not None else None for v in last["inputs_after"]]
                 _detach_from_inputs(last, snapshots[-1], mine, report["side_work"])
             watch = (
-                probes.PriorAnswerWatch(output_numels, probes.prior_answer_seed(task))
+                prior_watch.PriorAnswerWatch(output_specs, probes.prior_answer_seed(task))
                 if source.precomputed is not None and "precomputed" in task.probes
                 else None
             )

@@ -17,9 +17,10 @@ candidate's forward is called again, in the candidate's context (`run_probes`), 
   left in a recycled block is not this call's answer), was never computed by those kernels (a decorative
   kernel, or an answer torch computed and left in memory);
 * `precomputed`: inputs no other call saw, with every tensor the candidate allocates during the call poisoned
-  (`scrub.poisoned_allocations`: no fresh buffer holds anything) and a `PriorAnswerWatch` on the launches: before
-  each launch of an own kernel, every floating tensor argument the size of an output that no own kernel wrote (not
-  an input, not a weight) is sampled; the trusted side finds any that already held an output's values, closer
+  (`scrub.poisoned_allocations`: no fresh buffer holds anything) and a `PriorAnswerWatch` on the launches
+  (`prior_watch.py`): before each launch of an own kernel, every tensor argument no own kernel wrote (not an
+  input, not a weight) is sampled in each form that could hold an output (its elements, its bits as the output's
+  dtype, its bytes); the trusted side finds any that already held an output's values, closer
   to them than the reference's answer to other inputs is (a decoy, `verdict.closer_than_decoy`).  Triton that
   only moves an answer torch, numpy or a callback (a grid lambda, an autotune hook) computed adds no
   arithmetic to it (`prior_answers`, the `precomputed` check);
@@ -48,6 +49,7 @@ import os
 import threading
 from collections.abc import Collection
 
+from tritongym.core.worker.prior_watch import PriorAnswerWatch, watched_positions
 from tritongym.core.worker_task import BUILTIN_PROBES
 
 MODE_PROBES: tuple[tuple[bool, bool], ...] = ((True, True), (False, False), (True, False))  # (grad, train)
@@ -413,14 +415,6 @@ def prior_answer_seed(task) -> int:
     return (task.init_seed ^ 0x9E3779B1) + task.probe_seed
 
 
-def watched_positions(seed: int, numel: int):
-    """The flat positions the watch samples in a tensor of `numel` elements (the keeper draws them alike)."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed + numel)
-    return torch.randint(0, numel, (min(PriorAnswerWatch.POSITIONS, numel),), generator=generator)
-
-
 class AnswerSamples:
     """One output of the reference's `precomputed` call, kept only where the watch samples: the keeper computes
     it per task (its inputs are the task's own) and needs no more than this to tell a prior answer."""
@@ -451,84 +445,6 @@ def answer_samples(outputs: list, seed: int) -> list:
         AnswerSamples(o, seed) if type(o) is torch.Tensor and o.is_floating_point() and o.numel() > 0 else None
         for o in outputs
     ]
-
-
-class PriorAnswerWatch:
-    """The `precomputed` probe's eyes on the launches (`LaunchRecorder.watch`): samples, before each launch of
-    an own kernel, the floating tensor arguments that could hold an output (same element count as one of
-    trial 0's outputs) unless an own kernel wrote them last, so the trusted side can tell whether the answer
-    existed before the candidate's Triton ran.
-
-    An argument counts as written by an own kernel when its sampled values changed across that kernel's
-    launch, until torch next modifies it (its `_version` moves; a Triton store does not move it).  Inputs,
-    weights and buffers are never sampled: an answer equal to one of them is the problem's, not a hack."""
-
-    LIMIT = 64  # samples kept per call: enough for any honest pipeline, bounded for any hostile one
-    POSITIONS = 256  # per sampled argument
-
-    def __init__(self, output_numels: set[int], seed: int) -> None:
-        self.numels = {n for n in output_numels if n > 0}
-        self.seed = seed
-        self.records: list[dict] = []
-        self._positions: dict[tuple[int, str], object] = {}
-        self._excluded: set[int] = set()
-        self._made: dict[int, int] = {}  # storage pointer -> its `_version` right after an own kernel changed it
-        self._pending: list[tuple] = []
-
-    def exclude(self, tensors: list) -> None:
-        import torch
-
-        self._excluded |= {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor)}
-
-    def _where(self, numel: int, device):
-        key = (numel, str(device))
-        if key not in self._positions:
-            self._positions[key] = watched_positions(self.seed, numel).to(device)
-        return self._positions[key]
-
-    def _sample(self, tensor):
-        import torch
-
-        return tensor.detach().reshape(-1)[self._where(tensor.numel(), tensor.device)].to("cpu", torch.float64)
-
-    def _watched(self, args: tuple, kwargs: dict) -> list[tuple[str, object, int]]:
-        import torch
-
-        found = []
-        for label, value in [(f"argument {i}", v) for i, v in enumerate(args)] + [
-            (f"argument {k}", v) for k, v in kwargs.items()
-        ]:
-            if type(value) is torch.Tensor and value.is_floating_point() and value.numel() in self.numels:
-                ptr = value.untyped_storage().data_ptr()
-                if ptr not in self._excluded:
-                    found.append((label, value, ptr))
-        return found
-
-    def before(self, kernel, args: tuple, kwargs: dict) -> None:
-        name = getattr(getattr(kernel, "fn", None), "__name__", type(kernel).__name__)
-        self._pending = []
-        for label, tensor, ptr in self._watched(args, kwargs):
-            sample = self._sample(tensor)
-            self._pending.append((tensor, ptr, sample))
-            if self._made.get(ptr) == tensor._version or len(self.records) >= self.LIMIT:
-                continue
-            self.records.append(
-                {
-                    "kernel": name,
-                    "argument": label,
-                    "numel": tensor.numel(),
-                    "positions": self._where(tensor.numel(), tensor.device).cpu(),
-                    "values": sample,
-                }
-            )
-
-    def after(self, kernel, args: tuple, kwargs: dict) -> None:
-        import torch
-
-        for tensor, ptr, before in self._pending:
-            if not torch.equal(self._sample(tensor).nan_to_num(), before.nan_to_num()):
-                self._made[ptr] = tensor._version
-        self._pending = []
 
 
 def prior_answers(records: list[dict], refs: list, tolerances, decoys: list | None = None) -> list[str]:

@@ -1,0 +1,126 @@
+"""The `precomputed` probe's watch (`worker/prior_watch.py`): the forms in which a launch argument may hold an
+output, and what it leaves alone.
+
+Each test hands the watch a launch's arguments directly (`before`, `after`), as the launch hook does for a kernel of
+the candidate's file, and asks the trusted side (`probes.prior_answers`, against a decoy: the answer to other
+inputs) what it finds.  The hacks themselves are judged end to end in tests/hacks/test_hacks.py, the honest kernels
+in tests/hacks/test_honest.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tritongym.core.eval.tolerances import tolerances_for
+from tritongym.core.worker import probes
+from tritongym.core.worker.prior_watch import PriorAnswerWatch, output_specs
+
+TOLERANCES = tolerances_for("tf32")
+
+
+class _Kernel:
+    """A launch's kernel as the watch names it."""
+
+    class fn:  # noqa: N801 - stands in for a Triton kernel's function
+        __name__ = "copy_kernel"
+
+
+def _inputs(seed: int, rows: int = 32, cols: int = 200):
+    return torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed)) * 3.0
+
+
+ANSWER = torch.softmax(_inputs(1), dim=-1)
+DECOY = torch.softmax(_inputs(2), dim=-1)
+
+
+def _found(*launches, answer=ANSWER, decoy=DECOY, exclude=()) -> list[str]:
+    """What the trusted side finds after the watch saw each launch (a tuple of arguments) in turn."""
+    watch = PriorAnswerWatch(output_specs([answer]), seed=7)
+    watch.exclude(list(exclude))
+    for args in launches:
+        watch.before(_Kernel(), args, {})
+        watch.after(_Kernel(), args, {})
+    return probes.prior_answers(watch.records, [answer], TOLERANCES, [decoy])
+
+
+def _fresh(like=ANSWER):
+    """A fresh output as the watched call hands it out: poisoned (`scrub.poisoned_allocations`)."""
+    return torch.full_like(like, float("nan"))
+
+
+# --- the answer in a disguise: each form is found ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "disguise",
+    [
+        lambda y: y,
+        lambda y: y.view(torch.int32),
+        lambda y: y.view(torch.uint8),
+        lambda y: y.view(torch.float16),
+        lambda y: y.view(torch.int64),
+        lambda y: y.view(torch.int16).reshape(-1),
+        lambda y: y.t().contiguous().t().view(torch.int32),  # a column-major answer, its bits
+        lambda y: torch.nn.Parameter(y.clone(), requires_grad=False),
+        lambda y: (y.view(torch.int32),),  # in a tuple argument
+        lambda y: y.half(),  # the answer at half precision: still its values
+    ],
+    ids=["same", "int32", "uint8", "float16-halves", "int64", "int16-flat", "column-major-int32", "parameter",
+         "tuple", "half"],
+)  # fmt: skip
+def test_an_answer_in_any_dtype_or_view_is_found(disguise):
+    found = _found((disguise(ANSWER.clone()), _fresh()))
+    assert found and "already held output 0" in found[0], found
+
+
+def test_an_answer_reinterpreted_by_triton_is_found():
+    import triton
+    import triton.language as tl
+
+    found = _found((triton.reinterpret(ANSWER.clone(), tl.int32), _fresh()))
+    assert found and "reinterpreted" in found[0], found
+
+
+def test_an_answer_in_the_first_rows_of_a_larger_workspace_is_found():
+    workspace = torch.zeros(1 << 16)
+    workspace[: ANSWER.numel()] = ANSWER.reshape(-1)
+    assert _found((workspace, _fresh()))
+    sliced = torch.zeros(1 << 16)
+    sliced[100 : 100 + ANSWER.numel()] = ANSWER.reshape(-1)
+    assert _found((sliced[100:].view(torch.uint8), _fresh()))
+
+
+# --- what the watch leaves alone ------------------------------------------------------------------------------
+
+
+def test_honest_launch_arguments_are_no_answer():
+    """Inputs (excluded), fresh poisoned outputs, integer tensors of the output's size read as its bits, the input
+    in another dtype, a zeroed accumulator: none is the answer, and the watch keeps nothing that cannot be."""
+    x = _inputs(1)
+    index = torch.arange(ANSWER.numel(), dtype=torch.int32).reshape(ANSWER.shape)
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    watch.exclude([x])
+    for args in [(x, _fresh()), (index, _fresh()), (torch.zeros_like(ANSWER), x.double()), (x.half(), _fresh())]:
+        watch.before(_Kernel(), args, {})
+        watch.after(_Kernel(), args, {})
+    assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY]) == []
+    assert all(bool(r["values"].isfinite().any()) for r in watch.records), "a poisoned output was kept"
+
+
+def test_an_output_an_own_kernel_wrote_is_not_sampled_again():
+    """A two-kernel pipeline: the first kernel writes the answer into a scratch, the second copies it out."""
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    scratch, out = _fresh(), _fresh()
+    watch.before(_Kernel(), (_inputs(1), scratch), {})
+    scratch.copy_(ANSWER)  # the first kernel's store
+    watch.after(_Kernel(), (_inputs(1), scratch), {})
+    watch.before(_Kernel(), (scratch.view(torch.int32), out), {})
+    assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY]) == []
+
+
+def test_samples_are_kept_once_and_within_the_limit():
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    staged = ANSWER.clone()
+    for _ in range(3):
+        watch.before(_Kernel(), (staged, staged.view(torch.int32), _fresh()), {})
+    assert len(watch.records) == 1, [r["argument"] for r in watch.records]
