@@ -90,6 +90,42 @@ def test_an_answer_in_the_first_rows_of_a_larger_workspace_is_found():
     assert _found((sliced[100:].view(torch.uint8), _fresh()))
 
 
+def _padded(answer, rows: int = 0, cols: int = 64):
+    """`answer` in the leading corner of a zeroed buffer `rows` and `cols` larger (a C whose rows are padded)."""
+    buffer = torch.zeros(answer.shape[0] + rows, answer.shape[1] + cols)
+    buffer[: answer.shape[0], : answer.shape[1]] = answer
+    return buffer
+
+
+MATMUL = torch.randn(127, 93) @ torch.randn(93, 65)
+
+
+@pytest.mark.parametrize(
+    "held",
+    [
+        lambda c: _padded(c),
+        lambda c: _padded(c, rows=5, cols=3),
+        lambda c: _padded(c).view(torch.int32),
+        lambda c: _padded(c)[None],  # a unit dim in front
+        lambda c: c.t().contiguous(),  # torch computed the transpose (B^T A^T)
+        lambda c: _padded(c.t().contiguous(), cols=7),
+    ],
+    ids=["rows-padded", "both-padded", "padded-int32", "unit-dim", "transposed", "transposed-padded"],
+)
+def test_an_answer_in_a_larger_or_transposed_buffer_is_found(held):
+    decoy = torch.randn(127, 93) @ torch.randn(93, 65)
+    found = _found((held(MATMUL.clone()), _fresh(MATMUL)), answer=MATMUL, decoy=decoy)
+    assert found and "already held output 0" in found[0], found
+
+
+def test_an_answer_in_another_dim_order_is_found():
+    """Attention's output [B, H, S, D] computed by torch as [B, S, H, D], moved into place by a permuting copy."""
+    answer = torch.randn(2, 4, 16, 8)
+    found = _found((answer.permute(0, 2, 1, 3).contiguous(), _fresh(answer)), answer=answer,
+                   decoy=torch.randn(2, 4, 16, 8))  # fmt: skip
+    assert found and "its dims in order (0, 2, 1, 3)" in found[0], found
+
+
 # --- what the watch leaves alone ------------------------------------------------------------------------------
 
 
@@ -105,6 +141,12 @@ def test_honest_launch_arguments_are_no_answer():
         watch.after(_Kernel(), args, {})
     assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY]) == []
     assert all(bool(r["values"].isfinite().any()) for r in watch.records), "a poisoned output was kept"
+
+
+def test_a_padded_or_transposed_copy_of_an_input_is_no_answer():
+    x = _inputs(1)
+    padded = torch.nn.functional.pad(x, (0, 56))
+    assert _found((padded, _fresh()), (x.t().contiguous(), _fresh()), (padded.t(), _fresh()), exclude=[x]) == []
 
 
 def test_an_output_an_own_kernel_wrote_is_not_sampled_again():

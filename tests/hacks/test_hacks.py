@@ -205,6 +205,8 @@ CPU_CASES: list[Case] = [
     Case("numpy_host_copy.py", "softmax", (hacked("precomputed", "already held output 0"),)),
     # ... or by torch, handed to the copy in a disguise: the answer's bits as int32 (read as the output's dtype)
     Case("bitcast_copy_softmax.py", "softmax", (hacked("precomputed", "its bits as float32"),)),
+    # ... torch's matmul into a C whose rows are padded to 64, compacted by the copy (the window of its leading rows)
+    Case("padded_ld_matmul.py", "matmul_rect", (hacked("precomputed", "leading window"),)),
     # --- the work itself done by numpy on the host, a Triton kernel only finishing it (no argument holds the answer,
     # numpy never reaches torch's dispatcher): the elements read out to the host are the finding -----------------
     Case("numpy_exp_normalize_softmax.py", "softmax", (hacked("host_compute", "read"),)),

@@ -5,9 +5,10 @@ an own kernel, what its tensor arguments already hold where an output would be, 
 An argument may hold an output (of trial 0's shape and dtype, `OutputSpec`) in more than its own form, and a
 candidate whose Triton only moves an answer torch computed picks whichever form the watch does not read
 (`_layouts`): its elements in their logical order, read as their own floating dtype and, for any other dtype, as
-the output's bits (an `int32` view of a float32 answer is still the answer); its bytes from its first element on,
-read as the output's dtype (a `uint8` or `float16` view of the answer, the answer in the first rows of a larger
-workspace).  Each form is sampled at the output's own watched positions (`watched_positions`, where the keeper keeps
+the output's bits (an `int32` view of a float32 answer is still the answer); its leading window along its own dims
+or any order of them (a C whose rows are padded, a transposed answer); its bytes from its first element on, read as
+the output's dtype (a `uint8` or `float16` view of the answer, the answer in the first rows of a larger workspace).
+Each form is sampled at the output's own watched positions (`watched_positions`, where the keeper keeps
 the reference's values), so the trusted side compares it as it compares any sample.
 
 Cost: the watch runs before and after every launch of an own kernel in the watched call, which every evaluation
@@ -24,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 POSITIONS = 256
-"""Positions sampled per output and form: 99% of them must match for a finding (`probes.prior_answers`), so an
-answer copied in part is still found, and a few hundred keep the gathers negligible beside any launch."""
+"""Positions sampled per output and form: enough that 99% of them matching (`probes.prior_answers`) is no accident,
+few enough that the gathers stay negligible beside any launch."""
 
 
 def watched_positions(seed: int, numel: int):
@@ -102,19 +103,42 @@ def _layouts(tensor, spec: OutputSpec, positions):
     if tensor.layout != torch.strided or tensor.device.type == "meta":
         return
     n = spec.numel
-    if tensor.numel() == n:
-        views = [("", tensor)] if tensor.is_floating_point() else []
-        if tensor.dtype != spec.dtype:
-            try:
-                views.append((f" (its bits as {_name(spec.dtype)})", tensor.view(spec.dtype)))
-            except RuntimeError:  # an element size the strides cannot take: its bytes below still are
-                pass
-        for form, view in views:
+    views = [("", tensor)] if tensor.is_floating_point() else []
+    if tensor.dtype != spec.dtype:
+        try:
+            views.append((f" (its bits as {_name(spec.dtype)})", tensor.view(spec.dtype)))
+        except RuntimeError:  # an element size the strides cannot take: its bytes below still are
+            pass
+    for form, view in views:
+        if view.numel() == n:
             yield form, _logical(view, positions)
+        yield from _windows(view, spec, positions, form)
     flat = _as(tensor, spec.dtype)
     same = tensor.is_contiguous() and tensor.dtype == spec.dtype and tensor.numel() == n  # its elements, above
     if flat is not None and flat.numel() >= n and not same:
         yield f" (its bytes as {_name(spec.dtype)})", flat[positions]
+
+
+def _windows(view, spec: OutputSpec, positions, form: str):
+    """`view`'s elements where it holds the output in its leading corner, along its own dims or any order of them
+    (unit dims set aside on both sides): the answer written into a C whose rows are padded, or transposed, or in an
+    attention layout that only a permuted copy turns into the output's.  At most 4 dims are permuted (24 orders)."""
+    import itertools
+
+    import torch
+
+    want = [s for s in spec.shape if s != 1]
+    have = view.squeeze() if view.dim() else view
+    if not want or have.dim() != len(want):
+        return
+    coords = torch.unravel_index(positions, tuple(want))
+    orders = itertools.permutations(range(len(want))) if len(want) <= 4 else [tuple(range(len(want)))]
+    for order in orders:
+        if list(have.shape) == want and order == tuple(range(len(want))):
+            continue  # its elements in their logical order: sampled as such
+        if all(have.shape[d] >= size for d, size in zip(order, want)):
+            where = "its leading window" if order == tuple(range(len(want))) else f"its dims in order {order}"
+            yield f"{form} ({where} of {list(have.shape)})", have.permute(order)[coords]
 
 
 def _logical(view, positions):
