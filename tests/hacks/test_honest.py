@@ -101,6 +101,8 @@ HONEST_CASES: list[Case] = [
     Case("softmax_tutorial_os_env.py", "softmax", ()),  # os.environ.get("TRITON_INTERPRET") picks a block size
     # tutorial 03 as published: `driver.active.get_current_target()` at import picks the autotune configs
     Case("matmul_tutorial03_is_cuda_configs.py", "matmul_rect", ()),
+    # vLLM/SGLang's persistent row loop: `for row in tl.range(pid, n_rows, nprog)`, then `row.to(tl.int64)`
+    Case("rms_norm_tl_range_row_int64.py", "rms_norm", ()),
     *STALE_MEMORY_CASES,
 ]
 

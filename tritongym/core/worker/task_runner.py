@@ -371,7 +371,8 @@ def inputs_left(after: list, inputs: list, updated: dict, tolerances) -> tuple[l
 def install_autotune_policy() -> None:
     """Under Triton's interpreter, autotuned kernels run their first config after pruning (autotune.py), and the
     interpreter reads kernels as the compiler does (`interpreter_*.py`: and/or/not, libdevice, float arguments,
-    builtins under aliases, a constexpr dtype's `.value`, boolean splats, a CUDA target for `driver.active`).
+    builtins under aliases, a constexpr dtype's `.value`, boolean splats, a CUDA target for `driver.active`, a
+    `tl.range` index as a scalar tensor).
 
     Installed before the candidate exists, in the trusted worker.  When Triton's internals differ from
     what the policy knows it leaves Triton alone and says why in the worker's log (the candidate's
@@ -395,6 +396,7 @@ def install_autotune_policy() -> None:
             interpreter_dtype_value,
             interpreter_float_args,
             interpreter_libdevice,
+            interpreter_range,
         )
 
         for module, what in (
@@ -405,6 +407,7 @@ def install_autotune_policy() -> None:
             (interpreter_dtype_value, "a constexpr dtype has no `.value` under the interpreter"),
             (interpreter_comparisons, "the interpreter splats a comparison in its left operand's type"),
             (interpreter_driver, "`triton.runtime.driver.active` has no driver under the interpreter"),
+            (interpreter_range, "a `tl.range` index is a Python int under the interpreter"),
         ):
             try:
                 why = module.install()
