@@ -149,6 +149,69 @@ def test_a_padded_or_transposed_copy_of_an_input_is_no_answer():
     assert _found((padded, _fresh()), (x.t().contiguous(), _fresh()), (padded.t(), _fresh()), exclude=[x]) == []
 
 
+# --- inputs, weights and buffers: the problem's until torch writes into them ----------------------------------
+
+
+class _Workspace(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("workspace", torch.zeros(1 << 14), persistent=False)
+        self.weight = torch.nn.Parameter(torch.zeros(ANSWER.shape))
+
+
+def _alias(tensor, shape):
+    """A tensor over `tensor`'s storage made with `set_`: its version counter is its own."""
+    return torch.empty(0).set_(tensor.untyped_storage(), 0, shape, torch.empty(shape).stride())
+
+
+def _prefix(values, numel: int):
+    """A zeroed flat tensor of `numel` elements that starts with `values`."""
+    out = torch.zeros(numel)
+    out[: values.numel()] = values.reshape(-1)
+    return out
+
+
+@pytest.mark.parametrize(
+    "stash",
+    [
+        lambda m, x: torch.softmax(x, -1, out=m.workspace[: x.numel()].view_as(x)),  # out= into a buffer's view
+        lambda m, x: m.workspace[: x.numel()].view_as(x).copy_(torch.softmax(x, -1)),
+        lambda m, x: m.weight.data.copy_(torch.softmax(x, -1)),  # `.data`: a version counter of its own
+        lambda m, x: torch.mul(torch.softmax(x, -1), 1.0, out=_alias(m.workspace, x.shape)),
+        lambda m, x: m.workspace.untyped_storage().copy_(_prefix(torch.softmax(x, -1), 1 << 14).untyped_storage()),
+        lambda m, x: x.copy_(torch.softmax(x, -1)),  # into the input itself (put back later, say)
+    ],
+    ids=["out-view", "copy-view", "parameter-data", "set-alias", "storage-copy", "input"],
+)  # fmt: skip
+def test_an_answer_torch_wrote_into_an_input_weight_or_buffer_is_found(stash):
+    module, x = _Workspace(), _inputs(1)
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    watch.exclude([x, *module.parameters(), *module.buffers()])
+    with watch.tracking():
+        stash(module, x)
+    for held in (module.workspace, module.weight, x):
+        watch.before(_Kernel(), (held, _fresh()), {})
+    found = probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY])
+    assert found and "already held output 0" in found[0], found
+
+
+def test_inputs_weights_and_buffers_torch_did_not_write_are_not_sampled():
+    """What the watched call does to them besides: views, a storage copied onto itself (Triton's interpreter after
+    each launch), `set_`, a resize.  The input here *is* the answer (an identity-like problem), and stays unsampled."""
+    module, x = _Workspace(), ANSWER.clone()
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    watch.exclude([x, *module.parameters(), *module.buffers()])
+    with watch.tracking():
+        x.view(-1).t()
+        x.untyped_storage().copy_(x.untyped_storage())
+        torch.empty(0).set_(x.untyped_storage())
+        scratch = torch.softmax(x, -1)  # a fresh tensor: no write into anything excluded
+    watch.before(_Kernel(), (x, x.view(torch.int32), module.workspace, _fresh()), {})
+    assert watch._written.isdisjoint({x.untyped_storage().data_ptr(), module.workspace.untyped_storage().data_ptr()})
+    assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY]) == []
+    del scratch
+
+
 def test_an_output_an_own_kernel_wrote_is_not_sampled_again():
     """A two-kernel pipeline: the first kernel writes the answer into a scratch, the second copies it out."""
     watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)

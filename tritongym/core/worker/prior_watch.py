@@ -148,6 +148,39 @@ def _logical(view, positions):
     return view.reshape(-1)[positions] if view.dim() < 2 else view[torch.unravel_index(positions, view.shape)]
 
 
+def written_storages(func, args: tuple, kwargs: dict) -> set[int]:
+    """The storages (by data pointer) an aten op writes data into: its arguments marked `(a!)` in its schema (`out=`,
+    in-place ops, `copy_`).  Ops that change only a tensor's view (`set_`, `t_`, `resize_`) write none, nor does a
+    copy of a storage onto itself (Triton's interpreter hands each argument's storage back so after a launch)."""
+    import torch
+
+    schema = getattr(func, "_schema", None)
+    if schema is None or torch.Tag.inplace_view in getattr(func, "tags", ()) or "resize" in schema.name:
+        return set()
+    if schema.name == "aten::copy_" and len(args) > 1 and _same_view(args[0], args[1]):
+        return set()
+    found = set()
+    for i, argument in enumerate(schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else kwargs.get(argument.name)
+        for tensor in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
+                found.add(tensor.untyped_storage().data_ptr())
+    return found
+
+
+def _same_view(a, b) -> bool:
+    import torch
+
+    return (
+        isinstance(a, torch.Tensor)
+        and isinstance(b, torch.Tensor)
+        and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+        and (a.storage_offset(), a.shape, a.stride(), a.dtype) == (b.storage_offset(), b.shape, b.stride(), b.dtype)
+    )
+
+
 def _name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
@@ -170,7 +203,9 @@ class PriorAnswerWatch:
 
     An argument counts as written by an own kernel when its sampled values changed across that kernel's launch,
     until torch next modifies it (its `_version` moves; a Triton store does not move it).  Inputs, weights and
-    buffers are never sampled: an answer equal to one of them is the problem's, not a hack.  Samples that cannot be
+    buffers are not sampled while torch has not written into them during the call (`tracking`): an answer equal to
+    one of them is the problem's, not a hack, but one torch wrote there with `out=`, `copy_` or an in-place op (a
+    registered workspace buffer) is torch's.  Samples that cannot be
     a finding (`_trivial`: poisoned fresh memory, a zeroed buffer) or repeat one already taken are not kept, so
     `LIMIT` goes to what the trusted side has to judge."""
 
@@ -183,6 +218,7 @@ class PriorAnswerWatch:
         self.records: list[dict] = []
         self._positions: dict[tuple[int, str], object] = {}
         self._excluded: set[int] = set()
+        self._written: set[int] = set()  # storages torch wrote into during the call (`tracking`)
         self._made: dict[int, int] = {}  # storage pointer -> its `_version` right after an own kernel changed it
         self._seen: set[tuple[int, bytes]] = set()  # (numel, fingerprint) of each sample kept
         self._pending: list[tuple] = []
@@ -191,6 +227,28 @@ class PriorAnswerWatch:
         import torch
 
         self._excluded |= {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor)}
+
+    def tracking(self):
+        """A dispatch mode for the watched call that tells the watch which storages torch writes into: an excluded
+        storage (an input, a weight, a buffer) that torch writes is watched like any other from then on.  It is
+        entered below `scrub.poisoned_allocations`, so the ops of a candidate's `triton_op`, which that mode runs
+        itself, reach it too."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        watch = self
+
+        class TorchWrites(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                return False  # as `op_trace.op_tracer` says: no torch._dynamo import, which replaces torch.manual_seed
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                watch._written |= written_storages(func, args, kwargs)
+                return out
+
+        return TorchWrites()
 
     def _where(self, numel: int, device):
         key = (numel, str(device))
@@ -220,7 +278,7 @@ class PriorAnswerWatch:
         ]:
             for name, tensor in _tensors(value, label):
                 ptr = tensor.untyped_storage().data_ptr()
-                if ptr not in self._excluded:
+                if ptr not in self._excluded or ptr in self._written:
                     found.append((name, tensor, ptr))
         return found
 

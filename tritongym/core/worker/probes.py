@@ -243,7 +243,7 @@ def run_probes(
             watch.exclude(list(inputs) + list(model.parameters()) + list(model.buffers()))
             recorder.watch = watch
             try:
-                with poisoned_allocations():
+                with watch.tracking(), poisoned_allocations():
                     call("precomputed", -1, inputs, False, was_training)
             finally:
                 recorder.watch = None
