@@ -15,7 +15,9 @@ noisy (stop 32 saw 78 s and 121 s for the same setting in two calls).
 `workers=N` sets the backend's `workers_per_gpu` (default: CPUs per GPU, at most 8), `spares=N` its
 `spare_workers_per_gpu` (warm workers on standby, so a task never waits for a fresh one to start), `starts=N` its
 `starts_at_once` (workers starting at one time on the host: `unlocked+starts=8`), `connections=N` its
-`device_connections` (hardware queues per CUDA context; the default 1, `connections=8` the driver's own default).
+`device_connections` (hardware queues per CUDA context; the default 1, `connections=8` the driver's own default),
+`sched=W` its `device_schedule` (how contexts wait for the GPU: `default+sched=yield`, `blocking`, `spin`; the
+default `auto`).
 A setting of `name=value` parts alone turns every switch it does not name off (`workers=16` is locked, without
 `handback`); `default+...` keeps the backend's defaults for what it does not name (`default+connections=8`).
 `shared=S` sets `shared_check_s` (how recent another task's timing of the reference before its candidate may be to
@@ -61,7 +63,8 @@ COUNTS = {
     "starts": "starts_at_once",
     "connections": "device_connections",
 }  # `name=N` parts: backend options
-WORDS = {"profiler": "profiler_warm_up"}  # `name=word` parts: backend options by name (`profiler=startup`)
+# `name=word` parts: backend options by name (`profiler=startup`, `sched=yield`)
+WORDS = {"profiler": "profiler_warm_up", "sched": "device_schedule"}
 
 
 def backend_options(setting: str) -> dict:

@@ -322,7 +322,9 @@ class Keeper:
         if self.cuda:
             from tritongym.core.measure.gpu_profile import warm_profiler  # noqa: F401 - loaded like a worker's
             from tritongym.core.measure.timing import Timer
+            from tritongym.core.worker import cuda_schedule
 
+            cuda_schedule.apply(self.device.index or 0)  # before the context exists (`PoolOptions.device_schedule`)
             torch.cuda.set_device(self.device)
             torch.empty(1, device=self.device)
             self.timer = Timer(self.device)

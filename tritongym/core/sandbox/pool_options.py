@@ -45,6 +45,9 @@ class PoolOptions:
     # context with one queue ~3x faster when many start: on an H200, 16 at once 0.83 s each against 2.63 s, and the
     # 128 RL candidates took 63 s against 105 s cold on one machine (`gpu_scaling-h200-stop57-connections-ab.json`)
     device_connections: int | None = 1
+    # how the pool's CUDA contexts wait for their GPU (`worker/cuda_schedule.py`): "auto" (the driver's: spin, a core
+    # each while waiting), "spin", "yield" or "blocking"
+    device_schedule: str = "auto"
     extra_env: dict[str, str] = field(default_factory=dict)
     # per GPU, MiB held by processes outside the pool when it starts (a trainer beside the judge): left out of the
     # keepers' cache share and of the tasks' budget; `WorkerPool.hold_outside` changes it later

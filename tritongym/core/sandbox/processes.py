@@ -29,7 +29,7 @@ from tritongym.core.sandbox.fork_server import Zygote, gpu_env
 from tritongym.core.sandbox.keeper_turns import KeeperTurns
 from tritongym.core.sandbox.pool_options import KEEPER_CACHE_SHARE, KEEPER_HOST_CACHE_SHARE, PoolOptions
 from tritongym.core.sandbox.sandbox import log_tail
-from tritongym.core.worker import frames
+from tritongym.core.worker import cuda_schedule, frames
 from tritongym.core.worker.protocol import KeeperAnswer, KeeperRequest, Lifecycle
 from tritongym.core.worker.stages import exit_text
 
@@ -249,6 +249,8 @@ def process_env(gpu: str, options: PoolOptions, tmp: str, own: dict[str, str]) -
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if options.device_connections:
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(options.device_connections)
+    if options.device_schedule != "auto":
+        env[cuda_schedule.ENV] = options.device_schedule
     return env
 
 

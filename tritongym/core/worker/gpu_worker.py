@@ -37,7 +37,7 @@ import time
 from tritongym.core.measure import trusted
 from tritongym.core.measure.tensors import plain_output, same_value, timing_inputs
 from tritongym.core.models import Evidence, TimingReport
-from tritongym.core.worker import frames, triton_cache
+from tritongym.core.worker import cuda_schedule, frames, triton_cache
 from tritongym.core.worker.input_source import InputSource
 from tritongym.core.worker.launches import tf32_kernels
 from tritongym.core.worker.probes import environment_changes
@@ -217,6 +217,7 @@ class GPUWorker:
             began = time.perf_counter()
             with channel.gpu(exclusive=False, needed=self.profiler_warm_up == "startup"):
                 parts = {"lock_wait": time.perf_counter() - began}
+                cuda_schedule.apply(self.device.index or 0)  # before the context exists (`PoolOptions.device_schedule`)
                 torch.cuda.set_device(self.device)
                 torch.empty(1, device=self.device)
                 parts["context"] = time.perf_counter() - began - sum(parts.values())

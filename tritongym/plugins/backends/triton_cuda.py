@@ -99,6 +99,12 @@ class TritonCUDABackend(Backend):
             "only, so one queue costs it nothing, and contexts are created ~3x faster when many start (16 at once on "
             "an H200: 0.83 s each against 2.63 s; 128 RL candidates 63 s against 105 s cold on one H200)",
         )
+        device_schedule: Literal["auto", "spin", "yield", "blocking"] = Field(
+            default="auto",
+            description="how the pool's CUDA contexts wait for the GPU (a synchronise): the driver's own choice "
+            "(auto: spin, a CPU core each while waiting), spin, yield (spin, giving the core up between polls) or "
+            "blocking (sleep until the GPU answers); timings are measured on the GPU either way",
+        )
         max_tasks_per_worker: int = Field(
             default=1, ge=1, description="tasks before a worker is replaced (1: a fresh process per candidate)"
         )
@@ -166,6 +172,7 @@ class TritonCUDABackend(Backend):
                         max_tasks=self.options.max_tasks_per_worker,
                         starts_at_once=self.options.starts_at_once,
                         device_connections=self.options.device_connections,
+                        device_schedule=self.options.device_schedule,
                         profiler_warm_up=self.options.profiler_warm_up,
                         memory_mb=self.options.memory_mb,
                         outside_mb=dict(self._outside),
