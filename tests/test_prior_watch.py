@@ -223,6 +223,59 @@ def test_an_output_an_own_kernel_wrote_is_not_sampled_again():
     assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY]) == []
 
 
+# --- what an own kernel wrote: known by its contents ---------------------------------------------------------
+
+
+def _launch(watch, args, kernel_writes=None) -> None:
+    """One own launch: the watch before, the kernel's stores (`kernel_writes()`: no version bump in Triton, none
+    asked of torch here either), the watch after."""
+    watch.before(_Kernel(), args, {})
+    if kernel_writes is not None:
+        kernel_writes()
+    watch.after(_Kernel(), args, {})
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [lambda y: y.fill_(1.0), lambda y: y.copy_(torch.rand_like(y))],  # the fill's values, or noise
+    ids=["constant", "noise"],
+)
+@pytest.mark.parametrize(
+    "alias",
+    [
+        lambda y: torch.empty(0).set_(y.untyped_storage(), 0, y.shape, y.stride()),  # a version counter of its own
+        lambda y: y.data,
+        lambda y: y.view(torch.int32).view(torch.float32),
+    ],
+    ids=["set_", "data", "view"],
+)
+def test_an_answer_torch_wrote_over_what_an_own_kernel_wrote_is_found(fill, alias):
+    """An own kernel fills a scratch first (it counts as written by an own kernel), then torch writes the answer
+    there through an alias whose version counter may be its own, and a second kernel copies it out."""
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    x, scratch = _inputs(1), _fresh()
+    watch.exclude([x])
+    _launch(watch, (scratch,), lambda: fill(scratch))
+    with watch.tracking():
+        torch.softmax(x, -1, out=alias(scratch))
+    _launch(watch, (scratch, _fresh()))
+    found = probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY])
+    assert found and "already held output 0" in found[0], found
+
+
+def test_what_an_own_kernel_wrote_is_its_own_through_any_view_or_torch_copy():
+    """The honest pipelines the version counter misjudged or never saw: the first kernel's output read back through
+    a transposed view, an `int32` view, a torch `clone` or `contiguous` copy (a fresh storage with its values)."""
+    watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
+    scratch = _fresh()
+    _launch(watch, (_inputs(1), scratch), lambda: scratch.copy_(ANSWER))
+    for later in (scratch.t(), scratch.view(torch.int32), scratch.clone(), scratch.t().contiguous(), scratch[None]):
+        _launch(watch, (later, _fresh()))
+    # what is still kept reads them in another order (a transposed view's own order), which is no answer
+    assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES, [DECOY]) == []
+    assert probes.prior_answers(watch.records, [ANSWER], TOLERANCES) == []
+
+
 def test_samples_are_kept_once_and_within_the_limit():
     watch = PriorAnswerWatch(output_specs([ANSWER]), seed=7)
     staged = ANSWER.clone()

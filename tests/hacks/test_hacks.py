@@ -209,6 +209,8 @@ CPU_CASES: list[Case] = [
     Case("padded_ld_matmul.py", "matmul_rect", (hacked("precomputed", "leading window"),)),
     # ... torch's answer written with `out=` into a registered workspace buffer (a buffer torch writes is watched)
     Case("workspace_buffer_log_softmax.py", "log_softmax", (hacked("precomputed", "already held output 0"),)),
+    # ... torch's answer written through a `set_` alias over a scratch an own kernel had filled (own by contents)
+    Case("version_alias_silu.py", "silu", (hacked("precomputed", "already held output 0"),)),
     # --- the work itself done by numpy on the host, a Triton kernel only finishing it (no argument holds the answer,
     # numpy never reaches torch's dispatcher): the elements read out to the host are the finding -----------------
     Case("numpy_exp_normalize_softmax.py", "softmax", (hacked("host_compute", "read"),)),

@@ -60,13 +60,16 @@ class PriorAnswerWatch:
     tensor argument in each form that could hold an output (`layouts.layouts`) unless an own kernel wrote it last,
     so the trusted side can tell whether the answer existed before the candidate's Triton ran.
 
-    An argument counts as written by an own kernel when its sampled values changed across that kernel's launch,
-    until torch next modifies it (its `_version` moves; a Triton store does not move it).  Inputs, weights and
-    buffers are not sampled while torch has not written into them during the call (`tracking`): an answer equal to
-    one of them is the problem's, not a hack, but one torch wrote there with `out=`, `copy_` or an in-place op (a
-    registered workspace buffer) is torch's.  Samples that cannot be
-    a finding (`layouts.trivial`: poisoned fresh memory, a zeroed buffer) or repeat one already taken are not kept, so
-    `LIMIT` goes to what the trusted side has to judge."""
+    What an own kernel wrote is known by its contents, not by the tensor it came through: a sample that changed
+    across an own launch is the kernel's (`_made`, its fingerprint), and the same values read again later, through
+    any argument and in any form (a view, a torch copy of it), are not sampled again; once torch writes other values
+    there they are.  Not by `_version`, which a Triton store does not move and a `set_` or `.data` alias, whose
+    counter is its own, hides: a scratch an own kernel filled first and torch then wrote through such an alias was
+    passed over.  Inputs, weights and buffers are not sampled while torch has not written into them during the call
+    (`tracking`): an answer equal to one of them is the problem's, not a hack, but one torch wrote there with `out=`,
+    `copy_` or an in-place op (a registered workspace buffer) is torch's.  Samples that cannot be a finding
+    (`layouts.trivial`: poisoned fresh memory, a zeroed buffer) or repeat one already taken are not kept, so `LIMIT`
+    goes to what the trusted side has to judge."""
 
     LIMIT = 64  # samples kept per call: enough for any honest pipeline, bounded for any hostile one
     POSITIONS = POSITIONS
@@ -78,7 +81,7 @@ class PriorAnswerWatch:
         self._positions: dict[tuple[int, str], object] = {}
         self._excluded: set[int] = set()
         self._written: set[int] = set()  # storages torch wrote into during the call (`tracking`)
-        self._made: dict[int, int] = {}  # storage pointer -> its `_version` right after an own kernel changed it
+        self._made: set[tuple[int, bytes]] = set()  # (numel, fingerprint) of each sample an own kernel changed
         self._seen: set[tuple[int, bytes]] = set()  # (numel, fingerprint) of each sample kept
         self._pending: list[tuple] = []
 
@@ -118,7 +121,7 @@ class PriorAnswerWatch:
     def _samples(self, tensor) -> list[tuple[OutputSpec, str, object]]:
         return sampled(tensor, self.specs, self._where)
 
-    def _watched(self, args: tuple, kwargs: dict) -> list[tuple[str, object, int]]:
+    def _watched(self, args: tuple, kwargs: dict) -> list[tuple[str, object]]:
         found = []
         for label, value in [(f"argument {i}", v) for i, v in enumerate(args)] + [
             (f"argument {k}", v) for k, v in kwargs.items()
@@ -126,20 +129,18 @@ class PriorAnswerWatch:
             for name, tensor in launch_tensors(value, label):
                 ptr = tensor.untyped_storage().data_ptr()
                 if ptr not in self._excluded or ptr in self._written:
-                    found.append((name, tensor, ptr))
+                    found.append((name, tensor))
         return found
 
     def before(self, kernel, args: tuple, kwargs: dict) -> None:
         name = getattr(getattr(kernel, "fn", None), "__name__", type(kernel).__name__)
         self._pending = []
-        for label, tensor, ptr in self._watched(args, kwargs):
+        for label, tensor in self._watched(args, kwargs):
             samples = self._samples(tensor)
-            self._pending.append((tensor, ptr, samples))
-            if self._made.get(ptr) == tensor._version:
-                continue
+            self._pending.append((tensor, samples))
             for spec, form, values in samples:
                 key = (spec.numel, fingerprint(values))
-                if len(self.records) >= self.LIMIT or key in self._seen or trivial(values):
+                if len(self.records) >= self.LIMIT or key in self._made or key in self._seen or trivial(values):
                     continue
                 self._seen.add(key)
                 self.records.append(
@@ -153,8 +154,8 @@ class PriorAnswerWatch:
                 )
 
     def after(self, kernel, args: tuple, kwargs: dict) -> None:
-        for tensor, ptr, before in self._pending:
-            now = self._samples(tensor)
-            if any(fingerprint(a) != fingerprint(b) for (_, _, a), (_, _, b) in zip(now, before)):
-                self._made[ptr] = tensor._version
+        for tensor, before in self._pending:
+            for (spec, _, now), (_, _, then) in zip(self._samples(tensor), before):
+                if fingerprint(now) != fingerprint(then):
+                    self._made.add((spec.numel, fingerprint(now)))
         self._pending = []
