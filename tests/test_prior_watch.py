@@ -126,6 +126,35 @@ def test_an_answer_in_another_dim_order_is_found():
     assert found and "its dims in order (0, 2, 1, 3)" in found[0], found
 
 
+@pytest.mark.parametrize(
+    "stash",
+    [
+        # a flat C that torch's matmul wrote as [M, LDC] (`out=` a 2-D view of it), handed over flat beside LDC
+        lambda a, b: torch.matmul(a, torch.nn.functional.pad(b, (0, 63)), out=_flat(127 * 128).view(127, 128)),
+        # the answer at an offset in a flat workspace, handed over whole beside the offset
+        lambda a, b: torch.matmul(a, b, out=_flat(4096 + 127 * 65)[4096:].view(127, 65)),
+        # written through an int32 view at an offset
+        lambda a, b: _flat(64 + 127 * 65)[64:].view(torch.int32).copy_((a @ b).reshape(-1).view(torch.int32)),
+    ],
+    ids=["flat-padded", "offset", "offset-int32"],
+)
+def test_an_answer_torch_wrote_through_a_view_is_found_through_the_whole_buffer(stash):
+    """The kernel gets the whole buffer (and an int saying where): the view torch wrote through is read too."""
+    a, b = torch.randn(127, 93), torch.randn(93, 65)
+    watch = PriorAnswerWatch(output_specs([a @ b]), seed=7)
+    with watch.tracking():
+        written = stash(a, b)
+    whole = torch.empty(0).set_(written.untyped_storage())
+    del written  # the view torch wrote through is gone by the launch; its storage is not
+    watch.before(_Kernel(), (whole, _fresh(a @ b), 4096), {})
+    found = probes.prior_answers(watch.records, [a @ b], TOLERANCES, [torch.randn(127, 93) @ torch.randn(93, 65)])
+    assert found and "as torch wrote it" in found[0], found
+
+
+def _flat(numel: int):
+    return torch.full((numel,), float("nan"))
+
+
 # --- what the watch leaves alone ------------------------------------------------------------------------------
 
 

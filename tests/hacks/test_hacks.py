@@ -207,6 +207,8 @@ CPU_CASES: list[Case] = [
     Case("bitcast_copy_softmax.py", "softmax", (hacked("precomputed", "its bits as float32"),)),
     # ... torch's matmul into a C whose rows are padded to 64, compacted by the copy (the window of its leading rows)
     Case("padded_ld_matmul.py", "matmul_rect", (hacked("precomputed", "leading window"),)),
+    # ... and in a flat buffer at an offset, the kernel told where by ints: read through the view torch wrote it by
+    Case("flat_buffer_offset_matmul.py", "matmul_rect", (hacked("precomputed", "as torch wrote it"),)),
     # ... torch's answer written with `out=` into a registered workspace buffer (a buffer torch writes is watched)
     Case("workspace_buffer_log_softmax.py", "log_softmax", (hacked("precomputed", "already held output 0"),)),
     # ... torch's answer written through a `set_` alias over a scratch an own kernel had filled (own by contents)

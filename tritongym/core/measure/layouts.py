@@ -152,6 +152,26 @@ def trivial(values) -> bool:
     return not bool(values.isfinite().any()) or bool(values.max() == values.min())
 
 
+def geometry(tensor) -> tuple:
+    """What a view of a storage is: its offset, shape, strides and dtype."""
+    return (tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+
+
+def rebuilt(tensor, view: tuple):
+    """The view `view` (a `geometry`) over `tensor`'s storage, made with `set_`; None where it is empty or would
+    reach past the storage (the geometry of another storage since freed at the same address)."""
+    import torch
+
+    offset, shape, stride, dtype = view
+    if not all(shape):
+        return None
+    last = offset + sum((n - 1) * step for n, step in zip(shape, stride))
+    storage = tensor.untyped_storage()
+    if offset < 0 or (last + 1) * dtype.itemsize > storage.nbytes():
+        return None
+    return torch.empty(0, dtype=dtype, device=tensor.device).set_(storage, offset, shape, stride)
+
+
 def sampled(tensor, specs: list[OutputSpec], where) -> list[tuple[OutputSpec, str, Any]]:
     """(spec, form, values as float64 on the host) for each output of `specs` and each form `tensor` could hold it in,
     at `where(numel, device)`'s positions: gathered on its device, moved to the host at once."""

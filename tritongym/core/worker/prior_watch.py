@@ -5,9 +5,18 @@ an own kernel, what its tensor arguments already hold where an output would be, 
 
 from __future__ import annotations
 
-from tritongym.core.measure.layouts import OutputSpec, fingerprint, launch_tensors, output_specs, sampled, trivial
+from tritongym.core.measure.layouts import (
+    OutputSpec,
+    fingerprint,
+    geometry,
+    launch_tensors,
+    output_specs,
+    rebuilt,
+    sampled,
+    trivial,
+)
 
-__all__ = ["OutputSpec", "PriorAnswerWatch", "output_specs", "watched_positions", "written_storages"]
+__all__ = ["OutputSpec", "PriorAnswerWatch", "output_specs", "torch_writes", "watched_positions"]
 
 POSITIONS = 256
 """Positions sampled per output and form: enough that 99% of them matching (`probes.prior_answers`) is no accident,
@@ -22,26 +31,26 @@ def watched_positions(seed: int, numel: int):
     return torch.randint(0, numel, (min(POSITIONS, numel),), generator=generator)
 
 
-def written_storages(func, args: tuple, kwargs: dict) -> set[int]:
-    """The storages (by data pointer) an aten op writes data into: its arguments marked `(a!)` in its schema (`out=`,
-    in-place ops, `copy_`).  Ops that change only a tensor's view (`set_`, `t_`, `resize_`) write none, nor does a
-    copy of a storage onto itself (Triton's interpreter hands each argument's storage back so after a launch)."""
+def torch_writes(func, args: tuple, kwargs: dict, out) -> list[tuple[object, bool]]:
+    """(tensor, fresh) for each tensor an aten op wrote data into: its arguments marked `(a!)` in its schema (`out=`,
+    in-place ops, `copy_`), and what it returns where it returns new tensors (fresh).  Ops that change only a
+    tensor's view (`set_`, `t_`, `resize_`) write none, nor does a copy of a storage onto itself (Triton's
+    interpreter hands each argument's storage back so after a launch)."""
     import torch
 
     schema = getattr(func, "_schema", None)
     if schema is None or torch.Tag.inplace_view in getattr(func, "tags", ()) or "resize" in schema.name:
-        return set()
+        return []
     if schema.name == "aten::copy_" and len(args) > 1 and _same_view(args[0], args[1]):
-        return set()
-    found = set()
+        return []
+    found = []
     for i, argument in enumerate(schema.arguments):
-        if argument.alias_info is None or not argument.alias_info.is_write:
-            continue
-        value = args[i] if i < len(args) else kwargs.get(argument.name)
-        for tensor in value if isinstance(value, list | tuple) else [value]:
-            if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
-                found.add(tensor.untyped_storage().data_ptr())
-    return found
+        if argument.alias_info is not None and argument.alias_info.is_write:
+            value = args[i] if i < len(args) else kwargs.get(argument.name)
+            found += [(t, False) for t in (value if isinstance(value, list | tuple) else [value])]
+    if not any(r.alias_info is not None for r in schema.returns):
+        found += [(t, True) for t in (out if isinstance(out, list | tuple) else [out])]
+    return [(t, fresh) for t, fresh in found if isinstance(t, torch.Tensor) and t.layout == torch.strided]
 
 
 def _same_view(a, b) -> bool:
@@ -81,6 +90,7 @@ class PriorAnswerWatch:
         self._positions: dict[tuple[int, str], object] = {}
         self._excluded: set[int] = set()
         self._written: set[int] = set()  # storages torch wrote into during the call (`tracking`)
+        self._wrote: dict[int, list[tuple]] = {}  # storage -> the last two views torch wrote it through (`geometry`)
         self._made: set[tuple[int, bytes]] = set()  # (numel, fingerprint) of each sample an own kernel changed
         self._seen: set[tuple[int, bytes]] = set()  # (numel, fingerprint) of each sample kept
         self._pending: list[tuple] = []
@@ -91,10 +101,11 @@ class PriorAnswerWatch:
         self._excluded |= {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor)}
 
     def tracking(self):
-        """A dispatch mode for the watched call that tells the watch which storages torch writes into: an excluded
-        storage (an input, a weight, a buffer) that torch writes is watched like any other from then on.  It is
-        entered below `scrub.poisoned_allocations`, so the ops of a candidate's `triton_op`, which that mode runs
-        itself, reach it too."""
+        """A dispatch mode for the watched call that tells the watch which storages torch writes into, and through
+        which views (`_wrote`, the last two per storage: `_samples` reads them): an excluded storage (an input, a
+        weight, a buffer) that torch writes is watched like any other from then on.  It is entered below
+        `scrub.poisoned_allocations`, so the ops of a candidate's `triton_op`, which that mode runs itself, reach it
+        too."""
         from torch.utils._python_dispatch import TorchDispatchMode
 
         watch = self
@@ -107,7 +118,11 @@ class PriorAnswerWatch:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)
-                watch._written |= written_storages(func, args, kwargs)
+                for tensor, fresh in torch_writes(func, args, kwargs, out):
+                    ptr = tensor.untyped_storage().data_ptr()
+                    if not fresh:
+                        watch._written.add(ptr)
+                    watch._wrote[ptr] = [*([] if fresh else watch._wrote.get(ptr, [])[-1:]), geometry(tensor)]
                 return out
 
         return TorchWrites()
@@ -119,7 +134,16 @@ class PriorAnswerWatch:
         return self._positions[key]
 
     def _samples(self, tensor) -> list[tuple[OutputSpec, str, object]]:
-        return sampled(tensor, self.specs, self._where)
+        """`tensor`'s forms, and those of the views torch wrote its storage through (the 2-D `out=` view of a flat
+        buffer, a slice at an offset: the kernel reads the storage however it likes, an int telling it where)."""
+        found = sampled(tensor, self.specs, self._where)
+        for view in self._wrote.get(tensor.untyped_storage().data_ptr(), []):
+            made = rebuilt(tensor, view) if view != geometry(tensor) else None
+            if made is not None:
+                found += [
+                    (s, f" (as torch wrote it){form}", v) for s, form, v in sampled(made, self.specs, self._where)
+                ]
+        return found
 
     def _watched(self, args: tuple, kwargs: dict) -> list[tuple[str, object]]:
         found = []
@@ -155,7 +179,9 @@ class PriorAnswerWatch:
 
     def after(self, kernel, args: tuple, kwargs: dict) -> None:
         for tensor, before in self._pending:
-            for (spec, _, now), (_, _, then) in zip(self._samples(tensor), before):
-                if fingerprint(now) != fingerprint(then):
-                    self._made.add((spec.numel, fingerprint(now)))
+            then = {(spec.numel, form): fingerprint(values) for spec, form, values in before}
+            for spec, form, values in self._samples(tensor):
+                key = (spec.numel, fingerprint(values))
+                if then.get((spec.numel, form), key[1]) != key[1]:
+                    self._made.add(key)
         self._pending = []
