@@ -318,6 +318,19 @@ HOSTILE = [
         "class Evil:\n    def __reduce__(self):  # <-\n        return (print, ())\n",
         "relu",
     ),
+    # a forbidden module reached as an attribute of an allowed package (`forbidden_reach`)
+    ("forbidden", "torch-os", in_forward("torch.os.system('ls')  # <-"), "relu"),
+    ("forbidden", "torch-sys-modules", in_forward("m = torch.sys.modules['os']  # <-"), "relu"),
+    ("forbidden", "torch-os-path", in_forward("torch.os.path.exists('/')  # <-"), "relu"),
+    ("forbidden", "torch-osp", in_forward("torch.utils._osp.exists('/')  # <-"), "relu"),
+    ("forbidden", "triton-testing-subprocess", in_forward("triton.testing.subprocess.run(['ls'])  # <-"), "relu"),
+    ("forbidden", "numpy-reaches-os", in_forward("np._pytesttester.os.getcwd()  # <-", "import numpy as np"), "relu"),
+    ("forbidden", "stdlib-reaches-sys", in_forward("m = typing.sys.modules  # <-", "import typing"), "relu"),
+    ("forbidden", "from-torch-import-os", in_forward("os.listdir('/')  # <-", "from torch import os"), "relu"),
+    ("forbidden", "torch-os-aliased", in_forward("shell = torch.os  # <-\nshell.system('ls')"), "relu"),
+    ("forbidden", "torch-builtins-open", in_forward("d = torch.builtins.open('/x/ref.py').read()  # <-"), "relu"),
+    ("forbidden", "torch-ctypes", in_forward("lib = torch.ctypes.CDLL(None)  # <-"), "relu"),
+    ("forbidden", "posixpath", in_forward("b = posixpath.exists('/x')  # <-", "import posixpath"), "relu"),
     # --- monkeypatch ----------------------------------------------------------------------------------
     ("monkeypatch", "synchronize", in_forward("torch.cuda.synchronize = lambda: None  # <-"), "relu"),
     (

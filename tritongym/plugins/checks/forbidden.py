@@ -8,7 +8,10 @@ dynamic code that hides all of the above from the other static checks.  The work
 second line of defence; this check gives the model the reason while it can still fix its answer.
 
 The rules look at what a name *resolves to*, so `p.exists` after `from os import path as p`, `x = os;
-x.system(...)`, `getattr(torch, "_C")` and `__builtins__.open` are caught like `os.system` and `open`.
+x.system(...)`, `getattr(torch, "_C")` and `__builtins__.open` are caught like `os.system` and `open`.  A path is
+matched as written and as every module it reaches under another name: a package's namespace holds the modules its
+code imported, so `torch.os.system` is `os.system` and `torch.utils._osp` is `posixpath` (`forbidden_reach`, read
+from a clean interpreter).
 
 It is the *use* of a forbidden module that is refused, not its import: public files keep headers such as tutorial
 06's `import os`, never used, and a name bound and never read gives nothing.  Every read of a name that an import of
@@ -34,6 +37,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym import hookimpl
+from tritongym.core.errors import CheckUnavailable
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 from tritongym.core.scan.ast_scan import (
@@ -47,13 +51,16 @@ from tritongym.core.scan.ast_scan import (
     scan,
     verdict,
 )
+from tritongym.plugins.checks import forbidden_reach
 
 _WHY = {
     "access to processes and the operating system": "subprocess os posix nt pty tty termios fcntl resource signal "
     "platform ptrace atexit faulthandler",
     "file access": "io _io pathlib shutil tempfile glob fileinput mmap zipfile tarfile gzip bz2 lzma sqlite3 dbm "
     "torch.load torch.save torch.from_file torch.serialization numpy.load numpy.save numpy.savez numpy.fromfile "
-    "numpy.memmap numpy.loadtxt numpy.genfromtxt numpy.lib.format",
+    "numpy.memmap numpy.loadtxt numpy.genfromtxt numpy.lib.format "
+    # `os.path` under its own name (`torch.utils._osp` is `posixpath`)
+    "posixpath ntpath genericpath",
     "network access": "socket socketserver ssl select selectors urllib http requests httpx aiohttp ftplib smtplib "
     "telnetlib xmlrpc webbrowser torch.hub",
     "threads, subprocesses and event loops": "threading _thread multiprocessing concurrent asyncio "
@@ -215,10 +222,15 @@ class ForbiddenCheck(StaticCheck):
                 found += _hook_definition(node, facts)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found += _format_traversal(node)
-        return verdict(self.name, found)
+        result = verdict(self.name, found)
+        if result.passed and (why := forbidden_reach.failure()):
+            raise CheckUnavailable(f"which modules torch, triton and numpy reach could not be read ({why})")
+        return result
 
-    def _blocked(self, path: str, modules: dict[str, str]) -> str | None:
-        """Why `path` is forbidden, or None; an allowed prefix at least as specific as the rule wins."""
+    def _blocked(self, path: str, modules: dict[str, str], follow: bool = True) -> str | None:
+        """Why `path` is forbidden, or None; an allowed prefix at least as specific as the rule wins.  A path no rule
+        matches as written is matched again as each module it reaches under another name (`torch.os.system` as
+        `os.system`: `forbidden_reach`), unless `follow` is off."""
         parts = path.split(".")
         if parts[0].startswith("tritongym"):
             return "the judge's own code and the reference"
@@ -226,10 +238,19 @@ class ForbiddenCheck(StaticCheck):
             return None
         rule = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
         if rule is None:
-            return None
+            return self._reached(path, modules) if follow else None
         specific = range(rule.count(".") + 1, len(parts) + 1)
         allowed = any(".".join(parts[:n]) in self.options.allow_modules for n in specific)
         return None if allowed else modules[rule]
+
+    def _reached(self, path: str, modules: dict[str, str]) -> str | None:
+        """Why `path` is forbidden as the module it reaches (`torch.os` is the module `os`), or None."""
+        for written, module in forbidden_reach.reached(path):
+            rest = path[len(written) :]
+            why = self._blocked(module + rest, modules, follow=False)
+            if why:
+                return f"{why}, as `{written}` is the module `{module}`"
+        return None
 
     def _forbidden_names(self, facts: SourceScan, modules: dict[str, str]) -> dict[str, set[str]]:
         """Each name an import of a forbidden module binds -> the paths it is bound to (in any scope)."""
