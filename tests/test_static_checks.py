@@ -330,7 +330,88 @@ HOSTILE = [
     ("forbidden", "torch-os-aliased", in_forward("shell = torch.os  # <-\nshell.system('ls')"), "relu"),
     ("forbidden", "torch-builtins-open", in_forward("d = torch.builtins.open('/x/ref.py').read()  # <-"), "relu"),
     ("forbidden", "torch-ctypes", in_forward("lib = torch.ctypes.CDLL(None)  # <-"), "relu"),
+    # code run from strings, which no check reads
+    (
+        "forbidden",
+        "timeit",
+        in_forward("t = timeit.timeit('x.relu_()', globals={'x': x})  # <-", "import timeit"),
+        "relu",
+    ),
+    ("forbidden", "timeit-timer", in_forward("t = Timer('pass').repeat()  # <-", "from timeit import Timer"), "relu"),
+    ("forbidden", "cprofile-run", in_forward("cProfile.run('print(1)')  # <-", "import cProfile"), "relu"),
+    ("forbidden", "profile-runctx", in_forward("profile.runctx('y = 1', {}, {})  # <-", "import profile"), "relu"),
+    ("forbidden", "doctest", in_forward("doctest.run_docstring_examples(f, {})  # <-", "import doctest"), "relu"),
+    (
+        "forbidden",
+        "benchmark-timer",
+        in_forward("t = torch.utils.benchmark.Timer(stmt='y = x * 2', globals={'x': x})  # <-"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "benchmark-from",
+        in_forward("t = Timer(stmt='pass').timeit(1)  # <-", "from torch.utils.benchmark import Timer"),
+        "relu",
+    ),
+    ("forbidden", "pydoc-locate", in_forward("f = pydoc.locate('os.system')  # <-", "import pydoc"), "relu"),
+    ("forbidden", "runpy", in_forward("runpy.run_path('/tmp/x.py')  # <-", "import runpy"), "relu"),
+    (
+        "forbidden",
+        "code-interact",
+        in_forward("code.InteractiveInterpreter().runsource('1')  # <-", "import code"),
+        "relu",
+    ),
+    ("forbidden", "codeop", in_forward("c = codeop.compile_command('1')  # <-", "import codeop"), "relu"),
+    # file readers
+    ("forbidden", "linecache", in_forward("s = linecache.getline('/x/ref.py', 1)  # <-", "import linecache"), "relu"),
+    (
+        "forbidden",
+        "linecache-lines",
+        in_forward("s = getlines('/x/ref.py')  # <-", "from linecache import getlines"),
+        "relu",
+    ),
+    ("forbidden", "pkgutil-data", in_forward("d = pkgutil.get_data('tritongym', 'x')  # <-", "import pkgutil"), "relu"),
+    (
+        "forbidden",
+        "importlib-resources",
+        in_forward("t = importlib.resources.files('tritongym')  # <-", "import importlib.resources"),
+        "relu",
+    ),
+    ("forbidden", "tokenize-open", in_forward("f = tokenize.open('/x/ref.py')  # <-", "import tokenize"), "relu"),
     ("forbidden", "posixpath", in_forward("b = posixpath.exists('/x')  # <-", "import posixpath"), "relu"),
+    # C compiled and loaded on the host, where no probe sees what it computes
+    (
+        "forbidden",
+        "triton-build",
+        in_forward("m = triton.runtime.build.compile_module_from_src('int f;', 'm')  # <-"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "triton-build-from",
+        in_forward("so = _build('m', 'm.c', '/tmp', [], [], [], [])  # <-", "from triton.runtime.build import _build"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "triton-driver-build",
+        in_forward("m = triton.backends.nvidia.driver.compile_module_from_file('m.c', 'm')  # <-"),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "load-binary",
+        in_forward("k = triton.runtime.driver.active.utils.load_binary('k', b'', 0, 0)  # <-"),
+        "relu",
+    ),
+    ("forbidden", "nvrtc", in_forward("k = torch.cuda._compile_kernel('src', 'k')  # <-"), "relu"),
+    (
+        "forbidden",
+        "cpp-extension-load",
+        in_forward("m = cpp.load('m', ['m.cpp'])  # <-", "import torch.utils.cpp_extension as cpp"),
+        "relu",
+    ),
+    ("forbidden", "collect-env", in_forward("s = torch.utils.collect_env.get_pretty_env_info()  # <-"), "relu"),
     # --- monkeypatch ----------------------------------------------------------------------------------
     ("monkeypatch", "synchronize", in_forward("torch.cuda.synchronize = lambda: None  # <-"), "relu"),
     (

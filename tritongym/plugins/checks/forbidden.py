@@ -55,19 +55,27 @@ from tritongym.plugins.checks import forbidden_reach
 
 _WHY = {
     "access to processes and the operating system": "subprocess os posix nt pty tty termios fcntl resource signal "
-    "platform ptrace atexit faulthandler",
+    "platform ptrace atexit faulthandler _posixsubprocess pipes torch.utils.collect_env",
     "file access": "io _io pathlib shutil tempfile glob fileinput mmap zipfile tarfile gzip bz2 lzma sqlite3 dbm "
     "torch.load torch.save torch.from_file torch.serialization numpy.load numpy.save numpy.savez numpy.fromfile "
     "numpy.memmap numpy.loadtxt numpy.genfromtxt numpy.lib.format "
-    # `os.path` under its own name (`torch.utils._osp` is `posixpath`)
-    "posixpath ntpath genericpath",
+    # `os.path` is one of these under its own name (`torch.utils._osp` is `posixpath`); the others read the source,
+    # bytecode or data files whose names they are given (`linecache.getline("/x/reference.py", 1)`)
+    "posixpath ntpath genericpath linecache tokenize py_compile compileall pyclbr modulefinder filecmp netrc mailbox "
+    "pstats _pyio pkgutil.get_data importlib.resources triton.runtime.cache triton.runtime.RemoteCacheBackend "
+    "triton.runtime.RedisRemoteCacheBackend",
     "network access": "socket socketserver ssl select selectors urllib http requests httpx aiohttp ftplib smtplib "
     "telnetlib xmlrpc webbrowser torch.hub",
     "threads, subprocesses and event loops": "threading _thread multiprocessing concurrent asyncio "
-    "torch.multiprocessing torch.distributed",
+    "torch.multiprocessing torch.distributed torch.utils.throughput_benchmark torch.utils.ThroughputBenchmark",
     "native code or another kernel language": "ctypes _ctypes cffi numpy.ctypeslib cupy pycuda cuda numba "
     "torch.utils.cpp_extension torch.ops.load_library torch.classes.load_library torch.cuda.cudart "
-    "torch.cuda.jiterator",
+    "torch.cuda.jiterator torch.cuda._compile_kernel _imp triton.runtime.build triton.backends.nvidia.driver "
+    "triton.backends.amd.driver triton.experimental.gsan triton.runtime.driver.active.utils.load_binary",
+    # each takes its code as a string (a statement to time, a docstring's examples, a dotted name to import), which
+    # none of the static checks reads: `timeit.timeit("torch.relu(x)", globals=...)` is `exec`
+    "a way to run code given as a string, which no check reads": "timeit cProfile profile _lsprof doctest pydoc "
+    "_xxsubinterpreters torch.utils.benchmark",
     # `torch.library.impl("aten::matmul", ...)` replaces the op the reference calls: refused, but for the operator
     # wrappers of `TRITON_OPS`
     "access to torch's op registry, where the reference's own ops can be replaced; launch the @triton.jit kernel "
