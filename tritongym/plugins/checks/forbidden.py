@@ -10,8 +10,8 @@ second line of defence; this check gives the model the reason while it can still
 The rules look at what a name *resolves to*, so `p.exists` after `from os import path as p`, `x = os;
 x.system(...)`, `getattr(torch, "_C")` and `__builtins__.open` are caught like `os.system` and `open`.  A path is
 matched as written and as every module it reaches under another name: a package's namespace holds the modules its
-code imported, so `torch.os.system` is `os.system` and `torch.utils._osp` is `posixpath` (`forbidden_reach`, read
-from a clean interpreter).
+code imported, so `torch.os.system` is `os.system` and `torch.utils._osp` is `posixpath` (`forbidden_reach`: the
+modules' own namespaces, read as dicts in the judge's process).
 
 It is the *use* of a forbidden module that is refused, not its import: public files keep headers such as tutorial
 06's `import os`, never used, and a name bound and never read gives nothing.  Every read of a name that an import of
@@ -37,7 +37,6 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tritongym import hookimpl
-from tritongym.core.errors import CheckUnavailable
 from tritongym.core.interfaces import StaticCheck
 from tritongym.core.models import Candidate, CheckVerdict, Problem
 from tritongym.core.scan.ast_scan import (
@@ -230,10 +229,7 @@ class ForbiddenCheck(StaticCheck):
                 found += _hook_definition(node, facts)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found += _format_traversal(node)
-        result = verdict(self.name, found)
-        if result.passed and (why := forbidden_reach.failure()):
-            raise CheckUnavailable(f"which modules torch, triton and numpy reach could not be read ({why})")
-        return result
+        return verdict(self.name, found)
 
     def _blocked(self, path: str, modules: dict[str, str], follow: bool = True) -> str | None:
         """Why `path` is forbidden, or None; an allowed prefix at least as specific as the rule wins.  A path no rule
