@@ -103,6 +103,29 @@ HONEST_CASES: list[Case] = [
     Case("matmul_tutorial03_is_cuda_configs.py", "matmul_rect", ()),
     # vLLM/SGLang's persistent row loop: `for row in tl.range(pid, n_rows, nprog)`, then `row.to(tl.int64)`
     Case("rms_norm_tl_range_row_int64.py", "rms_norm", ()),
+    # public codebases' idioms, red-teamed on triton-cpu: each file's docstring names the style it copies
+    Case("rms_norm_vllm_has_residual.py", "rms_norm", ()),  # vLLM/SGLang HAS_RESIDUAL constexpr, dummy pointer
+    Case("log_softmax_unsloth_settings.py", "log_softmax", ()),  # Unsloth MAX_FUSED_SIZE, logsumexp buffer
+    Case("gelu_flaggems_libentry.py", "gelu", ()),  # FlagGems libentry() KernelInterface, heuristics dict
+    Case("hardtanh_assume_hints.py", "hardtanh", ()),  # tl.assume, tl.multiple_of, tl.max_contiguous, __all__
+    Case("matmul_tensor_desc_fallback.py", "matmul", ()),  # host TensorDescriptor, pointer kernel when unaligned
+    Case("matmul_gelu_prune_configs.py", "matmul_gelu", ()),  # prune_configs_by, grid lambda, tl.extra.cuda.libdevice
+    Case("sum_dim_autotune_reset_to_zero.py", "sum_dim", ()),  # autotune reset_to_zero around tl.atomic_add
+    Case("matmul_fp16_dtype_dispatch.py", "matmul_fp16", ()),  # torch -> tl dtype table, lru_cache'd dataclass config
+    Case("silu_contiguous_format.py", "silu", ()),  # empty_like(memory_format=...), warnings.warn, math.prod
+    Case("batch_norm_static_assert_debug.py", "batch_norm_inference", ()),  # tl.static_assert, device_print if DEBUG
+    Case("max_dim_2d_grid_where.py", "max_dim", ()),  # 2-D grid, -inf padding by tl.where
+    Case("layer_norm_tutorial05_autograd.py", "layer_norm", ()),  # tutorial 05's autograd.Function, lock backward
+    Case("conv2d_direct_heuristics.py", "conv2d", ()),  # direct convolution, @triton.heuristics, dataclass geometry
+    Case("batched_matmul_grouped_tutorial08.py", "batched_matmul", ()),  # tutorial 08: data_ptr arrays, pointer_type
+    Case("linear_scale_residual_cached_wt.py", "linear_scale_residual", ()),  # W^T kept, rebuilt on _version change
+    Case("attention_tutorial06_strided_qkv.py", "attention", ()),  # tutorial 06 exp2 online softmax, strided QKV
+    Case("mlp_unsloth_custom_fwd.py", "mlp", ()),  # Unsloth torch.amp.custom_fwd autograd.Function, ACT constexpr
+    Case("gemm_sigmoid_rowsum_reused_workspace.py", "gemm_sigmoid_rowsum", ()),  # a workspace kept between calls
+    Case("l2_normalize_do_not_specialize.py", "l2_normalize", ()),  # @triton.jit(do_not_specialize=...), persistent
+    Case("softmax_tutorial02_with_tests.py", "softmax", ()),  # tutorial 02 with its torch test and perf_report
+    Case("fma_tl_fma_2d.py", "fused_multiply_add", ()),  # tl.fma, 2-D grid, per-operand strides
+    Case("mean_dim_inference_mode.py", "mean_dim", ()),  # forward under @torch.inference_mode()
     *STALE_MEMORY_CASES,
 ]
 
