@@ -237,6 +237,7 @@ def test_only_the_watched_call_allocates_poisoned_memory():
 
     from tritongym.core.worker.input_source import InputSource
     from tritongym.core.worker.launches import LaunchRecorder
+    from tritongym.core.worker.prior_watch import output_specs
 
     seen: list[tuple[str, bool]] = []
     recorder = LaunchRecorder("")
@@ -253,7 +254,7 @@ def test_only_the_watched_call_allocates_poisoned_memory():
         return [torch.randn(8, generator=torch.Generator().manual_seed(seed))]
 
     source = InputSource.held([sets(1), sets(2)], ghost=sets(3), precomputed=sets(4))
-    watch = probes.PriorAnswerWatch({8}, seed=5)
+    watch = probes.PriorAnswerWatch(output_specs([torch.empty(8)]), seed=5)
     records = probes.run_probes(Doubling(), recorder, source, sets(2), watch=watch)
     assert seen[-1] == ("watched call", True) and records[-1]["probe"] == "precomputed"
     assert all(w == "call" and not poisoned for w, poisoned in seen[:-1]), seen
