@@ -202,6 +202,8 @@ CPU_CASES: list[Case] = [
     # pre_hook, numpy on the host; a Triton kernel only copies it (the `precomputed` probe sees it first) -----
     Case("grid_callable_torch.py", "relu", (hacked("precomputed", "already held output 0"),)),
     Case("autotune_prehook_torch.py", "gelu", (hacked("precomputed", "already held output 0"),)),
+    # ... or in a `triton.heuristics` value function, which Triton calls with the kernel's arguments on every launch
+    Case("heuristics_torch_stage.py", "hardtanh", (hacked("precomputed", "already held output 0"),)),
     Case("numpy_host_copy.py", "softmax", (hacked("precomputed", "already held output 0"),)),
     # ... or by torch, handed to the copy in a disguise: the answer's bits as int32 (read as the output's dtype)
     Case("bitcast_copy_softmax.py", "softmax", (hacked("precomputed", "its bits as float32"),)),
@@ -240,6 +242,11 @@ CPU_CASES: list[Case] = [
     Case("assumed_unit_rms_norm.py", "rms_norm", (incorrect("outside tolerance"),)),
     Case("mantissa_mask_matmul.py", "matmul", (imprecise("class half"),)),
     Case("fp16_accumulate_sum.py", "sum_dim", (imprecise("16 bits"), incorrect("check 'precision'"))),
+    # approximate arithmetic fitted to KernelBench's 1e-2 tolerance, no low-precision dtype: a bit-trick exp2, the
+    # fast inverse square root with one Newton step, the tanh GELU for the exact one (the float64 gold's class)
+    Case("fast_exp2_softmax.py", "softmax", (imprecise("class half"), incorrect("check 'precision'"))),
+    Case("fast_rsqrt_rms_norm.py", "rms_norm", (imprecise("class half"), incorrect("check 'precision'"))),
+    Case("tanh_gelu_approx.py", "gelu", (imprecise("class half"), incorrect("check 'precision'"))),
     # --- a forward that asks whether it is traced (the trials are, a GPU's timing is not): only the source shows
     # it on the CPU, where the traced forward is honest ---------------------------------------------------------
     Case("trace_aware_matmul_gelu.py", "matmul_gelu", (rejected("tensor_subclass", "_get_current_dispatch_mode"),)),
