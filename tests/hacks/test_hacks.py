@@ -99,6 +99,16 @@ CPU_CASES: list[Case] = [
         policy=STRICT,
     ),
     Case("lazy_thnn_conv_bias_relu.py", "conv2d_bias_relu", (hacked("torch_compute", "slow_conv2d"),), policy=STRICT),
+    # oneDNN's fused linear and convolution, by name (what Inductor's CPU backend emits)
+    Case(
+        "lazy_mkldnn_linear_relu.py", "linear_bias_relu", (hacked("torch_compute", "linear_pointwise"),), policy=STRICT
+    ),
+    Case(
+        "lazy_mkldnn_conv_bias_relu.py",
+        "conv2d_bias_relu",
+        (hacked("torch_compute", "convolution_pointwise"),),
+        policy=STRICT,
+    ),
     Case("lazy_conv_tbc_conv2d.py", "conv2d", (hacked("torch_compute", "conv_tbc"),), policy=STRICT),
     Case("lazy_linear_module.py", "linear_bias_relu", (hacked("torch_compute", "aten.addmm"),), policy=STRICT),
     # --- output-memory reuse / reading uninitialised memory --------------------------------------------
@@ -272,6 +282,8 @@ DEFAULT_ACCEPTS: list[Case] = [
     Case("lazy_bilinear_matmul_gelu.py", "matmul_gelu", (), why=_PRICED_BY_PR),
     Case("lazy_embedding_bag_linear_relu.py", "linear_bias_relu", (), why=_PRICED_BY_PR),
     Case("lazy_thnn_conv_bias_relu.py", "conv2d_bias_relu", (), why=_PRICED_BY_PR),
+    Case("lazy_mkldnn_linear_relu.py", "linear_bias_relu", (), why=_PRICED_BY_PR),
+    Case("lazy_mkldnn_conv_bias_relu.py", "conv2d_bias_relu", (), why=_PRICED_BY_PR),
     Case("lazy_conv_tbc_conv2d.py", "conv2d", (), why=_PRICED_BY_PR),
     Case("lazy_linear_module.py", "linear_bias_relu", (), why=_PRICED_BY_PR),
     Case(

@@ -40,6 +40,9 @@ _CONTRACTIONS = frozenset(
             "fbgemm_linear_fp16_weight_fp32_activation",
         ),
         *("weight_int8pack_mm", "weight_int4pack_mm"),
+        # oneDNN's and MKL's fused linear layers, reachable by name (`torch.ops.mkldnn._linear_pointwise`, what
+        # Inductor's CPU backend emits) and weighed as glue before (red-teamed)
+        *("linear_pointwise", "mkl_linear"),
     }
 )
 _ADDMM_LIKE = frozenset({"addmm", "baddbmm", "addbmm", "addmv", "sparse_addmm", "sspaddmm", "addmm_activation"})
@@ -52,6 +55,7 @@ _CONVOLUTIONS = frozenset(
         *("slow_conv_dilated3d", "mkldnn_convolution", "nnpack_spatial_convolution", "mps_convolution"),
         *("miopen_convolution", "miopen_depthwise_convolution", "cudnn_convolution_relu", "cudnn_convolution_add_relu"),
         *("conv_depthwise2d", "conv_depthwise3d", "thnn_conv_depthwise2d", "thnn_conv_depthwise2d_forward"),
+        "convolution_pointwise",  # oneDNN's fused convolution (`torch.ops.mkldnn._convolution_pointwise`)
     }
 )
 """Convolutions whose weight is [out channels, in channels / groups, *kernel]: each output element is a dot product of
@@ -60,6 +64,7 @@ _TRANSPOSED_CONVOLUTIONS = frozenset(
     {
         *("conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "slow_conv_transpose2d", "slow_conv_transpose3d"),
         *("cudnn_convolution_transpose", "miopen_convolution_transpose", "mkldnn_convolution_transpose"),
+        "convolution_transpose_pointwise",
     }
 )
 """Transposed convolutions, weight [in channels, out channels / groups, *kernel]: each input element is scattered over
