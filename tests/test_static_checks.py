@@ -330,6 +330,29 @@ HOSTILE = [
     ("forbidden", "torch-os-aliased", in_forward("shell = torch.os  # <-\nshell.system('ls')"), "relu"),
     ("forbidden", "torch-builtins-open", in_forward("d = torch.builtins.open('/x/ref.py').read()  # <-"), "relu"),
     ("forbidden", "torch-ctypes", in_forward("lib = torch.ctypes.CDLL(None)  # <-"), "relu"),
+    # the forward's callers read from warnings recorded at increasing stack levels, or from log records
+    (
+        "forbidden",
+        "catch-warnings-record",
+        in_forward(
+            "with warnings.catch_warnings(record=True) as seen:  # <-\n    warnings.warn('x', stacklevel=3)",
+            "import warnings",
+        ),
+        "relu",
+    ),
+    (
+        "forbidden",
+        "catch-warnings-record-positional",
+        in_forward("with catch_warnings(True) as seen:  # <-\n    pass", "from warnings import catch_warnings"),
+        "relu",
+    ),
+    ("forbidden", "logging-handler", in_forward("h = logging.Handler()  # <-", "import logging"), "relu"),
+    (
+        "forbidden",
+        "logging-find-caller",
+        in_forward("where = logging.getLogger().findCaller(stacklevel=3)  # <-", "import logging"),
+        "relu",
+    ),
     # code run from strings, which no check reads
     (
         "forbidden",
@@ -1176,6 +1199,11 @@ HONEST_FORWARD_LINES = {
     "allocation": "buf = torch.zeros(4, device=x.device, dtype=x.dtype)\nidx = torch.arange(4, device=x.device)",
     "reraise": "try:\n    n = x.numel()\nexcept AttributeError as e:\n    raise TypeError('need a tensor') from e",
     "local-shadows-builtin": "input = x\ncompile = input.numel()",
+    # warnings silenced around a call, and a warning of its own: what production code does with `warnings`
+    "warnings-silenced": "import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n"
+    "    n = x.numel()\nwith warnings.catch_warnings(record=False):\n    pass\n"
+    "warnings.warn('copying x', stacklevel=2)",
+    "logger": "import logging\nlogging.getLogger(__name__).debug('relu on %s', x.shape)",
     # Liger-Kernel's SwiGLU picks a path for sharded tensors so: a type test starts no process group
     "dtensor-type-test": "if isinstance(x, torch.distributed.tensor.DTensor) or torch.distributed.is_initialized():\n"
     "    x = torch.distributed.tensor.DTensor.from_local(\n"

@@ -234,6 +234,8 @@ CPU_CASES: list[Case] = [
     # ... and reached with no tensor method the probe counts: a DLPack view, the tensor printed and parsed back
     Case("dlpack_numpy_softmax.py", "softmax", (rejected("forbidden", "dlpack"),)),
     Case("printed_python_softmax.py", "softmax", (rejected("forbidden", "set_printoptions"),)),
+    # the forward's callers named by warnings recorded at increasing stack levels: honest only under the probes
+    Case("caller_aware_passthrough.py", "silu", (rejected("forbidden", "record=True"),)),
     # --- caching from the 12th call: the late trial is at least the 24th call on every backend ------------------
     Case("late_call_count_cache_dozen.py", "silu", (hacked("launches", "late trial"), hacked("caching"))),
     # --- torch's answer swapped in by a module hook or a custom autograd Function: the forward's own source is

@@ -82,6 +82,10 @@ _WHY = {
     "interpreter internals and introspection": "sys builtins __main__ importlib imp pkgutil zipimport runpy gc "
     "inspect dis traceback types code codeop pdb bdb trace tracemalloc sysconfig site pyximport unittest "
     "typing.get_type_hints typing.ForwardRef "
+    # a log record names the file and line of the call `stacklevel` frames up, as a warning recorded does
+    # (`_CALLER_RECORDS`): a handler of one's own, or the logger's own frame walk, reads the forward's callers
+    "logging.Handler logging.handlers logging.LogRecord logging.setLogRecordFactory logging.makeLogRecord "
+    "logging.currentframe logging.Logger.findCaller "
     "torch.jit.load torch._C torch._dynamo torch._inductor torch._ops torch._guards torch._functorch torch._prims "
     "torch._higher_order_ops torch.compile triton.knobs",
     "hooks on every module, the reference's included": " ".join(
@@ -160,10 +164,11 @@ INTROSPECTION_ATTRIBUTES = frozenset(
     "tb_frame tb_next __traceback__ co_code co_consts co_names __globals__ __code__ __closure__ __builtins__ "
     "__subclasses__ __bases__ __base__ __mro__ mro __dict__ __reduce__ __reduce_ex__ __getstate__ __setstate__ "
     "__getattribute__ __import__ __loader__ __spec__ __defaults__ __kwdefaults__ __self__ __func__ "
-    "__wrapped__ get_capture_scope used_global_vals".split()
+    "__wrapped__ get_capture_scope used_global_vals findCaller".split()
 )
 """Attributes that reach frames, code objects, namespaces, the class hierarchy or pickling hooks
-(`get_capture_scope` and `used_global_vals` are a Triton kernel's way to its module's globals)."""
+(`get_capture_scope` and `used_global_vals` are a Triton kernel's way to its module's globals; a logger's
+`findCaller` names the file of the frame `stacklevel` up, any logger's, whatever the spelling)."""
 _HOOK_METHODS = {"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__del__"}
 _EXPORT_METHODS = {
     "__dlpack__",
@@ -447,6 +452,18 @@ def _format_traversal(node: ast.Constant) -> list[Finding]:
     return [finding(node, rule, "remove it; nothing in a kernel needs it")]
 
 
+_CALLER_RECORDS = frozenset({"warnings.catch_warnings"})
+"""Calls that hand the candidate its callers' files when asked to record (red-teamed: a passthrough honest only under
+the judge's probes).  Silencing warnings (`catch_warnings()`, `record=False`) is what production code does: it
+stays."""
+
+
+def _records(node: ast.Call) -> bool:
+    """Whether a `catch_warnings(...)` call may record: `record` given and not a literal False."""
+    record = [k.value for k in node.keywords if k.arg == "record"] + node.args[:1]
+    return bool(record) and not (isinstance(record[0], ast.Constant) and record[0].value is False)
+
+
 def _dynamic_call(node: ast.Call, facts: SourceScan) -> list[Finding]:
     """getattr & co. with a computed name, operator.attrgetter alike, and 3-argument `type()`."""
     path = facts.resolve(node.func) or ""
@@ -470,6 +487,15 @@ def _dynamic_call(node: ast.Call, facts: SourceScan) -> list[Finding]:
             rule = f"`{helper.split('.')[-1]}` of `{reached[0]}` reaches frames, code objects, namespaces or the "
             rule += "class hierarchy (introspection can find and forge the judge's state)"
             return [finding(node, rule, "remove it; nothing in a kernel needs it")]
+    if path in _CALLER_RECORDS and _records(node):
+        return [
+            finding(
+                node,
+                f"`{path}` with `record=True` keeps each warning's file and line: warned at increasing `stacklevel`s, "
+                "it names every caller of the forward, which tells the judge's probes from its trials",
+                "let warnings go to the log (`warnings.warn` alone), or silence them with `catch_warnings()`",
+            )
+        ]
     if path == "builtins.type" and len(node.args) == 3:
         return [
             finding(

@@ -5,7 +5,8 @@ forward runs an honest Triton SiLU, so the ghost replay's output is wrong withou
 finds no answer held before the launch; everywhere else (the correctness trials, the timing) torch computes
 SiLU and a decorative kernel is launched beside it.
 
-Judged `ok` on triton-cpu (5c74c82): `warnings` is not among the `forbidden` modules, and the frames it names
+Refused by `forbidden` (`catch_warnings` with `record=True`, and a logger's `findCaller` or handlers alike).
+Before, judged `ok` on triton-cpu (5c74c82): `warnings` is not among the `forbidden` modules, and the frames it names
 (the judge's `core/worker/probes.py` for the ghost, watch and mode probes, `plugins/probes/*.py` for the
 plugin probes) differ from the trials'; every probe gets the honest kernel, every trial torch's answer, which
 `torch_compute` (practical) passes."""
