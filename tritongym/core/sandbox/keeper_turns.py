@@ -15,7 +15,9 @@ at a time per GPU (`GPULock`), so at most one such request per GPU is ever waiti
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 
 class KeeperTurns:
@@ -48,17 +50,11 @@ class KeeperTurns:
     def __exit__(self, *exc) -> None:
         self.give_back()
 
-    def turn(self, urgent: bool = False) -> _Turn:
+    @contextlib.contextmanager
+    def turn(self, urgent: bool = False) -> Iterator[None]:
         """`with turns.turn(urgent):` holds the mutex for the block."""
-        return _Turn(self, urgent)
-
-
-class _Turn:
-    def __init__(self, turns: KeeperTurns, urgent: bool) -> None:
-        self.turns, self.urgent = turns, urgent
-
-    def __enter__(self) -> None:
-        self.turns.take(self.urgent)
-
-    def __exit__(self, *exc) -> None:
-        self.turns.give_back()
+        self.take(urgent)
+        try:
+            yield
+        finally:
+            self.give_back()
