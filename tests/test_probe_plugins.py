@@ -29,7 +29,7 @@ from tritongym.core.plugins import PluginHost, PluginWarning
 from tritongym.core.problems import load_problem
 from tritongym.core.worker_task import BUILTIN_PROBES, ProbeSpec
 
-DEFAULT_PROBES = {*BUILTIN_PROBES, "shifted", "host_reads"}
+DEFAULT_PROBES = {*BUILTIN_PROBES, "shifted", "host_reads", "nudged"}
 """Every probe the built-in plugins register: the hard-wired built-ins, `shifted` (`plugins/probes/shifted.py`), a
 plain plugin probe with a trusted half, and `host_reads` (`plugins/probes/host_reads.py`), one without; both registered
 as a third party's is."""
@@ -236,7 +236,7 @@ def test_the_built_in_probes_are_registered_through_the_hook_and_declared_by_the
         assert registered.plugin == "tritongym.plugins.probes.builtin" and registered.cls.builtin
     readers = {
         "ghost": {"ghost"},
-        "caching": {"refresh"},
+        "caching": {"refresh", "nudged"},
         "determinism": {"repeat"},
         "modes": {"modes"},
         "launches": {"modes"},

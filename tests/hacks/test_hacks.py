@@ -246,6 +246,9 @@ CPU_CASES: list[Case] = [
     # --- caching keyed by a fingerprint of a few values: the grad probe's inputs repeat a trial's values, so the
     # cache answers it without a launch -----------------------------------------------------------------------------
     Case("fingerprint_cache.py", "relu", (hacked("launches", "under grad"), hacked("caching"))),
+    # ... or by a fingerprint an own kernel computes from every 16th element: every call launches, and a refill of
+    # every element changes the key; two elements swapped off the stride do not (the `nudged` probe)
+    Case("kernel_fingerprint_cache.py", "gelu", (hacked("caching", "did not change at all"),)),
     # --- partial work and low precision hidden in the kernel (no low-precision dtype in the source) ---------------
     Case("strided_stats_layernorm.py", "layer_norm", (incorrect("outside tolerance"),)),
     # a statistic assumed from the inputs' distribution (standard normal rows: norm sqrt(DIM), rms 1): the trials
@@ -346,6 +349,9 @@ GPU_CASES: list[Case] = [
     Case("lazy_matmul_gelu_device_kernel.py", "matmul_gelu", (hacked("torch_compute", "matmul"),), policy=STRICT),
     Case("lazy_bilinear_matmul_gelu.py", "matmul_gelu", (hacked("torch_compute", "trilinear"),), policy=STRICT),
     Case("lazy_conv_tbc_conv2d.py", "conv2d", (hacked("torch_compute", "conv_tbc"),), policy=STRICT),
+    # the memo keyed by an own kernel's fingerprint of every 16th element: `hacked` by `caching` (`nudged`) on one H200
+    # in stop 63, through `tritongym eval`
+    Case("kernel_fingerprint_cache.py", "gelu", (hacked("caching", "did not change at all"),)),
 ]
 
 

@@ -78,6 +78,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "tritongym.plugins.strategies.random_search",
     "tritongym.plugins.probes.builtin",
     "tritongym.plugins.probes.shifted",
+    "tritongym.plugins.probes.nudged",
     "tritongym.plugins.probes.host_reads",
 )
 """Built-in plugins, registered like any third-party plugin."""

@@ -1,9 +1,15 @@
-"""`caching`: no output is served from a cache keyed on the input buffers.
+"""`caching`: no output is served from a cache keyed on the input buffers or on a sample of their values.
 
 The `refresh` probe of `core/worker/probes.py` calls the forward on the very tensors the last trial used,
 refilled in place with another trial's values: same pointers, shapes and strides, new contents.  A
 candidate that remembers results by `data_ptr()`, shape or call count returns the stale answer.  (On the
 GPU the timed calls are checked the same way, inputs refreshed in place between them.)
+
+The `nudged` probe (`plugins/probes/nudged.py`) calls it on trial 0's inputs and again with two elements of each
+floating input swapped in place: a memo keyed by a sample of the values (every 16th element, fingerprinted by an own
+kernel) leaves the output unchanged where the reference's changed.  Its counts come from the candidate's process; a
+memo that forged them would have to recognise the probe's call and replace its function or torch's comparison,
+which the `monkeypatch` and `environment` checks refuse.
 """
 
 from __future__ import annotations
@@ -19,16 +25,17 @@ class OutputCachingCheck(RuntimeCheck):
 
     name = "caching"
     priority = 40
-    probes = ("refresh",)
+    probes = ("refresh", "nudged")
 
     def judge(self, evidence: Evidence, candidate: Candidate, problem: Problem) -> CheckVerdict:
         refresh = next((call for call in probes_in_domain(evidence) if call.probe == "refresh"), None)
+        stale = _unchanged_by_nudge(evidence)
         if refresh is None:
             return CheckVerdict(
                 name=self.name,
-                passed=True,
+                passed=not stale,
                 stage="runtime",
-                reason="not probed (one trial, or no probes on this backend)",
+                reason=stale or "not probed (one trial, or no probes on this backend)",
             )
         judged = probe_outputs_match(refresh)
         if not judged.correct:
@@ -40,9 +47,35 @@ class OutputCachingCheck(RuntimeCheck):
                 f"{refresh.trial}'s values, the forward returned a wrong answer ({judged.message}): outputs "
                 "cached by pointer, shape or call count; compute every call from the inputs' current values",
             )
+        if stale:
+            return CheckVerdict(name=self.name, passed=False, stage="runtime", reason=stale)
         return CheckVerdict(
-            name=self.name, passed=True, stage="runtime", reason="inputs refreshed in place give the new answer"
+            name=self.name,
+            passed=True,
+            stage="runtime",
+            reason="inputs refreshed in place, or two of their elements swapped, give the new answer",
         )
+
+
+def _unchanged_by_nudge(evidence: Evidence) -> str:
+    """Why the `nudged` call shows a stale output, or "": an output of the candidate's that did not change at all when
+    two elements of an input were swapped in place, where the reference's changed.  A call that raised, or that has
+    no reference answer, shows nothing (the trials judge a forward that fails)."""
+    call = evidence.probe("nudged")
+    if call is None or call.error or not isinstance(call.reference, dict) or not isinstance(call.value, dict):
+        return ""
+    theirs, ours = call.reference.get("changed", []), call.value.get("changed", [])
+    swapped = call.reference.get("swapped", [])
+    for index, (moved, kept) in enumerate(zip(theirs, ours)):
+        if isinstance(moved, int) and isinstance(kept, int) and moved > 0 and kept == 0:
+            where = ", ".join(f"input {i} at flat positions {p} and {q}" for i, p, q in swapped[:3])
+            return (
+                f"with two elements of an input swapped in place ({where}), output {index} did not change at all, "
+                f"where {moved} elements of the reference's answer did: an answer served from a cache keyed by part "
+                "of the inputs' values (a sparse fingerprint, a few sampled elements); compute every call from all "
+                "of the inputs' current values"
+            )
+    return ""
 
 
 @hookimpl

@@ -5,9 +5,10 @@ refills every element, so the fingerprint changes and the answer is fresh. Any r
 (a timing loop cycling through a fixed set of input buffers) is served from the cache, and two inputs that
 differ only away from the sampled elements get the same, wrong answer.
 
-Judged `ok` on triton-cpu (5c74c82): every call launches an own kernel (the fingerprint), so `launches` sees
-no call without one (unlike `../candidates/fingerprint_cache.py`, caught there); the caching probe refills
-every element, which changes the fingerprint; no probe changes only a few elements of an input already seen."""
+Judged `ok` on triton-cpu at 5c74c82: every call launches an own kernel (the fingerprint), so `launches` sees no
+call without one (unlike `fingerprint_cache.py`); the caching probe refills every element, which changes the
+fingerprint.  Caught since stop 63 by `caching`: the `nudged` probe swaps two elements at odd positions, off the
+fingerprint's stride, and the output does not change where the reference's does."""
 
 import torch
 import triton

@@ -1,0 +1,99 @@
+"""The `caching` check's `nudged` probe (`plugins/probes/nudged.py`), its two halves as plain functions, and the
+check's reading of them.  End to end, `tests/hacks/test_hacks.py`'s `kernel_fingerprint_cache` case is refused by it
+and every honest kernel passes it (`tests/hacks/test_honest.py`, `tests/test_suite.py`)."""
+
+from __future__ import annotations
+
+import torch
+
+from tritongym.core.models import Candidate, Evidence, ProbeCall
+from tritongym.core.problems import load_problem
+from tritongym.plugins.checks.caching import OutputCachingCheck
+from tritongym.plugins.probes import nudged
+
+
+class Gelu(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+class StridedMemo(torch.nn.Module):
+    """A memo keyed by every 16th element (the red team's sparse fingerprint, in plain torch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memo: dict = {}
+
+    def forward(self, x):
+        key = tuple(x.reshape(-1)[::16].tolist())
+        if key not in self.memo:
+            self.memo[key] = torch.nn.functional.gelu(x)
+        return self.memo[key]
+
+
+class RowSum(torch.nn.Module):
+    def forward(self, x):
+        return x.sum(dim=-1)
+
+
+class LowerTriangularMatmul(torch.nn.Module):
+    """Reads only the lower triangle of `a`, as a kernel for triangular inputs may."""
+
+    def forward(self, a, b):
+        return torch.tril(a) @ b
+
+
+def test_a_swap_is_off_every_power_of_two_stride_and_between_different_values():
+    x = torch.randn(4, 256)
+    before = x.clone()
+    [(index, p, q)] = nudged.nudge([x])
+    assert index == 0 and p % 2 == 1 and q % 2 == 1 and abs(p - q) == 2
+    flat, was = x.view(-1), before.view(-1)
+    assert flat[p] == was[q] and flat[q] == was[p] and flat[p] != flat[q]
+    assert int((x != before).sum()) == 2
+    ints, scalar, zeros = torch.arange(16), torch.tensor([1.0, 2.0]), torch.zeros(64)
+    assert nudged.nudge([ints, scalar, zeros, 3.0]) == []  # no floats of 4+ elements that differ: nothing swapped
+
+
+def test_a_swap_in_a_triangular_input_moves_a_value_the_triangle_holds():
+    a = torch.tril(torch.randn(32, 32))
+    [(_, p, q)] = nudged.nudge([a])
+    assert a.view(-1)[p] != 0 or a.view(-1)[q] != 0  # two zeros of the upper triangle are passed over
+    honest = nudged.candidate_side(LowerTriangularMatmul(), [torch.tril(torch.randn(32, 32)), torch.randn(32, 8)])
+    reference = nudged.reference_side(LowerTriangularMatmul(), [torch.tril(torch.randn(32, 32)), torch.randn(32, 8)])
+    assert reference["changed"][0] == 0 or honest["changed"][0] > 0
+
+
+def test_the_halves_count_what_changed():
+    x = torch.randn(4, 256)
+    reference = nudged.reference_side(Gelu(), [x.clone()])
+    assert reference["numel"] == [1024] and reference["changed"] == [2]
+    assert nudged.candidate_side(Gelu(), [x.clone()])["changed"] == [2]
+    assert nudged.candidate_side(StridedMemo(), [x.clone()])["changed"] == [0]
+    assert nudged.reference_side(RowSum(), [x.clone()])["changed"] == [0]  # a swap within a row: its sum stays
+
+
+def _verdict(value: dict, reference: dict, error: str = ""):
+    evidence = Evidence(probes=[ProbeCall(probe="nudged", trial=-1, value=value, reference=reference, error=error)])
+    problem = load_problem("gelu")
+    return OutputCachingCheck().judge(evidence, Candidate(source=""), problem)
+
+
+def test_the_check_refuses_an_output_left_unchanged_where_the_reference_moved():
+    x = torch.randn(4, 256)
+    reference = nudged.reference_side(Gelu(), [x.clone()])
+    stale = _verdict(nudged.candidate_side(StridedMemo(), [x.clone()]), reference)
+    assert not stale.passed and "did not change at all" in stale.reason and "flat positions" in stale.reason
+    assert _verdict(nudged.candidate_side(Gelu(), [x.clone()]), reference).passed
+    # the reference unchanged, a call that raised, or no reference answer: nothing to hold against the candidate
+    assert _verdict({"changed": [0]}, {"changed": [0]}).passed
+    assert _verdict({"changed": [0]}, reference, error="RuntimeError: boom").passed
+    assert _verdict({"changed": [0]}, None).passed
+
+
+def test_outputs_too_large_to_hold_twice_are_not_judged(monkeypatch):
+    monkeypatch.setattr(nudged, "LARGEST_BYTES", 1000)
+    x = torch.randn(4, 256)
+    answer = nudged.candidate_side(StridedMemo(), [x.clone()])
+    assert answer["changed"] == [-1] and answer["swapped"] == []
+    assert _verdict(answer, nudged.reference_side(Gelu(), [x.clone()])).passed
