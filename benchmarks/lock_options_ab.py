@@ -62,6 +62,9 @@ COUNTS = {
     "spares": "spare_workers_per_gpu",
     "starts": "starts_at_once",
     "connections": "device_connections",
+    # tasks per worker before it is replaced (1, the default: a fresh process and CUDA context per candidate); a
+    # context's creation is serialised across the host (`fork_contention.py`), so `tasks=4` shows what that costs
+    "tasks": "max_tasks_per_worker",
 }  # `name=N` parts: backend options
 # `name=word` parts: backend options by name (`profiler=startup`, `sched=yield`)
 WORDS = {"profiler": "profiler_warm_up", "sched": "device_schedule"}
@@ -69,8 +72,8 @@ WORDS = {"profiler": "profiler_warm_up", "sched": "device_schedule"}
 
 def backend_options(setting: str) -> dict:
     """The triton-cuda backend's options for a setting: `locked`, `unlocked`, `yield` and `name=value` parts
-    (`window=S`, `shared=S`, `workers=N`, `spares=N`, `starts=N`, `connections=N`) joined by `+`; each named switch
-    on, the others off.  With a `default` part the switches not named keep the backend's defaults instead
+    (`window=S`, `shared=S`, `workers=N`, `spares=N`, `starts=N`, `connections=N`, `tasks=N`) joined by `+`; each
+    named switch on, the others off.  With a `default` part the switches not named keep the backend's defaults instead
     (`default+workers=12`: today's defaults, 12 workers per GPU), where `workers=12` alone also turns off every
     switch it does not name (stop 57 compared `workers=16`, locked, with `default`)."""
     switches, timing, backend = set(), {}, {}
