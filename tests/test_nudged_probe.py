@@ -43,32 +43,44 @@ class LowerTriangularMatmul(torch.nn.Module):
         return torch.tril(a) @ b
 
 
-def test_a_swap_is_off_every_power_of_two_stride_and_between_different_values():
+def test_swaps_are_off_every_power_of_two_stride_and_between_different_values():
     x = torch.randn(4, 256)
     before = x.clone()
-    [(index, p, q)] = nudged.nudge([x])
-    assert index == 0 and p % 2 == 1 and q % 2 == 1 and abs(p - q) == 2
+    swaps = nudged.nudge([x])
+    assert len(swaps) == nudged.PAIRS_TRIED
     flat, was = x.view(-1), before.view(-1)
-    assert flat[p] == was[q] and flat[q] == was[p] and flat[p] != flat[q]
-    assert int((x != before).sum()) == 2
+    for index, p, q in swaps:
+        assert index == 0 and p % 2 == 1 and q % 2 == 1 and abs(p - q) == 2
+        assert flat[p] == was[q] and flat[q] == was[p] and flat[p] != flat[q]
+    assert len({i for _, p, q in swaps for i in (p, q)}) == 2 * len(swaps)  # no element in two pairs
+    assert int((x != before).sum()) == 2 * len(swaps)
     ints, scalar, zeros = torch.arange(16), torch.tensor([1.0, 2.0]), torch.zeros(64)
     assert nudged.nudge([ints, scalar, zeros, 3.0]) == []  # no floats of 4+ elements that differ: nothing swapped
 
 
-def test_a_swap_in_a_triangular_input_moves_a_value_the_triangle_holds():
+def test_swaps_in_a_triangular_input_move_values_the_triangle_holds():
     a = torch.tril(torch.randn(32, 32))
-    [(_, p, q)] = nudged.nudge([a])
-    assert a.view(-1)[p] != 0 or a.view(-1)[q] != 0  # two zeros of the upper triangle are passed over
-    honest = nudged.candidate_side(LowerTriangularMatmul(), [torch.tril(torch.randn(32, 32)), torch.randn(32, 8)])
-    reference = nudged.reference_side(LowerTriangularMatmul(), [torch.tril(torch.randn(32, 32)), torch.randn(32, 8)])
-    assert reference["changed"][0] == 0 or honest["changed"][0] > 0
+    for _, p, q in nudged.nudge([a]):
+        assert a.view(-1)[p] != 0 or a.view(-1)[q] != 0  # two zeros of the upper triangle are passed over
+    inputs = [torch.tril(torch.randn(32, 32)), torch.randn(32, 8)]
+    honest = nudged.candidate_side(LowerTriangularMatmul(), [t.clone() for t in inputs])
+    reference = nudged.reference_side(LowerTriangularMatmul(), [t.clone() for t in inputs])
+    assert reference["changed"][0] > 0 and honest["changed"][0] > 0
+
+
+def test_a_flat_stretch_of_the_reference_still_moves_somewhere():
+    """One pair of two negative inputs barely moves a GELU (by less than CHANGED_RTOL): every pair is swapped, so the
+    reference's answer moves somewhere whatever the draw (the fingerprint memo slipped through 1 run in ~10 before)."""
+    for seed in range(50):
+        x = torch.randn(7747, generator=torch.Generator().manual_seed(seed))
+        assert nudged.reference_side(Gelu(), [x])["changed"][0] > 0, seed
 
 
 def test_the_halves_count_what_changed():
     x = torch.randn(4, 256)
     reference = nudged.reference_side(Gelu(), [x.clone()])
-    assert reference["numel"] == [1024] and reference["changed"] == [2]
-    assert nudged.candidate_side(Gelu(), [x.clone()])["changed"] == [2]
+    assert reference["numel"] == [1024] and 0 < reference["changed"][0] <= 2 * nudged.PAIRS_TRIED
+    assert nudged.candidate_side(Gelu(), [x.clone()])["changed"] == [2 * nudged.PAIRS_TRIED]
     assert nudged.candidate_side(StridedMemo(), [x.clone()])["changed"] == [0]
     assert nudged.reference_side(RowSum(), [x.clone()])["changed"] == [0]  # a swap within a row: its sum stays
 
@@ -83,7 +95,7 @@ def test_the_check_refuses_an_output_left_unchanged_where_the_reference_moved():
     x = torch.randn(4, 256)
     reference = nudged.reference_side(Gelu(), [x.clone()])
     stale = _verdict(nudged.candidate_side(StridedMemo(), [x.clone()]), reference)
-    assert not stale.passed and "did not change at all" in stale.reason and "flat positions" in stale.reason
+    assert not stale.passed and "did not change at all" in stale.reason and "8 pairs" in stale.reason
     assert _verdict(nudged.candidate_side(Gelu(), [x.clone()]), reference).passed
     # the reference unchanged, a call that raised, or no reference answer: nothing to hold against the candidate
     assert _verdict({"changed": [0]}, {"changed": [0]}).passed

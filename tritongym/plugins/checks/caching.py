@@ -5,11 +5,11 @@ refilled in place with another trial's values: same pointers, shapes and strides
 candidate that remembers results by `data_ptr()`, shape or call count returns the stale answer.  (On the
 GPU the timed calls are checked the same way, inputs refreshed in place between them.)
 
-The `nudged` probe (`plugins/probes/nudged.py`) calls it on trial 0's inputs and again with two elements of each
+The `nudged` probe (`plugins/probes/nudged.py`) calls it on trial 0's inputs and again with pairs of elements of each
 floating input swapped in place: a memo keyed by a sample of the values (every 16th element, fingerprinted by an own
-kernel) leaves the output unchanged where the reference's changed.  Its counts come from the candidate's process; a
-memo that forged them would have to recognise the probe's call and replace its function or torch's comparison,
-which the `monkeypatch` and `environment` checks refuse.
+kernel) leaves the output unchanged where the reference's changed. Its counts come from the candidate's process; a memo
+that forged them would have to recognise the probe's call and replace its function or torch's comparison, which the
+`monkeypatch` and `environment` checks refuse.
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ class OutputCachingCheck(RuntimeCheck):
             name=self.name,
             passed=True,
             stage="runtime",
-            reason="inputs refreshed in place, or two of their elements swapped, give the new answer",
+            reason="inputs refreshed in place, or pairs of their elements swapped, give the new answer",
         )
 
 
 def _unchanged_by_nudge(evidence: Evidence) -> str:
     """Why the `nudged` call shows a stale output, or "": an output of the candidate's that did not change at all when
-    two elements of an input were swapped in place, where the reference's changed.  A call that raised, or that has
-    no reference answer, shows nothing (the trials judge a forward that fails)."""
+    pairs of elements of its inputs were swapped in place, where the reference's changed. A call that raised, or that
+    has no reference answer, shows nothing (the trials judge a forward that fails)."""
     call = evidence.probe("nudged")
     if call is None or call.error or not isinstance(call.reference, dict) or not isinstance(call.value, dict):
         return ""
@@ -68,9 +68,11 @@ def _unchanged_by_nudge(evidence: Evidence) -> str:
     swapped = call.reference.get("swapped", [])
     for index, (moved, kept) in enumerate(zip(theirs, ours)):
         if isinstance(moved, int) and isinstance(kept, int) and moved > 0 and kept == 0:
-            where = ", ".join(f"input {i} at flat positions {p} and {q}" for i, p, q in swapped[:3])
+            where = ", ".join(f"input {i} at {p} and {q}" for i, p, q in swapped[:3])
+            more = f" and {len(swapped) - 3} more" if len(swapped) > 3 else ""
             return (
-                f"with two elements of an input swapped in place ({where}), output {index} did not change at all, "
+                f"with {len(swapped)} pairs of input elements swapped in place (flat positions: {where}{more}), "
+                f"output {index} did not change at all, "
                 f"where {moved} elements of the reference's answer did: an answer served from a cache keyed by part "
                 "of the inputs' values (a sparse fingerprint, a few sampled elements); compute every call from all "
                 "of the inputs' current values"

@@ -1,24 +1,24 @@
-"""The `nudged` probe: the forward called twice on the same input buffers, two elements of each floating input swapped
-in place between the calls; per output, how many of its elements changed.
+"""The `nudged` probe: the forward called twice on the same input buffers, pairs of elements of each floating input
+swapped in place between the calls; per output, how many of its elements changed.
 
 A memo keyed by a sample of the inputs' values (every 16th element fingerprinted by an own kernel, a row's first
 element, a few fixed positions) is never wrong on the judge's trials, which are fresh draws: every sampled element
 differs, so the key does, and every call launches the kernel that computes the key.  The `refresh` probe refills
 every element, and misses it too.  It pays where the timing loop cycles through a fixed set of inputs, and gives a
 wrong answer to two inputs that differ off its sample: found red-teaming (`tests/hacks/candidates/
-kernel_fingerprint_cache.py`).  Two swapped elements are off any power-of-two stride (both at odd flat positions,
-two apart), so such a key does not change while the reference's answer does.
+kernel_fingerprint_cache.py`).  The swapped elements are off any power-of-two stride (odd flat positions, each
+pair two apart), so such a key does not change while the reference's answer does.
 
 A swap keeps each input's values as a set (a row's sum, a probability row, a sorted row's range are unchanged), and
-the pair is chosen among elements that differ, so the reference's answer changes wherever it reads either of them;
-an honest kernel reads at least one of them wherever the reference does, so its output changes too.  Only an output
+only elements that differ are swapped, so the reference's answer changes wherever it reads either of a pair; an
+honest kernel reads at least one of them wherever the reference does, so its output changes too.  Only an output
 the candidate left *unchanged* where the reference's changed is a finding (`plugins/checks/caching.py`): not a
 wrong value, which an honest kernel that leans on a structure of the inputs the swap broke could give.
 
-Both halves swap the same positions (`nudge`, a function of the input's size only) in a fresh copy of the first
-trial's inputs: the candidate's in its worker, the reference's in a trusted process.  Each answers JSON: per output,
-its element count and how many elements changed between the two calls (the candidate: any change at all; the
-reference: more than `CHANGED_RTOL` of the output's largest magnitude).
+Both halves swap the same positions (`nudge`: the input's size and values decide them, and both sides hold the same
+values) in a fresh copy of the first trial's inputs: the candidate's in its worker, the reference's in a trusted
+process. Each answers JSON: per output, its element count and how many elements changed between the two calls (the
+candidate: any change at all; the reference: more than `CHANGED_RTOL` of the output's largest magnitude).
 """
 
 from __future__ import annotations
@@ -34,23 +34,25 @@ LARGEST_BYTES = 1 << 30
 """Outputs larger than this together are not judged (-1 changed): each half holds a copy of the first call's."""
 
 PAIRS_TRIED = 8
-"""Positions tried per input for a pair of different values (zeros of a triangular or sparse input are passed over)."""
+"""Pairs swapped per input, among different values (zeros of a triangular or sparse input are passed over)."""
 
 
 def _positions(numel: int) -> list[tuple[int, int]]:
-    """Candidate pairs (p, p + 2) at odd flat positions spread over the input, in the order tried."""
-    pairs = []
+    """Pairs (p, p + 2) at odd flat positions spread over the input, none sharing an element."""
+    pairs: list[tuple[int, int]] = []
     for k in range(1, PAIRS_TRIED + 1):
         p = ((numel * k) // (PAIRS_TRIED + 1)) | 1
         q = p + 2 if p + 2 < numel else p - 2
-        if 0 <= q < numel and p < numel and (p, q) not in pairs:
+        if 0 <= q < numel and p < numel and not {p, q} & {i for pair in pairs for i in pair}:
             pairs.append((p, q))
     return pairs
 
 
 def nudge(inputs: list) -> list[tuple[int, int, int]]:
-    """Swap two elements of each floating, contiguous input of at least 4 elements, in place, at the first of
-    `_positions` where their values differ; (input index, p, q) for each swap made."""
+    """Swap pairs of elements of each floating, contiguous input of at least 4 elements, in place, at each of
+    `_positions` where their values differ; (input index, p, q) for each swap made.  Every pair, not the first: one
+    pair of random values may move the reference's answer by less than `CHANGED_RTOL` (a GELU of two negative
+    values), and then nothing is judged; eight such pairs at once practically never do."""
     import torch
 
     swapped = []
@@ -66,7 +68,6 @@ def nudge(inputs: list) -> list[tuple[int, int, int]]:
                 if bool(a != b) and bool(torch.isfinite(a)) and bool(torch.isfinite(b)):
                     flat[p], flat[q] = b, a
                     swapped.append((index, p, q))
-                    break
     return swapped
 
 
@@ -133,8 +134,8 @@ def reference_side(model, inputs: list) -> dict:
 
 
 class NudgedProbe(Probe):
-    """The forward on the first trial's inputs, then on the same buffers with two elements of each floating input
-    swapped in place; the reference's answer to the same."""
+    """The forward on the first trial's inputs, then on the same buffers with pairs of elements of each floating
+    input swapped in place; the reference's answer to the same."""
 
     name = "nudged"
     target = "tritongym.plugins.probes.nudged:candidate_side"
