@@ -247,7 +247,7 @@ CPU_CASES: list[Case] = [
     # cache answers it without a launch -----------------------------------------------------------------------------
     Case("fingerprint_cache.py", "relu", (hacked("launches", "under grad"), hacked("caching"))),
     # ... or by a fingerprint an own kernel computes from every 16th element: every call launches, and a refill of
-    # every element changes the key; two elements swapped off the stride do not (the `nudged` probe)
+    # every element changes the key; pairs of elements swapped off the stride do not (the `nudged` probe)
     Case("kernel_fingerprint_cache.py", "gelu", (hacked("caching", "did not change at all"),)),
     # --- partial work and low precision hidden in the kernel (no low-precision dtype in the source) ---------------
     Case("strided_stats_layernorm.py", "layer_norm", (incorrect("outside tolerance"),)),

@@ -7,7 +7,7 @@ differ only away from the sampled elements get the same, wrong answer.
 
 Judged `ok` on triton-cpu at 5c74c82: every call launches an own kernel (the fingerprint), so `launches` sees no
 call without one (unlike `fingerprint_cache.py`); the caching probe refills every element, which changes the
-fingerprint.  Caught since stop 63 by `caching`: the `nudged` probe swaps two elements at odd positions, off the
+fingerprint.  Caught since stop 63 by `caching`: the `nudged` probe swaps pairs of elements at odd positions, off the
 fingerprint's stride, and the output does not change where the reference's does."""
 
 import torch
