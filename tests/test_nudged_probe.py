@@ -109,3 +109,25 @@ def test_outputs_too_large_to_hold_twice_are_not_judged(monkeypatch):
     answer = nudged.candidate_side(StridedMemo(), [x.clone()])
     assert answer["changed"] == [-1] and answer["swapped"] == []
     assert _verdict(answer, nudged.reference_side(Gelu(), [x.clone()])).passed
+
+
+class FirstArgmax(torch.nn.Module):
+    def forward(self, x):
+        return torch.argmax(x, dim=-1)
+
+
+class LastArgmax(torch.nn.Module):
+    """Breaks ties the other way, as an honest kernel may."""
+
+    def forward(self, x):
+        return x.shape[-1] - 1 - torch.argmax(x.flip(-1), dim=-1)
+
+
+def test_index_outputs_are_not_judged():
+    """Rows full of ties: a swap moves the first maximum, not the last, so an honest kernel that breaks ties the other
+    way keeps its index where the reference's moved."""
+    x = torch.randint(0, 3, (8, 64)).float()
+    assert nudged.reference_side(FirstArgmax(), [x.clone()])["changed"] == [-1]
+    answer = nudged.candidate_side(LastArgmax(), [x.clone()])
+    assert answer["changed"] == [-1]
+    assert _verdict(answer, nudged.reference_side(FirstArgmax(), [x.clone()])).passed

@@ -185,7 +185,8 @@ def test_a_kernel_that_caches_after_its_first_calls_fails_the_late_trial():
     assert result.status == Status.hacked and result.reward.total == 0, result.message
     assert "check 'launches': late trial (fresh inputs after every probe" in result.message, result.message
     caching = next(v for v in result.checks if v.name == "caching")
-    assert caching.passed  # the refresh probe came too early to see it
+    # the refresh probe came too early to see it; the `nudged` call, after the probes, is served from the cache too
+    assert not caching.passed and "did not change at all" in caching.reason, caching.reason
     copying = LATE_CACHING_RELU.replace(
         "return self.cache[key]",
         "out = torch.empty_like(x)\n            n = x.numel()\n"
@@ -194,8 +195,10 @@ def test_a_kernel_that_caches_after_its_first_calls_fails_the_late_trial():
     )
     with _evaluator() as evaluator:
         copied = evaluator.evaluate(copying, relu)
-    assert copied.status == Status.incorrect and copied.reward.total == 0, copied.message
-    assert copied.message.startswith("incorrect: late trial (fresh inputs after every probe"), copied.message
+    # its late trial is wrong, and the `nudged` call (two calls on the same buffers, pairs of elements swapped between
+    # them) sees the stale answer unchanged: `hacked` by `caching`, which outranks the late trial's `incorrect`
+    assert copied.status == Status.hacked and copied.reward.total == 0, copied.message
+    assert "check 'caching'" in copied.message and "did not change at all" in copied.message, copied.message
 
 
 def test_the_warm_worker_path_runs_shape_sets_and_the_late_trial():
