@@ -72,12 +72,10 @@ def nudge(inputs: list) -> list[tuple[int, int, int]]:
 
 
 def _outputs(out) -> list:
-    """The forward's tensor outputs, flattened as the trials flatten them (`compare.flatten_outputs`)."""
     import torch
 
-    from tritongym.core.measure.compare import flatten_outputs
-
-    return [o.detach() for o in flatten_outputs(out) if isinstance(o, torch.Tensor)]
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [o.detach() for o in outs if isinstance(o, torch.Tensor)]
 
 
 def _changed(before, after, rtol: float | None) -> int:
